@@ -1,0 +1,53 @@
+# sinkscope — `make run` opens the app, `make test` runs the tests; both install what they need.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# The CPU wheel of torch; set TORCH="torch" (or a CUDA build) on a machine with a GPU.
+TORCH ?= torch==2.13.0
+PORT ?= 8501
+ADDRESS ?= 127.0.0.1
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export HF_HUB_DISABLE_PROGRESS_BARS := 1
+export NUMBA_THREADING_LAYER := omp
+export PYTHONUNBUFFERED := 1
+
+.PHONY: install chromium run test test-fast bench fuzz load screenshots clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH)"
+	$(PY) -m pip install -q -e ".[test]"
+	$(PY) -m engine warmup
+	touch $@
+
+chromium:
+	@command -v chromium >/dev/null || { \
+	  echo "Installing Debian's chromium for the browser tests…"; \
+	  (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || \
+	  { echo "Could not install chromium: run 'apt-get install -y chromium' as root."; exit 1; }; }
+
+run: install
+	$(PY) -m streamlit run app.py --server.headless true --server.port $(PORT) \
+	  --server.address $(ADDRESS) --browser.gatherUsageStats false
+
+test: install chromium
+	$(PY) -m pytest -q -p no:cacheprovider
+
+test-fast: install
+	$(PY) -m pytest -q -m "not browser and not slow"
+
+bench: install chromium
+	$(PY) -m engine.bench
+
+fuzz: install
+	SINKSCOPE_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q tests/test_fuzz.py
+
+load: install chromium
+	$(PY) -m tests.load
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

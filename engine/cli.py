@@ -1,0 +1,157 @@
+"""Command line: ``python -m engine relate "text A" "text B" [--json]`` and ``warmup``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from typing import Any
+
+import numpy as np
+
+from .errors import SinkscopeError
+
+
+def _layer_or_all(x: str) -> int | str:
+    return x if x == "all" else int(x)
+
+
+def _head(x: str) -> int | str:
+    return x if x in ("mean", "all") else int(x)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m engine",
+                                description="Softmax attention beside Sinkhorn couplings.")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("relate", help="relate two texts and print plans and diagnostics")
+    r.add_argument("text_a")
+    r.add_argument("text_b", nargs="?", default=None,
+                   help="omit with --mode self")
+    r.add_argument("--layer", type=_layer_or_all, default=-1,
+                   help="layer index (negative from the end) or 'all' (default -1)")
+    r.add_argument("--head", type=_head, default="mean",
+                   help="head index, 'mean' or 'all' (default mean)")
+    r.add_argument("--eps", type=float, default=1.0, help="entropy ε > 0 (default 1)")
+    r.add_argument("--half-steps", type=int, default=100,
+                   help="Sinkhorn half-steps; 1 = softmax (default 100)")
+    r.add_argument("--mode", default="separate", choices=["separate", "joint", "self"])
+    r.add_argument("--weights", default="content", choices=["content", "uniform", "norm"])
+    r.add_argument("--pool-words", action="store_true", help="merge subwords into words")
+    r.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    sub.add_parser("warmup", help="load the model and compile UMAP once (set-up)")
+    return p
+
+
+def relation_to_dict(r) -> dict[str, Any]:
+    """Everything a client needs from a Relation, as JSON-safe values (−inf → null)."""
+    c = r.coupling
+    return {
+        "model": r.model,
+        "settings": {"layer": r.layer, "head": r.head, "eps": r.eps,
+                     "half_steps": r.half_steps, "mode": r.mode, "weights": r.weights,
+                     "pool_words": r.pool_words},
+        "tokens_a": list(r.tokens_a), "tokens_b": list(r.tokens_b),
+        "a": _js(r.a), "b": _js(r.b),
+        "scores": _js(r.scores),
+        "softmax_plan": _js(r.softmax_plan),
+        "sinkhorn_plan": _js(c.plan),
+        "exact_plan": _js(r.exact_plan),
+        "f": _js(c.f), "g": _js(c.g),
+        "marginals": {
+            "softmax_rows": _js(r.softmax_plan.sum(-1)),
+            "softmax_cols": _js(r.softmax_plan.sum(-2)),
+            "sinkhorn_rows": _js(c.plan.sum(-1)),
+            "sinkhorn_cols": _js(c.plan.sum(-2)),
+        },
+        "row_err": _js(c.row_err), "col_err": _js(c.col_err),
+        "half_steps_run": c.half_steps,
+        "summary": {k: _js(v) for k, v in r.summary.__dict__.items()},
+        "truncated": {"a": r.truncated_a, "b": r.truncated_b},
+        "notices": list(r.notices),
+    }
+
+
+def _js(x):
+    """numpy / float → JSON-safe lists and floats; non-finite values (−inf f) → None."""
+    arr = np.asarray(x)
+    if arr.dtype == bool:
+        return arr.tolist()
+    return _finite(arr.astype(np.float64).tolist())
+
+
+def _finite(v):
+    if isinstance(v, list):
+        return [_finite(x) for x in v]
+    return v if math.isfinite(v) else None
+
+
+def _table(r) -> str:
+    s = r.summary
+    lines = [f"{r.model} · layer {r.layer} · head {r.head} · ε = {r.eps:g} · "
+             f"{r.half_steps} half-steps · {r.mode}",
+             f"A: {' '.join(r.tokens_a)}", f"B: {' '.join(r.tokens_b)}", ""]
+    if np.ndim(s.cost) == 0:
+        rows = [("softmax column-marginal error", s.softmax_col_err),
+                ("Sinkhorn row error", s.sinkhorn_row_err),
+                ("Sinkhorn column error", s.sinkhorn_col_err),
+                ("cost ⟨−S, π⟩", s.cost), ("softmax cost", s.softmax_cost),
+                ("exact OT cost", s.exact_cost), ("entropy H(π)", s.entropy),
+                ("KL(π ‖ a⊗b)", s.kl_to_product), ("‖π − π*‖₁", s.l1_to_exact),
+                ("converged", s.converged)]
+        w = max(len(k) for k, _ in rows)
+        lines += [f"{k:<{w}}  {v:.4g}" if not isinstance(v, bool) else f"{k:<{w}}  {v}"
+                  for k, v in rows]
+        lines += ["", "Sinkhorn plan (rows A, columns B):"]
+        lines += [_matrix(r.coupling.plan, r.tokens_a, r.tokens_b)]
+    else:
+        lines.append("softmax column-marginal error per layer (rows) and head (columns):")
+        lines += ["  ".join(f"{v:5.2f}" for v in row) for row in s.softmax_col_err]
+    lines += [f"note: {n}" for n in r.notices]
+    return "\n".join(lines)
+
+
+def _matrix(P, ta, tb) -> str:
+    w = min(12, max(len(t) for t in ta))
+    head = " " * (w + 1) + " ".join(f"{t[:6]:>6}" for t in tb)
+    rows = [f"{t[:w]:<{w}} " + " ".join(f"{v:6.3f}" for v in row) for t, row in zip(ta, P)]
+    return "\n".join([head] + rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.command == "warmup":
+        return _warmup()
+    from .relate import relate
+
+    try:
+        r = relate(args.text_a, args.text_b if args.text_b is not None else
+                   (args.text_a if args.mode == "self" else None),
+                   layer=args.layer, head=args.head, eps=args.eps,
+                   half_steps=args.half_steps, mode=args.mode, weights=args.weights,
+                   pool_words=args.pool_words)
+    except SinkscopeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        json.dump(relation_to_dict(r), sys.stdout, allow_nan=False, ensure_ascii=False)
+        print()
+    else:
+        print(_table(r))
+    return 0
+
+
+def _warmup() -> int:
+    """Load the model once and compile UMAP into numba's disk cache."""
+    import time
+
+    from .projection import project, warm_up_umap
+    from .relate import relate
+
+    t = time.perf_counter()
+    r = relate("The bank of the river.", "She sat on the river bank.")
+    project(r, method="pca")
+    warm_up_umap()
+    print(f"warm-up done in {time.perf_counter() - t:.1f} s")
+    return 0

@@ -1,0 +1,221 @@
+"""Frozen result types shared by the engine, the figures and the app.
+
+Every array is a numpy array unless a field says otherwise, so results can be cached,
+pickled and serialised. Shapes use n tokens for text A and m tokens for text B; leading
+batch dimensions (layers, heads) are written ``...``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """One text (or a jointly encoded pair) run through the model.
+
+    Attributes:
+        text: the text as given (after truncation bookkeeping, before tokenisation).
+        tokens: n token strings, special tokens included (``[CLS] ... [SEP]``).
+        word_ids: n word indices from the tokenizer; ``-1`` for special tokens.
+        special: (n,) bool, True for special tokens.
+        segment: (n,) int token-type ids (0 = first text, 1 = second in a pair).
+        hidden: (L+1, n, d) hidden states; ``hidden[l]`` is the input of layer l.
+        q, k: (L, H, n, d_head) queries and keys of every layer and head.
+        attentions: (L, H, n, n) the model's own attention probabilities.
+        truncated: True when the text was longer than the model's limit.
+        n_dropped: how many tokens truncation removed (0 when not truncated).
+        model: the model's name in the allow-list.
+    """
+
+    text: str
+    tokens: tuple[str, ...]
+    word_ids: np.ndarray
+    special: np.ndarray
+    segment: np.ndarray
+    hidden: np.ndarray
+    q: np.ndarray
+    k: np.ndarray
+    attentions: np.ndarray
+    truncated: bool = False
+    n_dropped: int = 0
+    model: str = ""
+
+    @property
+    def n(self) -> int:
+        """Number of tokens."""
+        return len(self.tokens)
+
+    @property
+    def n_layers(self) -> int:
+        return int(self.q.shape[0])
+
+    @property
+    def n_heads(self) -> int:
+        return int(self.q.shape[1])
+
+
+@dataclass(frozen=True)
+class Coupling:
+    """The output of :func:`engine.sinkhorn`: a plan with its own diagnostics.
+
+    The plan is π_ij = exp((f_i + g_j + S_ij) / ε); rows with a_i = 0 have f_i = -inf
+    (and columns with b_j = 0 have g_j = -inf), so their mass is exactly 0.
+
+    Attributes:
+        plan: (..., n, m) the plan after ``half_steps`` half-steps.
+        f: (..., n) row potential; g: (..., m) column potential.
+        row_err, col_err: (..., T) L1 marginal errors ‖π1 − a‖₁ and ‖πᵀ1 − b‖₁ of the
+            plan after each half-step t = 1..T.
+        converged: (...) bool, both final errors ≤ ``tol``.
+        cost: (...) transport cost ⟨−S, π⟩.
+        entropy: (...) H(π) = −Σ π log π.
+        eps: the entropy ε used.
+        half_steps: T, the number of half-steps run (fewer than asked after an early stop).
+        tol: the tolerance ``converged`` was judged by.
+
+    Arrays are numpy when the scores were numpy and torch tensors when they were torch.
+    """
+
+    plan: Any
+    f: Any
+    g: Any
+    row_err: Any
+    col_err: Any
+    converged: Any
+    cost: Any
+    entropy: Any
+    eps: float
+    half_steps: int
+    tol: float
+
+    @property
+    def max_err(self) -> Any:
+        """(...) the larger final marginal error."""
+        r, c = self.row_err[..., -1], self.col_err[..., -1]
+        return np.maximum(r, c) if isinstance(r, np.ndarray) else r.maximum(c)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Numbers the metrics strip shows; each is a float (or a (L, H) array for a grid).
+
+    Attributes:
+        softmax_col_err: ‖(diag(a)·softmax)ᵀ1 − b‖₁, how far attention is from a coupling.
+        sinkhorn_row_err, sinkhorn_col_err: the coupling's final L1 marginal errors.
+        cost: ⟨−S, π⟩; entropy: H(π); softmax_cost: ⟨−S, diag(a)·softmax⟩.
+        kl_to_product: KL(π ‖ π1 ⊗ πᵀ1), = KL(π ‖ a ⊗ b) once π ∈ Π(a, b).
+        exact_cost: ⟨−S, π*⟩ of the exact OT plan; l1_to_exact: ‖π − π*‖₁;
+        l1_to_product: ‖π − a ⊗ b‖₁.
+        converged: the coupling met its tolerance.
+    """
+
+    softmax_col_err: Any
+    sinkhorn_row_err: Any
+    sinkhorn_col_err: Any
+    cost: Any
+    entropy: Any
+    kl_to_product: Any
+    exact_cost: Any
+    l1_to_exact: Any
+    l1_to_product: Any
+    softmax_cost: Any
+    converged: Any
+
+
+@dataclass(frozen=True)
+class Relation:
+    """Softmax attention and the Sinkhorn coupling between two texts at one setting.
+
+    For a single layer and head arrays are (n, m); for ``layer="all", head="all"`` the
+    score-like arrays carry leading (L, H) dimensions.
+
+    Attributes:
+        tokens_a, tokens_b: token (or word) labels; repeated labels stay separate.
+        a: (n,) weights of text A; b: (m,) weights of text B (each sums to 1).
+        scores: (..., n, m) S = Q Kᵀ / √d_head.
+        attention: (..., n, m) row-stochastic softmax(S / ε) (rows of A attend over B).
+        softmax_plan: (..., n, m) diag(a)·attention, softmax as a joint measure.
+        coupling: the Sinkhorn :class:`Coupling` on the same scores.
+        exact_plan: (..., n, m) exact optimal transport plan for cost −S (ε → 0).
+        product: (n, m) the product measure a ⊗ b (ε → ∞).
+        model_attention: (..., n, m) in ``joint`` mode the model's own A→B attention block
+            renormalised over B; None otherwise.
+        summary: the metrics strip's numbers.
+        points_a, points_b: (n, p), (m, p) the head's queries of A and keys of B
+            (heads concatenated / √H for ``head="mean"``); None for a grid.
+        hidden_a, hidden_b: (n, d), (m, d) hidden states entering ``layer``; None for a grid.
+        hist_steps, cost_hist, entropy_hist: (K,) half-steps (1-based) at which the
+            coupling's cost and entropy were recorded, and those values; None for a grid.
+        layer, head, eps, half_steps, mode, weights, pool_words: the settings.
+        truncated_a, truncated_b: whether each text was cut at the model's limit.
+        model: the model's name.
+        notices: plain-language notes for the user (truncation, non-convergence).
+    """
+
+    text_a: str
+    text_b: str
+    tokens_a: tuple[str, ...]
+    tokens_b: tuple[str, ...]
+    a: np.ndarray
+    b: np.ndarray
+    scores: np.ndarray
+    attention: np.ndarray
+    softmax_plan: np.ndarray
+    coupling: Coupling
+    exact_plan: np.ndarray
+    product: np.ndarray
+    summary: Summary
+    layer: int | str
+    head: int | str
+    eps: float
+    half_steps: int
+    mode: str
+    weights: str
+    pool_words: bool
+    model: str = ""
+    model_attention: np.ndarray | None = None
+    points_a: np.ndarray | None = None
+    points_b: np.ndarray | None = None
+    hidden_a: np.ndarray | None = None
+    hidden_b: np.ndarray | None = None
+    hist_steps: np.ndarray | None = None
+    cost_hist: np.ndarray | None = None
+    entropy_hist: np.ndarray | None = None
+    truncated_a: bool = False
+    truncated_b: bool = False
+    notices: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def plan(self) -> np.ndarray:
+        """(..., n, m) the Sinkhorn coupling's plan."""
+        return self.coupling.plan
+
+
+@dataclass(frozen=True)
+class Projection:
+    """Joint low-dimensional coordinates of both texts' points.
+
+    Attributes:
+        xy_a: (n, dim) coordinates of text A's points; xy_b: (m, dim) of text B's.
+        method: "pca" or "umap" (the method actually used; small clouds fall back to PCA).
+        space: "qk" (queries of A with keys of B) or "hidden" (hidden states).
+        dim: 2 or 3.
+        distance_cost_corr: Spearman correlation between projected A–B distances and the
+            cost −S over all pairs of positive mass; near 1 means near points are cheap
+            pairs, near 0 or negative means the picture misleads.
+        explained: for PCA, the fraction of variance the kept components explain.
+        note: why a fallback was used, if one was.
+    """
+
+    xy_a: np.ndarray
+    xy_b: np.ndarray
+    method: str
+    space: str
+    dim: int
+    distance_cost_corr: float
+    explained: float | None = None
+    note: str = ""
