@@ -11,7 +11,7 @@ __all__ = [
 
 from .encoder import Encoder, allowed_models  # noqa: E402
 from .projection import project  # noqa: E402
-from .relate import encode_texts, relate, relate_encodings  # noqa: E402
+from .relate import encode_texts, eps_path, relate, relate_encodings  # noqa: E402
 
-__all__ += ["Encoder", "allowed_models", "encode_texts", "project", "relate",
+__all__ += ["Encoder", "allowed_models", "encode_texts", "eps_path", "project", "relate",
             "relate_encodings"]

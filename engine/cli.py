@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from typing import Any
 
 import numpy as np
 
 from .errors import SinkscopeError
+from .export import relation_to_dict
 
 
 def _layer_or_all(x: str) -> int | str:
@@ -42,49 +42,6 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print JSON instead of a table")
     sub.add_parser("warmup", help="load the model and compile UMAP once (set-up)")
     return p
-
-
-def relation_to_dict(r) -> dict[str, Any]:
-    """Everything a client needs from a Relation, as JSON-safe values (−inf → null)."""
-    c = r.coupling
-    return {
-        "model": r.model,
-        "settings": {"layer": r.layer, "head": r.head, "eps": r.eps,
-                     "half_steps": r.half_steps, "mode": r.mode, "weights": r.weights,
-                     "pool_words": r.pool_words},
-        "tokens_a": list(r.tokens_a), "tokens_b": list(r.tokens_b),
-        "a": _js(r.a), "b": _js(r.b),
-        "scores": _js(r.scores),
-        "softmax_plan": _js(r.softmax_plan),
-        "sinkhorn_plan": _js(c.plan),
-        "exact_plan": _js(r.exact_plan),
-        "f": _js(c.f), "g": _js(c.g),
-        "marginals": {
-            "softmax_rows": _js(r.softmax_plan.sum(-1)),
-            "softmax_cols": _js(r.softmax_plan.sum(-2)),
-            "sinkhorn_rows": _js(c.plan.sum(-1)),
-            "sinkhorn_cols": _js(c.plan.sum(-2)),
-        },
-        "row_err": _js(c.row_err), "col_err": _js(c.col_err),
-        "half_steps_run": c.half_steps,
-        "summary": {k: _js(v) for k, v in r.summary.__dict__.items()},
-        "truncated": {"a": r.truncated_a, "b": r.truncated_b},
-        "notices": list(r.notices),
-    }
-
-
-def _js(x):
-    """numpy / float → JSON-safe lists and floats; non-finite values (−inf f) → None."""
-    arr = np.asarray(x)
-    if arr.dtype == bool:
-        return arr.tolist()
-    return _finite(arr.astype(np.float64).tolist())
-
-
-def _finite(v):
-    if isinstance(v, list):
-        return [_finite(x) for x in v]
-    return v if math.isfinite(v) else None
 
 
 def _table(r) -> str:

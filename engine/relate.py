@@ -83,6 +83,11 @@ def relate(text_a: str, text_b: str | None = None, *, encoder: Encoder | None = 
         whose message says what to change.
     """
     mode = check_mode(mode)
+    clean_text(text_a, name="Text A")  # say what is wrong before loading a model
+    if mode != "self":
+        clean_text(text_b if text_b is not None else "", name="Text B")
+    check_eps(eps)
+    check_half_steps(half_steps)
     enc = encoder or default_encoder()
     encodings = encode_texts(enc, text_a, text_b, mode)
     return relate_encodings(encodings, layer=layer, head=head, eps=eps,
@@ -197,8 +202,8 @@ def _head_vectors(q: np.ndarray, k: np.ndarray, layer, head) -> tuple[np.ndarray
     if head == "mean":
         H = q.shape[1]
         # scores() divides by √(H·d): scaling each side by H^(-1/4) gives the mean over heads.
-        return (np.concatenate(list(q[layer]), -1) / H ** 0.25,
-                np.concatenate(list(k[layer]), -1) / H ** 0.25)
+        return (np.concatenate(list(q[layer]), -1).astype(np.float64) / H ** 0.25,
+                np.concatenate(list(k[layer]), -1).astype(np.float64) / H ** 0.25)
     return q[layer, head], k[layer, head]
 
 
@@ -272,3 +277,28 @@ def _notices(encodings, coupling, grid, half_steps) -> list[str]:
             out.append(f"Sinkhorn has not converged after {half_steps} half-steps "
                        f"(marginal error {err:.2g} > {coupling.tol:g}): raise half-steps or ε.")
     return out
+
+
+def eps_path(r: Relation, eps_values=None, *, half_steps: int = 4000,
+             tol: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
+    """Sinkhorn couplings of one relation over a range of ε, large to small.
+
+    Solving at ε on S equals solving at ε = 1 on S/ε, so all values run as one batch.
+
+    Args:
+        r: a single-head Relation. eps_values: decreasing ε values (default 12 values,
+            log-spaced from 10 to 0.03).
+        half_steps: the most half-steps (early stop at ``tol``); small ε needs many.
+
+    Returns:
+        (eps (K,), plans (K, n, m)).
+    """
+    if r.scores.ndim != 2:
+        raise SettingsError("The ε path is for one layer and head; choose a head first.")
+    eps = np.geomspace(10, 0.03, 12) if eps_values is None else np.asarray(eps_values, float)
+    for e in eps:
+        check_eps(e)
+    S = torch.from_numpy(r.scores[None] / eps[:, None, None])
+    c = sinkhorn(S, torch.from_numpy(r.a), torch.from_numpy(r.b), 1.0, half_steps,
+                 tol=tol, early_stop=True)
+    return eps, c.plan.numpy()

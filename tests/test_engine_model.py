@@ -1,0 +1,169 @@
+"""The real packaged model: Q/K reproduce its attentions; relate() modes, limits, errors."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from engine import (Encoder, ModelError, SettingsError, TextError, encode_texts, relate,
+                    relate_encodings, softmax_attention)
+from engine.relate import default_encoder
+
+A = "The bank of the river."
+B = "She sat on the river bank and watched the water."
+
+pytestmark = pytest.mark.model
+
+
+@pytest.fixture(scope="module")
+def enc() -> Encoder:
+    return default_encoder()
+
+
+def own_softmax(e):
+    S = np.einsum("lhid,lhjd->lhij", e.q.astype(np.float64), e.k.astype(np.float64))
+    return torch.softmax(torch.from_numpy(S / np.sqrt(e.q.shape[-1])), -1).numpy()
+
+
+def test_encoding_shapes_and_tokens(enc):
+    e = enc.encode(A)
+    assert e.tokens[0] == "[CLS]" and e.tokens[-1] == "[SEP]"
+    assert e.tokens.count("the") == 2
+    n = e.n
+    assert e.hidden.shape == (7, n, 384)
+    assert e.q.shape == e.k.shape == (6, 12, n, 32)
+    assert e.attentions.shape == (6, 12, n, n)
+    assert e.special.tolist() == [True] + [False] * (n - 2) + [True]
+    assert e.word_ids[0] == -1 and e.word_ids[1] == 0
+
+
+def test_q_k_reproduce_model_attentions_every_layer_and_head_padded_batch(enc):
+    # two texts of different lengths share one padded forward pass
+    ea, eb = enc.encode_many([A, B + " It was a quiet, grey afternoon in early spring."])
+    assert ea.n < eb.n
+    for e in (ea, eb):
+        assert np.abs(own_softmax(e) - e.attentions).max() <= 1e-5
+    alone = enc.encode(A)
+    assert np.abs(alone.q - ea.q).max() <= 1e-4  # padding does not change A
+
+
+def test_joint_pair_segments_and_attentions(enc):
+    p = enc.encode_pair(A, B)
+    assert set(p.segment.tolist()) == {0, 1}
+    assert p.tokens.count("[SEP]") == 2
+    assert np.abs(own_softmax(p) - p.attentions).max() <= 1e-5
+
+
+def test_half_step_one_is_softmax_on_real_scores(enc):
+    r = relate(A, B, encoder=enc, layer=5, head=3, half_steps=1, eps=0.7)
+    assert np.abs(r.coupling.plan - r.softmax_plan).max() <= 1e-12
+    np.testing.assert_allclose(r.attention, softmax_attention(r.scores, 0.7), atol=1e-12)
+
+
+def test_relate_separate_defaults(enc):
+    r = relate(A, B, encoder=enc)
+    n, m = len(r.tokens_a), len(r.tokens_b)
+    assert r.scores.shape == r.softmax_plan.shape == r.coupling.plan.shape == (n, m)
+    assert r.a[0] == 0 and r.a[-1] == 0 and r.b[0] == 0
+    np.testing.assert_allclose(r.coupling.plan.sum(1), r.a, atol=1e-6)
+    np.testing.assert_allclose(r.coupling.plan.sum(0), r.b, atol=1e-6)
+    # softmax is not a coupling: its column marginal misses b
+    assert r.summary.softmax_col_err > 0.1
+    assert r.summary.sinkhorn_col_err < 1e-6 and r.summary.converged
+    assert r.summary.exact_cost <= r.summary.cost + 1e-9
+    assert r.hist_steps[0] == 1 and len(r.cost_hist) == len(r.hist_steps)
+    assert r.points_a.shape[0] == n and r.hidden_a.shape == (n, 384)
+
+
+def test_mean_head_scores_are_mean_over_heads(enc):
+    ea, eb = encode_texts(enc, A, B, "separate")
+    mean = relate_encodings((ea, eb), layer=2, head="mean")
+    each = [relate_encodings((ea, eb), layer=2, head=h).scores for h in range(12)]
+    np.testing.assert_allclose(mean.scores, np.mean(each, 0), atol=1e-9)
+    np.testing.assert_allclose(mean.points_a @ mean.points_b.T / np.sqrt(mean.points_a.shape[1]),
+                               mean.scores, atol=1e-5)
+
+
+def test_joint_mode_matches_models_own_block(enc):
+    r = relate(A, B, encoder=enc, mode="joint", layer=4, head=7, eps=1.0, half_steps=1)
+    np.testing.assert_allclose(r.model_attention.sum(1), 1, atol=1e-9)
+    assert np.abs(r.attention - r.model_attention).max() <= 1e-5
+
+
+def test_self_mode_and_pooling(enc):
+    r = relate("Unbelievably, tokenization splits words.", encoder=enc, mode="self",
+               pool_words=True)
+    assert r.tokens_a == r.tokens_b
+    assert "unbelievably" in r.tokens_a and "tokenization" in r.tokens_a
+    assert abs(r.a.sum() - 1) < 1e-12
+
+
+def test_grid_is_batched(enc):
+    g = relate(A, B, encoder=enc, layer="all", head="all", half_steps=60)
+    assert g.scores.shape[:2] == (6, 12)
+    assert g.summary.softmax_col_err.shape == (6, 12)
+    one = relate(A, B, encoder=enc, layer=3, head=5, half_steps=60)
+    assert np.abs(g.coupling.plan[3, 5] - one.coupling.plan).max() <= 1e-12
+
+
+def test_weights_norm_and_uniform(enc):
+    r = relate(A, B, encoder=enc, weights="norm")
+    assert r.a[0] == 0 and abs(r.a.sum() - 1) < 1e-12 and len(set(np.round(r.a[1:-1], 8))) > 1
+    u = relate(A, B, encoder=enc, weights="uniform")
+    np.testing.assert_allclose(u.a, 1 / len(u.a))
+
+
+def test_long_text_is_truncated_with_notice(enc):
+    r = relate("word " * 800, "short text", encoder=enc)
+    assert r.truncated_a and not r.truncated_b
+    assert len(r.tokens_a) == 512
+    assert any("cut" in n for n in r.notices)
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(text_a=""), TextError, "Text A is empty"),
+    (dict(text_b="   \n\t"), TextError, "Text B is empty"),
+    (dict(eps=0), SettingsError, "ε must be a finite number > 0"),
+    (dict(eps=float("nan")), SettingsError, "ε must be a finite number > 0"),
+    (dict(half_steps=0), SettingsError, "half_steps must be ≥ 1"),
+    (dict(layer=6), SettingsError, "layer 6 is out of range"),
+    (dict(head=12), SettingsError, "head 12 is out of range"),
+    (dict(head="all"), SettingsError, 'layer="all" together with head="all"'),
+    (dict(mode="sideways"), SettingsError, "mode must be one of"),
+    (dict(weights="idf"), SettingsError, "weights must be one of"),
+    (dict(text_a="[CLS] [SEP]", text_b="[SEP]"), TextError, "no content tokens"),
+])
+def test_bad_input_messages(enc, kwargs, error, message):
+    args = dict(text_a=A, text_b=B)
+    args.update(kwargs)
+    with pytest.raises(error, match=message):
+        relate(args.pop("text_a"), args.pop("text_b"), encoder=enc, **args)
+
+
+def test_unlisted_model_is_refused(monkeypatch, tmp_path):
+    with pytest.raises(ModelError, match="not on the allow-list"):
+        Encoder("bert-base-uncased")
+    monkeypatch.setenv("SINKSCOPE_MODELS", f"broken={tmp_path}")
+    with pytest.raises(ModelError, match="config.json"):
+        Encoder("broken")
+
+
+def test_cli_json_matches_api(enc):
+    cmd = [sys.executable, "-m", "engine", "relate", "The bank of the river.",
+           "She sat on the river bank.", "--layer", "5", "--head", "3", "--eps", "0.5",
+           "--half-steps", "50", "--json"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True)
+    d = json.loads(out.stdout)
+    r = relate("The bank of the river.", "She sat on the river bank.", encoder=enc, layer=5,
+               head=3, eps=0.5, half_steps=50)
+    assert d["tokens_a"] == list(r.tokens_a) and d["tokens_b"] == list(r.tokens_b)
+    assert np.abs(np.array(d["sinkhorn_plan"]) - r.coupling.plan).max() <= 1e-12
+    assert np.abs(np.array(d["softmax_plan"]) - r.softmax_plan).max() <= 1e-12
+    assert len(d["row_err"]) == 50 and d["summary"]["converged"] is True
+    table = subprocess.run(cmd[:-1], capture_output=True, text=True, timeout=120, check=True)
+    assert "softmax column-marginal error" in table.stdout
+    bad = subprocess.run(cmd[:4] + ["", "x"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "Text A is empty" in bad.stderr and "Traceback" not in bad.stderr

@@ -1,0 +1,200 @@
+"""Sinkhorn and softmax: identities, limits, agreement with POT, robustness (hypothesis)."""
+
+import os
+
+import numpy as np
+import ot
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine import SettingsError, sinkhorn, softmax_attention
+from engine.references import exact_plan, product
+
+EXAMPLES = int(os.environ.get("SINKSCOPE_FUZZ_EXAMPLES", "500"))
+
+
+def problem(n=7, m=9, seed=0, scale=3.0, zeros_a=(), zeros_b=()):
+    rng = np.random.default_rng(seed)
+    S = rng.normal(size=(n, m)) * scale
+    a, b = rng.random(n) + 0.1, rng.random(m) + 0.1
+    a[list(zeros_a)] = 0
+    b[list(zeros_b)] = 0
+    return S, a / a.sum(), b / b.sum()
+
+
+@pytest.mark.parametrize("method", ["auto", "log"])
+@pytest.mark.parametrize("zeros", [((), ()), ((0, 6), (0, 8)), ((3,), ())])
+def test_half_step_one_is_softmax(method, zeros):
+    S, a, b = problem(zeros_a=zeros[0], zeros_b=zeros[1])
+    for eps in (0.1, 0.5, 1.0, 7.0):
+        c = sinkhorn(S, a, b, eps=eps, half_steps=1, method=method)
+        expected = a[:, None] * softmax_attention(S, eps)
+        assert np.abs(c.plan - expected).max() <= 1e-12
+        assert c.half_steps == 1 and c.row_err.shape == (1,)
+
+
+def test_softmax_rows_sum_to_one_and_match_torch():
+    S, _, _ = problem()
+    P = softmax_attention(S, 0.7)
+    np.testing.assert_allclose(P.sum(-1), 1, atol=1e-12)
+    Pt = softmax_attention(torch.tensor(S), 0.7)
+    assert isinstance(Pt, torch.Tensor)
+    np.testing.assert_allclose(Pt.numpy(), P, atol=1e-15)
+
+
+@pytest.mark.parametrize("method", ["auto", "log"])
+@pytest.mark.parametrize("eps", [0.3, 1.0, 5.0])
+@pytest.mark.parametrize("zeros", [((), ()), ((0, 6), (0, 8))])
+def test_converged_plan_equals_pot_sinkhorn_log(method, eps, zeros):
+    S, a, b = problem(seed=1, zeros_a=zeros[0], zeros_b=zeros[1])
+    c = sinkhorn(S, a, b, eps=eps, half_steps=6000, tol=1e-12, method=method)
+    ref = ot.sinkhorn(a, b, -S, eps, method="sinkhorn_log", numItermax=100000, stopThr=1e-15)
+    assert c.converged
+    assert np.abs(c.plan - ref).max() <= 1e-8
+    np.testing.assert_allclose(c.plan.sum(1), a, atol=1e-10)
+    np.testing.assert_allclose(c.plan.sum(0), b, atol=1e-10)
+    # the plan is exp((f + g + S)/ε) on the support
+    on = (a[:, None] > 0) & (b[None, :] > 0)
+    logp = (c.f[:, None] + c.g[None, :] + S) / eps
+    np.testing.assert_allclose(c.plan[on], np.exp(logp[on]), rtol=1e-9)
+    assert np.all(c.plan[~on] == 0)
+
+
+def test_after_n_half_steps_equals_pot_batch_after_n_iterations():
+    rng = np.random.default_rng(3)
+    S = torch.tensor(rng.normal(size=(4, 6, 5, 5)) * 2)
+    a = torch.full((5,), 0.2, dtype=torch.float64)
+    for iters in (1, 3, 10):
+        c = sinkhorn(S, a, a, eps=0.8, half_steps=2 * iters)
+        flat = S.reshape(-1, 5, 5)
+        res = ot.solve_batch(-flat, 0.8, a.expand(24, 5), a.expand(24, 5), max_iter=iters,
+                             tol=0, reg_type="entropy")
+        assert (c.plan.reshape(-1, 5, 5) - res.plan).abs().max() <= 1e-10
+
+
+def test_batched_grid_equals_one_by_one():
+    rng = np.random.default_rng(4)
+    S = rng.normal(size=(2, 3, 6, 4)) * 3
+    _, a, b = problem(6, 4, zeros_a=(0,), zeros_b=(3,))
+    c = sinkhorn(S, a, b, eps=0.5, half_steps=40)
+    assert c.plan.shape == (2, 3, 6, 4) and c.row_err.shape == (2, 3, 40)
+    for l in range(2):
+        for h in range(3):
+            one = sinkhorn(S[l, h], a, b, eps=0.5, half_steps=40)
+            assert np.abs(one.plan - c.plan[l, h]).max() <= 1e-13
+            assert np.abs(one.col_err - c.col_err[l, h]).max() <= 1e-13
+
+
+def test_errors_alternate_and_decrease():
+    S, a, b = problem(scale=2)
+    c = sinkhorn(S, a, b, eps=0.5, half_steps=30)
+    # after a row step the row error is ~0, after a column step the column error is ~0
+    assert np.all(c.row_err[0::2] < 1e-14) and np.all(c.col_err[1::2] < 1e-14)
+    assert c.col_err[0] > 1e-3
+    odd = c.col_err[0::2]
+    assert np.all(np.diff(odd) <= 1e-15)
+
+
+def test_early_stop_stops_within_tolerance():
+    S, a, b = problem()
+    c = sinkhorn(S, a, b, eps=1.0, half_steps=5000, tol=1e-9, early_stop=True)
+    assert c.converged and c.half_steps < 500
+    assert c.row_err.shape == (c.half_steps,)
+    assert max(c.row_err[-1], c.col_err[-1]) <= 1e-9
+
+
+def test_not_converged_is_reported():
+    S, a, b = problem(scale=10)
+    c = sinkhorn(S, a, b, eps=0.01, half_steps=10)
+    assert not c.converged
+    assert c.col_err[-1] < 1e-12 < c.tol < c.row_err[-1]  # last step was a column step
+
+
+def test_small_eps_approaches_exact_ot():
+    S, a, b = problem(seed=5)
+    P = exact_plan(S, a, b)
+    ref_cost = float((P * -S).sum())
+    assert ref_cost == pytest.approx(ot.emd2(a, b, -S), abs=1e-9)
+    gaps = []
+    for eps in (0.5, 0.1, 0.02):
+        c = sinkhorn(S, a, b, eps=eps, half_steps=20000, tol=1e-9, early_stop=True)
+        gaps.append(float(c.cost) - ref_cost)
+    assert gaps[0] > gaps[1] > gaps[2] >= -1e-9
+    assert gaps[2] < 0.05
+
+
+def test_large_eps_approaches_product():
+    S, a, b = problem(seed=6)
+    c = sinkhorn(S, a, b, eps=1e4, half_steps=200)
+    assert np.abs(c.plan - product(a, b)).sum() < 1e-3
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_real_like_scores_small_eps_stay_finite(dtype):
+    # MiniLM logits span about −28..34; kernel scaling alone overflows below ε ≈ 0.5
+    rng = np.random.default_rng(7)
+    S = torch.tensor(rng.normal(size=(72, 30, 30)) * 8, dtype=dtype)
+    a = torch.full((30,), 1 / 30, dtype=dtype)
+    for eps in (0.05, 0.2, 1.0):
+        c = sinkhorn(S, a, a, eps=eps, half_steps=300)
+        ref = sinkhorn(S, a, a, eps=eps, half_steps=300, method="log")
+        assert torch.isfinite(c.plan).all() and (c.plan >= 0).all()
+        tol = 1e-4 if dtype == torch.float32 else 1e-10
+        assert (c.plan - ref.plan).abs().max() <= tol
+
+
+def test_float32_and_torch_in_torch_out():
+    S, a, b = problem()
+    c = sinkhorn(torch.tensor(S, dtype=torch.float32), torch.tensor(a, dtype=torch.float32),
+                 torch.tensor(b, dtype=torch.float32), eps=0.5, half_steps=200)
+    assert isinstance(c.plan, torch.Tensor) and c.plan.dtype == torch.float32
+    c64 = sinkhorn(S, a, b, eps=0.5, half_steps=200)
+    assert np.abs(c.plan.numpy() - c64.plan).max() < 1e-5
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(eps=0), "ε must be a finite number > 0"),
+    (dict(eps=-1), "ε must be a finite number > 0"),
+    (dict(eps=float("nan")), "ε must be a finite number > 0"),
+    (dict(eps=float("inf")), "ε must be a finite number > 0"),
+    (dict(half_steps=0), "half_steps must be ≥ 1"),
+    (dict(half_steps=2.5), "half_steps must be a whole number"),
+    (dict(a=np.array([0.5, 0.5, 0.5])), "a must sum to 1"),
+    (dict(a=np.array([1.5, -0.5, 0.0])), "negative"),
+    (dict(b=np.array([0.5, 0.5])), "b has 2 weights but the scores have 4 columns"),
+    (dict(b=np.array([np.nan, 0.5, 0.5, 0])), "NaN"),
+])
+def test_bad_input_says_what_to_change(kwargs, message):
+    args = dict(S=np.zeros((3, 4)), a=np.full(3, 1 / 3), b=np.full(4, 0.25), eps=1.0,
+                half_steps=10)
+    args.update(kwargs)
+    with pytest.raises(SettingsError, match=message):
+        sinkhorn(**args)
+
+
+weights_st = st.lists(st.floats(0, 1), min_size=1, max_size=8).filter(lambda w: sum(w) > 1e-3)
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), eps=st.floats(1e-4, 1e4), dtype=st.sampled_from(["float32", "float64"]),
+       method=st.sampled_from(["auto", "log"]), scale=st.sampled_from([0.1, 1.0, 10.0, 40.0]))
+def test_hypothesis_plans_finite_nonnegative_marginals_when_converged(data, eps, dtype, method,
+                                                                     scale):
+    a = np.array(data.draw(weights_st), dtype=np.float64)
+    b = np.array(data.draw(weights_st), dtype=np.float64)
+    a, b = a / a.sum(), b / b.sum()
+    seed = data.draw(st.integers(0, 2**31 - 1))
+    S = np.random.default_rng(seed).normal(size=(len(a), len(b))) * scale
+    half = data.draw(st.integers(1, 300))
+    c = sinkhorn(S.astype(dtype), a.astype(dtype), b.astype(dtype), eps=eps,
+                 half_steps=half, method=method, tol=1e-4)
+    for x in (c.plan, c.row_err, c.col_err, c.cost, c.entropy):
+        assert np.all(np.isfinite(x))
+    assert np.all(c.plan >= 0)
+    if c.converged:
+        assert np.abs(c.plan.sum(1) - a).sum() <= 2e-4
+        assert np.abs(c.plan.sum(0) - b).sum() <= 2e-4
+    else:
+        assert max(c.row_err[-1], c.col_err[-1]) > 1e-4
