@@ -201,8 +201,8 @@ def _solve(S, a, b, eps, half_steps, tol, early_stop, method, block) -> Coupling
     on_a, on_b = a > 0, b > 0
     zeros = bool((~on_a).any() or (~on_b).any())
     big = torch.finfo(S.dtype).max ** 0.25
-    # rows[k] / cols[k]: (T_k, B, n) / (T_k, B, m) marginals of consecutive states; the
-    # row marginal of a state is known after a row step, its column marginal one step on.
+    # rows[k] / cols[k]: (T_k, B) L1 marginal errors of consecutive states; the row
+    # marginal of a state is known after a row step, its column marginal one step on.
     rows: list[torch.Tensor] = []
     cols: list[torch.Tensor] = []
 
@@ -210,7 +210,7 @@ def _solve(S, a, b, eps, half_steps, tol, early_stop, method, block) -> Coupling
     lse = torch.logsumexp(Se, -1, keepdim=True)
     alpha = log_a - lse  # f / ε, (B, n, 1)
     beta = torch.zeros_like(b)  # g / ε, (B, 1, m)
-    rows.append(torch.exp(alpha + lse).reshape(1, -1, n))
+    rows.append(_err(torch.exp(alpha + lse), a, -2)[None])
     t = 1
     use_kernel = method == "auto" and half_steps > 1
     K = u = v = None
@@ -235,16 +235,13 @@ def _solve(S, a, b, eps, half_steps, tol, early_stop, method, block) -> Coupling
                 use_kernel, K = False, None
                 continue
         else:
-            alpha, beta, r_chunk, c_chunk = _log_block(Se, log_a, log_b, alpha, beta, t, nb)
+            alpha, beta, r_chunk, c_chunk = _log_block(Se, a, b, log_a, log_b, alpha, beta, t, nb)
             rows.append(r_chunk)
             cols.append(c_chunk)
             t += nb
         if early_stop and t < half_steps:
             # errors of state t − 1, whose two marginals are both known now
-            r_last = torch.cat(rows)[t - 2]
-            c_last = torch.cat(cols)[t - 2]
-            err = torch.maximum((r_last - a[..., 0]).abs().sum(-1),
-                                (c_last - b[:, 0]).abs().sum(-1))
+            err = torch.maximum(torch.cat(rows)[t - 2], torch.cat(cols)[t - 2])
             if bool((err <= tol).all()):
                 break
     if K is not None:
@@ -253,12 +250,11 @@ def _solve(S, a, b, eps, half_steps, tol, early_stop, method, block) -> Coupling
     log_plan = Se + alpha + beta
     plan = torch.exp(log_plan)
     if t % 2 == 1:
-        cols.append(plan.sum(-2)[None])
+        cols.append(_err(plan.sum(-2, keepdim=True), b, -1)[None])
     else:
-        rows.append(plan.sum(-1)[None])
-    row_m, col_m = torch.cat(rows), torch.cat(cols)  # (T, B, n), (T, B, m)
-    row_err = (row_m - a[..., 0]).abs().sum(-1).T.reshape(*batch, t)
-    col_err = (col_m - b[:, 0]).abs().sum(-1).T.reshape(*batch, t)
+        rows.append(_err(plan.sum(-1, keepdim=True), a, -2)[None])
+    row_err = torch.cat(rows).T.reshape(*batch, t)
+    col_err = torch.cat(cols).T.reshape(*batch, t)
     f = torch.where(on_a, eps * alpha, -math.inf)[..., 0].reshape(*batch, n)
     g = torch.where(on_b, eps * beta, -math.inf)[:, 0].reshape(*batch, m)
     Sf = S.reshape(-1, n, m)
@@ -270,33 +266,32 @@ def _solve(S, a, b, eps, half_steps, tol, early_stop, method, block) -> Coupling
                     eps=eps, half_steps=t, tol=tol)
 
 
-def _log_block(Se, log_a, log_b, alpha, beta, t, nb):
+def _log_block(Se, a, b, log_a, log_b, alpha, beta, t, nb):
     """Half-steps t+1..t+nb in the log domain.
 
-    Returns (alpha, beta, row marginals (k, B, n), column marginals (k', B, m)).
+    Returns (alpha, beta, row errors (k, B), column errors (k', B)).
     """
     rows, cols = [], []
     for s in range(t + 1, t + nb + 1):
         if s % 2 == 0:  # column step: g = ε log b − ε LSE_i((S_ij + f_i)/ε)
             lse = torch.logsumexp(Se + alpha, -2, keepdim=True)
-            cols.append(torch.exp(beta + lse))  # column marginal of state s − 1
+            cols.append(_err(torch.exp(beta + lse), b, -1))  # state s − 1
             beta = log_b - lse
-            cols.append(torch.exp(beta + lse))
+            cols.append(_err(torch.exp(beta + lse), b, -1))
         else:
             lse = torch.logsumexp(Se + beta, -1, keepdim=True)
-            rows.append(torch.exp(alpha + lse))
+            rows.append(_err(torch.exp(alpha + lse), a, -2))
             alpha = log_a - lse
-            rows.append(torch.exp(alpha + lse))
-    r = torch.stack(rows)[..., 0] if rows else alpha.new_empty(0, alpha.shape[0], alpha.shape[1])
-    c = torch.stack(cols)[:, :, 0] if cols else beta.new_empty(0, beta.shape[0], beta.shape[2])
-    return alpha, beta, r, c
+            rows.append(_err(torch.exp(alpha + lse), a, -2))
+    empty = alpha.new_empty(0, alpha.shape[0])
+    return alpha, beta, torch.stack(rows) if rows else empty, torch.stack(cols) if cols else empty
 
 
 def _kernel_block(K, a, b, u, v, t, nb, zeros, big):
     """Half-steps t+1..t+nb by scaling: u ← a / K v, v ← b / Kᵀ u.
 
-    K (B, n, m); u, a (B, n, 1); v, b (B, 1, m). Returns (u, v, row marginals (k, B, n),
-    column marginals (k', B, m)), or None when a scaling left the safe range.
+    K (B, n, m); u, a (B, n, 1); v, b (B, 1, m). Returns (u, v, row errors (k, B),
+    column errors (k', B)), or None when a scaling left the safe range.
     """
     us, rs, vs, cs = [u], [], [v], []
     for s in range(t + 1, t + nb + 1):
@@ -317,8 +312,9 @@ def _kernel_block(K, a, b, u, v, t, nb, zeros, big):
     if not (_safe(u, a, big) and _safe(v, b, big)):
         return None
     # Marginals of each state: before and after each update on the side it updates.
-    rows = _interleave(us, rs)[..., 0] if rs else u.new_empty(0, u.shape[0], u.shape[1])
-    cols = _interleave(vs, cs)[:, :, 0] if cs else v.new_empty(0, v.shape[0], v.shape[2])
+    empty = u.new_empty(0, u.shape[0])
+    rows = _err(_interleave(us, rs), a, -2) if rs else empty
+    cols = _err(_interleave(vs, cs), b, -1) if cs else empty
     return u, v, rows, cols
 
 
@@ -326,6 +322,11 @@ def _interleave(xs: list[torch.Tensor], ss: list[torch.Tensor]) -> torch.Tensor:
     """[x0·s1, x1·s1, x1·s2, x2·s2, ...] for scalings xs (k+1) and sums ss (k)."""
     X, Sm = torch.stack(xs), torch.stack(ss)
     return torch.stack([X[:-1] * Sm, X[1:] * Sm], 1).flatten(0, 1)
+
+
+def _err(marginal: torch.Tensor, target: torch.Tensor, dim: int) -> torch.Tensor:
+    """L1 distance along ``dim`` of marginals (..., B, n, 1) or (..., B, 1, m) → (..., B)."""
+    return (marginal - target).abs().sum(dim).squeeze(-1)
 
 
 def _safe(x: torch.Tensor, w: torch.Tensor, big: float) -> bool:

@@ -1,0 +1,561 @@
+"""Figure builders: structure, values against the input plans, labels, escaping, speed.
+
+Relations are built from random numpy arrays by a small factory below (a numpy
+log-domain Sinkhorn, no torch, no model), so these tests run anywhere in well under a
+minute.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine.types import Coupling, Projection, Relation, Summary
+from viz import bipartite, clouds, diagnostics, grid, heatmaps, theme
+
+TOKENS_A = ("[CLS]", "the", "bank", "of", "the", "<b>river</b>", "[SEP]")
+TOKENS_B = ("[CLS]", "a", "<script>alert(1)</script>", "river", "bank", "R&D", "the",
+            "the", "[SEP]")
+MARKUP = ("<b>river", "<script>", "</script>")
+
+
+# ----------------------------------------------------------------------------- factory
+
+def _logsumexp(x: np.ndarray, axis: int) -> np.ndarray:
+    mx = np.max(x, axis=axis, keepdims=True)
+    mx = np.where(np.isfinite(mx), mx, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.squeeze(mx, axis) + np.log(np.sum(np.exp(x - mx), axis=axis))
+
+
+def sinkhorn_np(S, a, b, eps, half_steps):
+    """Row-first log-domain Sinkhorn with per-half-step L1 marginal errors."""
+    with np.errstate(divide="ignore"):
+        log_a, log_b = np.log(a), np.log(b)
+    f, g = np.zeros(len(a)), np.zeros(len(b))
+    row_err, col_err = [], []
+    plan = None
+    for t in range(half_steps):
+        if t % 2 == 0:
+            f = eps * (log_a - _logsumexp((S + g[None, :]) / eps, axis=1))
+        else:
+            g = eps * (log_b - _logsumexp((S + f[:, None]) / eps, axis=0))
+        plan = np.exp((f[:, None] + g[None, :] + S) / eps)
+        row_err.append(np.abs(plan.sum(1) - a).sum())
+        col_err.append(np.abs(plan.sum(0) - b).sum())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logp = np.where(plan > 0, np.log(np.where(plan > 0, plan, 1.0)), 0.0)
+    return Coupling(plan=plan, f=f, g=g, row_err=np.array(row_err), col_err=np.array(col_err),
+                    converged=np.array(max(row_err[-1], col_err[-1]) < 1e-6),
+                    cost=float(np.sum(-S * plan)), entropy=float(-np.sum(plan * logp)),
+                    eps=eps, half_steps=half_steps, tol=1e-6)
+
+
+def northwest(a, b):
+    """A valid coupling of a and b (north-west corner rule): permutation-like, sparse."""
+    a, b = a.copy(), b.copy()
+    plan = np.zeros((len(a), len(b)))
+    i = j = 0
+    while i < len(a) and j < len(b):
+        t = min(a[i], b[j])
+        plan[i, j] = t
+        a[i] -= t
+        b[j] -= t
+        if a[i] <= 1e-15:
+            i += 1
+        else:
+            j += 1
+    return plan
+
+
+def text_weights(n, rng):
+    w = rng.uniform(0.5, 1.5, n)
+    if n >= 3:
+        w[0] = w[-1] = 0.0  # special tokens
+    return w / w.sum()
+
+
+def make_relation(n=7, m=9, *, seed=0, eps=0.5, half_steps=20, tokens_a=None, tokens_b=None):
+    rng = np.random.default_rng(seed)
+    S = rng.normal(0.0, 1.5, (n, m))
+    a, b = text_weights(n, rng), text_weights(m, rng)
+    z = S / eps
+    attention = np.exp(z - z.max(1, keepdims=True))
+    attention /= attention.sum(1, keepdims=True)
+    coupling = sinkhorn_np(S, a, b, eps, half_steps)
+    exact = northwest(a, b)
+    summary = Summary(softmax_col_err=1.0, sinkhorn_row_err=0.0, sinkhorn_col_err=0.0,
+                      cost=coupling.cost, entropy=coupling.entropy, kl_to_product=0.0,
+                      exact_cost=float(np.sum(-S * exact)), l1_to_exact=0.0,
+                      l1_to_product=0.0, softmax_cost=0.0, converged=True)
+    ta = tokens_a if tokens_a is not None else ([f"a{i}" for i in range(n)] if n != 7 else TOKENS_A)
+    tb = tokens_b if tokens_b is not None else ([f"b{j}" for j in range(m)] if m != 9 else TOKENS_B)
+    hist = np.arange(1, half_steps + 1)
+    return Relation(
+        text_a="A", text_b="B", tokens_a=tuple(ta), tokens_b=tuple(tb), a=a, b=b, scores=S,
+        attention=attention, softmax_plan=a[:, None] * attention, coupling=coupling,
+        exact_plan=exact, product=np.outer(a, b), summary=summary, layer=2, head=5, eps=eps,
+        half_steps=half_steps, mode="separate", weights="uniform", pool_words=False,
+        points_a=rng.normal(size=(n, 4)), points_b=rng.normal(size=(m, 4)),
+        hist_steps=hist, cost_hist=np.linspace(1.0, 0.5, half_steps),
+        entropy_hist=np.linspace(2.0, 3.0, half_steps))
+
+
+def make_projection(n=7, m=9, *, dim=2, corr=0.8, seed=1):
+    rng = np.random.default_rng(seed)
+    return Projection(xy_a=rng.normal(size=(n, dim)), xy_b=rng.normal(size=(m, dim)),
+                      method="pca", space="qk", dim=dim, distance_cost_corr=corr, explained=0.6)
+
+
+@pytest.fixture
+def rel():
+    return make_relation()
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def strings(obj):
+    """Every string in a parsed figure JSON (keys excluded)."""
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from strings(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from strings(v)
+
+
+def parsed(fig: go.Figure) -> dict:
+    """The figure's JSON parsed strictly (NaN or Infinity literals raise)."""
+    def no_constants(name):
+        raise ValueError(f"JSON constant {name} in figure")
+    return json.loads(pio.to_json(fig), parse_constant=no_constants)
+
+
+def assert_escaped(fig: go.Figure, must_contain=("&lt;b&gt;river&lt;\u002fb&gt;",)):
+    texts = list(strings(parsed(fig)))
+    joined = "\n".join(texts)
+    for raw in MARKUP:
+        assert raw not in joined, f"raw token markup {raw!r} reached the figure"
+    for esc in must_contain:
+        assert esc.replace("\u002f", "/") in joined
+
+
+def heatmap_traces(fig):
+    return [t for t in fig.data if isinstance(t, go.Heatmap)]
+
+
+def all_builders(rel, proj):
+    c = rel.coupling
+    K = 4
+    plans = np.stack([rel.coupling.plan] * K)
+    return {
+        "compare": heatmaps.compare(rel),
+        "compare_conditional": heatmaps.compare(rel, view="conditional", theme="dark"),
+        "difference": heatmaps.difference(rel),
+        "heatmap": heatmaps.heatmap(rel.attention, rel.tokens_a, rel.tokens_b, title="attention"),
+        "graph": bipartite.graph(rel),
+        "graph_one": bipartite.graph(rel, which="softmax", highlight=("a", 2)),
+        "cloud2": clouds.cloud(rel, make_projection(len(rel.a), len(rel.b))),
+        "cloud3": clouds.cloud(rel, proj),
+        "convergence": diagnostics.convergence(c, current=3, hist_steps=rel.hist_steps,
+                                               cost_hist=rel.cost_hist,
+                                               entropy_hist=rel.entropy_hist),
+        "eps_path": diagnostics.eps_path([2.0, 1.0, 0.5, 0.1], plans, rel.exact_plan,
+                                         rel.tokens_a, rel.tokens_b),
+        "grid": grid.grid(np.ones((2, 3, 4, 5)), np.arange(6.0).reshape(2, 3), selected=(1, 2)),
+    }
+
+
+def traces_in(fig, row, col):
+    """The traces drawn in subplot (row, col)."""
+    sp = fig.get_subplot(row, col)
+    x, y = sp.xaxis.plotly_name.replace("axis", ""), sp.yaxis.plotly_name.replace("axis", "")
+    return [t for t in fig.data if (t.xaxis or "x") == x and (t.yaxis or "y") == y]
+
+
+def bar_values(traces, axis):
+    """Combine the per-class bar traces of one marginal into a position -> value dict."""
+    out = {}
+    for t in traces:
+        if isinstance(t, go.Bar):
+            pos, val = (t.x, t.y) if axis == "x" else (t.y, t.x)
+            out.update(zip(np.asarray(pos, dtype=int).tolist(), np.asarray(val, dtype=float).tolist()))
+    return np.array([out[k] for k in sorted(out)])
+
+
+def assert_finite(fig):
+    """No NaN or inf in any trace's coordinates, values or custom data (frames included)."""
+    traces = list(fig.data) + [t for fr in (fig.frames or ()) for t in fr.data]
+    for t in traces:
+        for key in ("x", "y", "z", "customdata"):
+            val = getattr(t, key, None)
+            if val is None:
+                continue
+            flat = np.asarray(val, dtype=object).ravel()
+            nums = np.array([v for v in flat if isinstance(v, (int, float, np.number))], dtype=float)
+            assert np.isfinite(nums).all(), f"{t.type}.{key} has NaN/inf"
+
+
+# ----------------------------------------------------------------------------- theme
+
+def test_escape_makes_markup_literal():
+    assert theme.escape("<b>x</b>") == "&lt;b&gt;x&lt;/b&gt;"
+    assert theme.escape("R&D") == "R&amp;D"
+    assert theme.escape('<a href="u">') == '&lt;a href="u"&gt;'
+    assert theme.escape("a\nb") == "a\\nb"
+    assert "<" not in theme.escape_gl("<b>x</b>") and "\u2039b\u203a" in theme.escape_gl("<b>x</b>")
+
+
+def test_thin_ticks_keeps_positions_and_shortens_without_splitting_entities():
+    labels = [theme.escape(f"<t{i}>") for i in range(60)]
+    vals, text = theme.thin_ticks(labels, max_ticks=40)
+    assert len(vals) <= 40 and vals[0] == 0 and np.all(np.diff(vals) > 0)
+    assert text == [labels[v] for v in vals]
+    assert theme.thin_ticks(["the", "the"], 40) == ([0, 1], ["the", "the"])
+    short = theme.shorten(theme.escape("<" * 30), 16)
+    assert short.endswith("…") and short.count("&lt;") == 15 and "&l…" not in short
+
+
+def test_apply_sets_light_and_dark_templates():
+    light = theme.apply(go.Figure(), "light", height=300, width=400)
+    dark = theme.apply(go.Figure(), "dark")
+    assert light.layout.height == 300 and light.layout.width == 400
+    assert light.layout.template.layout.paper_bgcolor != dark.layout.template.layout.paper_bgcolor
+    with pytest.raises(ValueError, match="theme"):
+        theme.apply(go.Figure(), "sepia")
+
+
+# ----------------------------------------------------------------------------- heatmaps
+
+def test_compare_structure_values_and_shared_scale(rel):
+    fig = heatmaps.compare(rel)
+    maps = heatmap_traces(fig)
+    assert len(maps) == 2 and len(fig.data) == 2 + 2 * 2 * 4
+    np.testing.assert_allclose(maps[0].z, rel.softmax_plan)
+    np.testing.assert_allclose(maps[1].z, rel.coupling.plan)
+    assert maps[0].coloraxis == maps[1].coloraxis == "coloraxis"
+    assert fig.layout.coloraxis.cmin == 0.0
+    assert fig.layout.coloraxis.cmax == pytest.approx(max(rel.softmax_plan.max(), rel.coupling.plan.max()))
+    soft_err = np.abs(rel.softmax_plan.sum(0) - rel.b).sum()
+    titles = [a.text for a in fig.layout.annotations]
+    assert any(t.startswith("Softmax") and theme.fmt(soft_err) in t for t in titles)
+    assert any(t.startswith("Sinkhorn") and "20 half-steps" in t for t in titles)
+
+
+def test_compare_ticks_keep_repeated_tokens(rel):
+    fig = heatmaps.compare(rel)
+    xa, ya = fig.get_subplot(2, 1).xaxis, fig.get_subplot(2, 1).yaxis
+    assert list(ya.ticktext) == theme.escape_all(TOKENS_A) and len(ya.ticktext) == 7
+    assert list(ya.tickvals) == list(range(7)) and list(ya.range) == [6.5, -0.5]
+    assert list(xa.tickvals) == list(range(9)) and list(xa.ticktext).count("the") == 2
+    assert heatmap_traces(fig)[0].y.tolist() == list(range(7))  # numeric, not categorical
+
+
+@pytest.mark.parametrize("k, plan_of", [(0, lambda r: r.softmax_plan), (1, lambda r: r.coupling.plan)])
+def test_compare_marginal_bars_equal_plan_sums_and_targets(rel, k, plan_of):
+    fig = heatmaps.compare(rel)
+    plan = plan_of(rel)
+    col_traces, row_traces = traces_in(fig, 1, 1 + 2 * k), traces_in(fig, 2, 2 + 2 * k)
+    np.testing.assert_allclose(bar_values(col_traces, "x"), plan.sum(0))
+    np.testing.assert_allclose(bar_values(row_traces, "y"), plan.sum(1))
+    col_target = [t for t in col_traces if t.name == "target b"][0]
+    row_target = [t for t in row_traces if t.name == "target a"][0]
+    np.testing.assert_allclose(col_target.y, rel.b)
+    np.testing.assert_allclose(row_target.x, rel.a)
+
+
+def test_compare_colours_over_and_under_attended_columns(rel):
+    fig = heatmaps.compare(rel)
+    bars = {t.name: t for t in traces_in(fig, 1, 1) if isinstance(t, go.Bar)}
+    over, under = bars["above target"], bars["below target"]
+    diff = rel.softmax_plan.sum(0) - rel.b
+    assert over.marker.color == theme.COLOR_OVER and under.marker.color == theme.COLOR_UNDER
+    assert set(np.asarray(over.x).tolist()) == set(np.nonzero(diff > 0.05 * rel.b + 0.01 / 9)[0].tolist())
+    assert len(over.x) > 0 and len(under.x) > 0  # softmax over- and under-attends here
+    sink = {t.name: t for t in traces_in(fig, 1, 3) if isinstance(t, go.Bar)}
+    assert len(sink["on target"].x) == 9  # the coupling meets b everywhere
+
+
+def test_compare_conditional_view_is_row_normalised(rel):
+    fig = heatmaps.compare(rel, view="conditional")
+    soft, sink = heatmap_traces(fig)
+    np.testing.assert_allclose(soft.z, rel.attention)
+    z = np.asarray(sink.z)
+    np.testing.assert_allclose(z[rel.a > 0].sum(1), 1.0)
+    assert np.all(z[rel.a == 0] == 0) and np.isfinite(z).all()
+    np.testing.assert_allclose(bar_values(traces_in(fig, 1, 3), "x"), rel.coupling.plan.sum(0))
+    with pytest.raises(ValueError, match="view"):
+        heatmaps.compare(rel, view="marginal")
+
+
+def test_compare_hover_names_tokens_mass_score_and_cost(rel):
+    soft = heatmap_traces(heatmaps.compare(rel))[0]
+    cd = np.asarray(soft.customdata, dtype=object)
+    assert cd.shape == (7, 9, 4)
+    assert cd[5, 2, 0] == "&lt;b&gt;river&lt;/b&gt;" and cd[5, 2, 1] == "&lt;script&gt;alert(1)&lt;/script&gt;"
+    np.testing.assert_allclose(cd[..., 2].astype(float), rel.scores)
+    np.testing.assert_allclose(cd[..., 3].astype(float), -rel.scores)
+    for word in ("%{z", "score S", "cost −S", "%{customdata[0]}", "%{customdata[1]}"):
+        assert word in soft.hovertemplate
+
+
+def test_difference_is_sinkhorn_minus_softmax_on_a_symmetric_diverging_scale(rel):
+    fig = heatmaps.difference(rel)
+    (tr,) = fig.data
+    z = rel.coupling.plan - rel.softmax_plan
+    np.testing.assert_allclose(tr.z, z)
+    assert tr.zmid == 0 and tr.zmin == pytest.approx(-np.abs(z).max()) and tr.zmax == -tr.zmin
+    assert tr.colorscale != heatmaps.heatmap(z, title="").data[0].colorscale  # diverging ≠ mass
+
+
+def test_heatmap_single_map_and_errors(rel):
+    fig = heatmaps.heatmap(rel.attention, rel.tokens_a, rel.tokens_b, title="attention",
+                           height=333, width=444)
+    assert [t.type for t in fig.data] == ["heatmap"]
+    np.testing.assert_allclose(fig.data[0].z, rel.attention)
+    assert fig.layout.height == 333 and fig.layout.width == 444
+    with pytest.raises(ValueError, match="tokens_a has 3 tokens"):
+        heatmaps.heatmap(rel.attention, ["x"] * 3, rel.tokens_b)
+    with pytest.raises(ValueError, match="grid"):
+        heatmaps.heatmap(np.ones((2, 3, 4, 5)))
+
+
+def test_all_equal_plan_does_not_crash():
+    one = make_relation(1, 1)
+    fig = heatmaps.compare(one)
+    assert fig.layout.coloraxis.cmax > fig.layout.coloraxis.cmin
+    flat = heatmaps.heatmap(np.zeros((3, 4)))
+    assert flat.data[0].zmax > flat.data[0].zmin
+    diff = heatmaps.heatmap(np.zeros((3, 4)), diverging=True)
+    assert diff.data[0].zmax > diff.data[0].zmin
+    assert_finite(fig)
+
+
+# ----------------------------------------------------------------------------- bipartite
+
+def edge_count(traces, name="edges"):
+    return sum(list(t.x).count(None) for t in traces if t.name == name)
+
+
+def test_graph_top_k_edges_count(rel):
+    fig = bipartite.graph(rel, top_k=3)
+    n_pos = int((rel.a > 0).sum())
+    for col in (1, 2):
+        assert edge_count(traces_in(fig, 1, col)) == n_pos * 3
+    assert edge_count(traces_in(bipartite.graph(rel, top_k=1), 1, 2)) == n_pos
+    # None keeps every positive edge: Sinkhorn puts mass on all (a_i > 0, b_j > 0) pairs
+    assert edge_count(traces_in(bipartite.graph(rel, top_k=None), 1, 2)) == n_pos * int((rel.b > 0).sum())
+
+
+def test_graph_threshold_and_bins(rel):
+    thr = float(np.quantile(rel.coupling.plan[rel.coupling.plan > 0], 0.8))
+    fig = bipartite.graph(rel, which="sinkhorn", top_k=None, threshold=thr)
+    assert edge_count(fig.data) == int((rel.coupling.plan >= thr).sum())
+    edges = [t for t in fig.data if t.name == "edges"]
+    assert len(edges) == bipartite.N_BINS and len(fig.data) == bipartite.N_BINS + 2
+    widths, opacities = [t.line.width for t in edges], [t.opacity for t in edges]
+    assert widths == sorted(widths) and opacities == sorted(opacities)
+
+
+def test_graph_nodes_sizes_labels_and_highlight(rel):
+    fig = bipartite.graph(rel, which="softmax", highlight=("a", 2))
+    nodes = [t for t in fig.data if t.name in ("text A", "text B")]
+    a_nodes = nodes[0]
+    assert list(a_nodes.text)[5] == "&lt;b&gt;river&lt;/b&gt;"
+    size = np.asarray(a_nodes.marker.size)
+    assert size[0] < size[1:-1].min() and list(a_nodes.marker.color)[0] == theme.COLOR_ZERO
+    assert np.argmax(size) == np.argmax(rel.a)
+    hl = [t for t in fig.data if t.name == "highlight"]
+    assert edge_count(hl, "highlight") == 3
+    y_a = a_nodes.y[2]
+    assert all(t.y[k] == y_a for t in hl for k in range(0, len(t.y), 3))
+    assert "heaviest partners" in a_nodes.hovertext[2]
+    with pytest.raises(ValueError, match="highlight"):
+        bipartite.graph(rel, highlight=("c", 0))
+
+
+# ----------------------------------------------------------------------------- clouds
+
+def test_cloud_2d_structure_edges_and_note(rel):
+    fig = clouds.cloud(rel, make_projection(corr=0.8), top_edges=10)
+    assert all(t.type == "scatter" for t in fig.data) and len(fig.data) == clouds.N_BINS + 2
+    assert edge_count(fig.data, "coupling") == 10
+    a_pts, b_pts = fig.data[-2], fig.data[-1]
+    assert a_pts.marker.symbol != b_pts.marker.symbol
+    assert np.argmax(a_pts.marker.size) == np.argmax(rel.a)
+    assert "ρ = 0.8" in fig.layout.title.text and not fig.layout.annotations
+    low = clouds.cloud(rel, make_projection(corr=0.1))
+    assert "mislead" in low.layout.annotations[0].text
+
+
+def test_cloud_3d_uses_scatter3d_with_safe_labels(rel):
+    fig = clouds.cloud(rel, make_projection(dim=3), top_edges=5)
+    assert all(t.type == "scatter3d" for t in fig.data)
+    labels = list(fig.data[-2].text)
+    assert labels[5].startswith("\u2039b\u203ariver") and not any("<" in t for t in labels)
+    assert edge_count(fig.data, "coupling") == 5
+    with pytest.raises(ValueError, match="do not match"):
+        clouds.cloud(rel, make_projection(5, 9))
+
+
+# ----------------------------------------------------------------------------- diagnostics
+
+def test_convergence_errors_on_log_axis_with_floor(rel):
+    c = rel.coupling
+    fig = diagnostics.convergence(c, current=4, hist_steps=rel.hist_steps,
+                                  cost_hist=rel.cost_hist, entropy_hist=rel.entropy_hist)
+    row, col = fig.data[0], fig.data[1]
+    np.testing.assert_array_equal(row.x, np.arange(1, c.half_steps + 1))
+    np.testing.assert_allclose(row.y, np.maximum(c.row_err, diagnostics.FLOOR))
+    np.testing.assert_allclose(col.y, np.maximum(c.col_err, diagnostics.FLOOR))
+    assert min(row.y) >= diagnostics.FLOOR and fig.layout.yaxis.type == "log"
+    raw = [r[0] for r in row.customdata]
+    assert all(isinstance(v, float) for v in raw)  # numbers, so hover can format them
+    np.testing.assert_allclose(raw, c.row_err)
+    names = [t.name for t in fig.data]
+    assert "cost ⟨−S, π⟩" in names and "entropy H(π)" in names and "half-step 4" in names
+    assert sum(s.type == "line" and s.x0 == 4 for s in fig.layout.shapes) == 2
+    cost = [t for t in fig.data if t.name.startswith("cost")][0]
+    np.testing.assert_allclose(cost.y, rel.cost_hist)
+
+
+def test_convergence_exact_zero_and_batched_input():
+    c = Coupling(plan=np.eye(2) / 2, f=np.zeros(2), g=np.zeros(2), row_err=np.array([0.0, 0.3]),
+                 col_err=np.array([0.5, 0.0]), converged=np.array(False), cost=1.0, entropy=0.7,
+                 eps=1.0, half_steps=2, tol=1e-6)
+    fig = diagnostics.convergence(c)
+    assert fig.data[0].y[0] == diagnostics.FLOOR and "floor" in fig.data[0].customdata[0][2]
+    assert "not converged" in fig.layout.title.text
+    batched = Coupling(**{**c.__dict__, "row_err": np.zeros((2, 3)), "col_err": np.zeros((2, 3))})
+    with pytest.raises(ValueError, match="one head"):
+        diagnostics.convergence(batched)
+
+
+def test_eps_path_frames_slider_and_buttons(rel):
+    eps = [4.0, 1.0, 0.25]
+    plans = np.stack([sinkhorn_np(rel.scores, rel.a, rel.b, e, 60).plan for e in eps])
+    fig = diagnostics.eps_path(eps, plans, rel.exact_plan, rel.tokens_a, rel.tokens_b)
+    assert len(fig.frames) == len(eps) + 1
+    assert fig.frames[-1].name == "exact OT"
+    np.testing.assert_allclose(fig.frames[-1].data[0].z, rel.exact_plan)
+    np.testing.assert_allclose(fig.frames[0].data[0].z, plans[0])
+    np.testing.assert_allclose(fig.data[0].z, plans[0])
+    steps = fig.layout.sliders[0].steps
+    assert [s.label for s in steps] == ["ε=4", "ε=1", "ε=0.25", "exact OT"]
+    assert [b.label for b in fig.layout.updatemenus[0].buttons] == ["▶ play", "❚❚ pause"]
+    assert fig.data[0].zmax == pytest.approx(max(plans.max(), rel.exact_plan.max()))
+    with pytest.raises(ValueError, match="ε values"):
+        diagnostics.eps_path(eps[:2], plans, rel.exact_plan)
+
+
+# ----------------------------------------------------------------------------- grid
+
+def test_grid_tiles_values_and_clickable_centres():
+    rng = np.random.default_rng(0)
+    plans = rng.uniform(size=(2, 3, 4, 5))
+    values = rng.uniform(size=(2, 3))
+    fig = grid.grid(plans, values, selected=(1, 2))
+    heat, text, centres = fig.data
+    assert (heat.type, text.mode, centres.mode) == ("heatmap", "text", "markers")
+    z = np.asarray(heat.z)
+    gx, gy = max(1, round(0.15 * 5)), max(2, round(0.3 * 5))
+    assert z.shape == (2 * 4 + gy, 3 * 5 + 2 * gx)
+    np.testing.assert_allclose(z[4 + gy:, 2 * (5 + gx):], plans[1, 2])
+    np.testing.assert_allclose(z[:4, :5], plans[0, 0])
+    assert np.isnan(z[4:4 + gy]).all()  # gaps stay empty
+    assert [tuple(r[:2]) for r in centres.customdata] == [(l, h) for l in range(2) for h in range(3)]
+    np.testing.assert_allclose(np.asarray(centres.customdata)[:, 2], values.ravel())
+    assert list(text.text) == [theme.fmt(v) for v in values.ravel()]
+    (rect,) = fig.layout.shapes
+    assert rect.type == "rect" and rect.x0 < 2 * (5 + gx) < rect.x1 and rect.y0 < 4 + gy < rect.y1
+    assert heat.hoverinfo == "skip"
+
+
+def test_grid_scales_and_hover_tokens():
+    plans = np.ones((2, 2, 3, 3))
+    plans[0, 0] = -1.0
+    fig = grid.grid(plans, np.zeros((2, 2)), tokens_a=["<b>", "b", "b"], tokens_b=["x", "y", "z"])
+    heat = fig.data[0]
+    assert heat.zmid == 0 and heat.zmin == -heat.zmax
+    assert "&lt;b&gt;" in heat.text[0][0] and "layer 0 · head 0" in heat.text[0][0]
+    mass = grid.grid(np.abs(plans), np.zeros((2, 2)), normalise=True)
+    assert mass.data[0].zmin == 0 and mass.data[0].zmax == 1.0
+    with pytest.raises(ValueError, match="values must be"):
+        grid.grid(plans, np.zeros((3, 2)))
+
+
+def test_grid_72_heads_builds_fast():
+    rng = np.random.default_rng(0)
+    plans, values = rng.uniform(size=(6, 12, 30, 30)), rng.uniform(size=(6, 12))
+    grid.grid(plans[:1, :1], values[:1, :1])  # warm plotly's validators
+    t0 = time.perf_counter()
+    fig = grid.grid(plans, values, value_name="entropy", selected=(5, 11))
+    fig.to_json()
+    assert time.perf_counter() - t0 < 2.0
+    assert len(fig.data) == 3 and len(fig.data[2].x) == 72
+
+
+# ----------------------------------------------------------------------------- every builder
+
+def test_every_builder_renders_strict_json_escaped_and_finite(rel):
+    figs = all_builders(rel, make_projection(dim=3))
+    for name, fig in figs.items():
+        assert isinstance(fig, go.Figure), name
+        data = parsed(fig)  # strict: no NaN/Infinity literals
+        assert data["data"], name
+        if name != "grid":  # the grid's gaps are NaN on purpose (drawn empty)
+            assert_finite(fig)
+        if name in ("grid", "convergence"):  # these show no tokens at all
+            assert_escaped(fig, must_contain=())
+        elif name != "cloud3":
+            assert_escaped(fig)
+    assert_escaped(figs["cloud3"], must_contain=("&lt;b&gt;river",))  # hover text
+
+
+def test_viz_imports_neither_torch_nor_streamlit():
+    import subprocess
+    import sys
+    code = ("import sys, viz; bad = [m for m in sys.modules if m.split('.')[0] in "
+            "('torch', 'streamlit', 'engine')]; print(bad); sys.exit(bool(bad))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=".")
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+# ----------------------------------------------------------------------------- shapes
+
+sizes = st.integers(min_value=1, max_value=8)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n=sizes, m=sizes, seed=st.integers(0, 10_000))
+def test_builders_accept_any_small_shape(n, m, seed):
+    r = make_relation(n, m, seed=seed)
+    cmp = heatmaps.compare(r)
+    assert [np.asarray(t.z).shape for t in heatmap_traces(cmp)] == [(n, m), (n, m)]
+    assert len(cmp.get_subplot(2, 1).yaxis.ticktext) == n
+    assert np.asarray(heatmaps.difference(r, view="conditional").data[0].z).shape == (n, m)
+    g = bipartite.graph(r, top_k=2)
+    assert edge_count(traces_in(g, 1, 2)) == int((r.a > 0).sum()) * min(2, int((r.b > 0).sum()))
+    for fig in (cmp, g, clouds.cloud(r, make_projection(n, m, dim=2 + seed % 2)),
+                diagnostics.eps_path([1.0], r.coupling.plan[None], r.exact_plan)):
+        assert_finite(fig)
+        parsed(fig)
+
+
+@settings(max_examples=20, deadline=None)
+@given(L=st.integers(1, 3), H=st.integers(1, 4), n=sizes, m=sizes)
+def test_grid_accepts_any_small_shape(L, H, n, m):
+    plans = np.random.default_rng(L * H * n * m).uniform(size=(L, H, n, m))
+    fig = grid.grid(plans, plans.sum(axis=(2, 3)))
+    z = np.asarray(fig.data[0].z)
+    assert np.nansum(z) == pytest.approx(plans.sum())
+    assert np.isfinite(z).sum() == plans.size and len(fig.data[2].customdata) == L * H

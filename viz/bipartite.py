@@ -1,0 +1,157 @@
+"""Bipartite graph of a plan: text A's tokens on the left, text B's on the right.
+
+Node area is proportional to the token's weight (a_i or b_j); an edge i–j has width and
+opacity proportional to its mass π_ij. Edges are grouped into a few traces by mass, so a
+figure stays light however many edges it shows.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from viz import theme as th
+from viz._data import as_array, as_plan, bin_edges, bin_style, labels, segments, top_edges
+
+if TYPE_CHECKING:  # engine's package imports torch; viz only reads the fields
+    from engine.types import Relation
+
+N_BINS = 5
+_WHICH = ("both", "softmax", "sinkhorn")
+
+
+def _positions(size: int, span: int) -> np.ndarray:
+    """y positions of ``size`` nodes spread evenly over 0..span-1 (token order kept)."""
+    if size == 1:
+        return np.array([(span - 1) / 2.0])
+    return np.arange(size) * (span - 1) / (size - 1)
+
+
+def _edge_traces(i, j, mass, ya, yb, scale, color, fade, name, show_legend):
+    """N_BINS line traces (lightest first) for edges (i, j) with the given masses."""
+    traces = []
+    for k, sel in enumerate(bin_edges(mass, scale, N_BINS)):
+        w, op = bin_style(k, N_BINS)
+        x, y = segments(np.zeros(sel.size), ya[i[sel]], np.ones(sel.size), yb[j[sel]])
+        traces.append(go.Scatter(x=x, y=y, mode="lines", line=dict(width=w, color=color),
+                                 opacity=op * fade, hoverinfo="skip", name=name,
+                                 legendgroup=name, showlegend=show_legend and k == N_BINS - 1))
+    return traces
+
+
+def _partners(plan: np.ndarray, index: int, axis: int, names: list[str], top: int = 5) -> str:
+    """Hover lines naming the heaviest partners of one token and their masses."""
+    row = plan[index] if axis == 0 else plan[:, index]
+    order = [p for p in np.argsort(-row, kind="stable")[:top] if row[p] > 0]
+    if not order:
+        return "no mass"
+    return "<br>".join(f"  → {names[p]}  {th.fmt(row[p])}" for p in order)
+
+
+def _node_trace(y, w, tokens, partner_names, plan, side, highlight_index, theme, span):
+    """Markers and labels for one side; hover lists the top partners with masses."""
+    w_max = float(w.max()) if w.max() > 0 else 1.0
+    big = float(np.clip(600 / span, 8, 30))
+    size = np.where(w > 0, 5 + (big - 5) * np.sqrt(w / w_max), 5.0)
+    base = th.COLOR_A if side == "a" else th.COLOR_B
+    color = np.where(w > 0, base, th.COLOR_ZERO)
+    line_w = np.zeros(len(w))
+    if highlight_index is not None:
+        line_w[highlight_index] = 3.0
+    sums = plan.sum(axis=1 if side == "a" else 0)
+    hover = []
+    for k, tok in enumerate(tokens):
+        verb = "sends" if side == "a" else "receives"
+        head = (f"{side.upper()}[{k}] {tok}<br>weight {side} = {th.fmt(w[k])}, "
+                f"{verb} {th.fmt(sums[k])}<br>heaviest partners:<br>")
+        hover.append(head + _partners(plan, k, 0 if side == "a" else 1, partner_names))
+    return go.Scatter(
+        x=np.full(len(w), 0.0 if side == "a" else 1.0), y=y, mode="markers+text",
+        text=[th.shorten(t) for t in tokens],
+        textposition="middle left" if side == "a" else "middle right",
+        marker=dict(size=size, color=color, opacity=1.0, line=dict(width=line_w, color=th.COLOR_ACCENT)),
+        hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
+        name="text A" if side == "a" else "text B", showlegend=False,
+        cliponaxis=False, textfont=dict(color=th.foreground(theme)))
+
+
+def graph(relation: Relation, *, which: str = "both", top_k: int | None = 3,
+          threshold: float = 0.0, highlight: tuple[str, int] | None = None,
+          max_edges: int = 600, height: int | None = None, width: int | None = None,
+          theme: str = "light") -> go.Figure:
+    """Bipartite graph of softmax's joint measure and/or the Sinkhorn coupling.
+
+    An edge i–j is drawn when π_ij > 0, π_ij ≥ ``threshold`` and j is among the
+    ``top_k`` heaviest partners of A's token i. Width and opacity grow with π_ij on one
+    scale shared by both panels. Softmax piles edges onto a few B tokens and leaves
+    others bare; the coupling reaches every B token in proportion to b.
+
+    Args:
+        relation: a single-layer, single-head Relation; plans are (n, m).
+        which: "both" (two panels side by side), "softmax" or "sinkhorn".
+        top_k: edges kept per token of A; None or 0 keeps all (above ``threshold``).
+        threshold: the least mass an edge needs to be drawn.
+        highlight: ("a", i) or ("b", j): emphasise that token's edges in its colour and
+            fade the rest (the app drives this from a selection or a select box).
+        max_edges: the most edges per panel (the heaviest are kept).
+        height, width: size in pixels; height defaults to one that fits the tokens.
+        theme: "light" or "dark".
+
+    Returns:
+        Per panel, ``N_BINS`` edge traces (lightest first), ``N_BINS`` highlight traces
+        when ``highlight`` is set, then the A and B node traces.
+    """
+    if which not in _WHICH:
+        raise ValueError(f"which must be one of {_WHICH}, got {which!r}")
+    plans = {"softmax": as_plan(relation.softmax_plan, "relation.softmax_plan"),
+             "sinkhorn": as_plan(relation.coupling.plan, "relation.coupling.plan")}
+    keys = ["softmax", "sinkhorn"] if which == "both" else [which]
+    n, m = plans[keys[0]].shape
+    la, lb = labels(relation.tokens_a, n, "tokens_a"), labels(relation.tokens_b, m, "tokens_b")
+    a, b = as_array(relation.a, "relation.a", 1), as_array(relation.b, "relation.b", 1)
+    if highlight is not None:
+        side, idx = highlight
+        if side not in ("a", "b") or not 0 <= int(idx) < (n if side == "a" else m):
+            raise ValueError(f"highlight must be ('a', 0..{n - 1}) or ('b', 0..{m - 1}), got {highlight!r}")
+    span = max(n, m)
+    ya, yb = _positions(n, span), _positions(m, span)
+    scale = max(float(plans[k].max()) for k in keys)
+    c = relation.coupling
+    titles = {"softmax": f"Softmax diag(a)·softmax(S/ε), ε={th.fmt(relation.eps)}",
+              "sinkhorn": f"Sinkhorn coupling, ε={th.fmt(c.eps)}, {c.half_steps} half-steps"}
+    fig = make_subplots(rows=1, cols=len(keys), subplot_titles=[titles[k] for k in keys],
+                        horizontal_spacing=0.14)
+    fade = 0.3 if highlight is not None else 1.0
+    edge_col = th.edge_color(theme)
+    for col, key in enumerate(keys, start=1):
+        plan = plans[key]
+        i, j, mass = top_edges(plan, top_k=top_k, threshold=threshold, max_edges=max_edges)
+        for tr in _edge_traces(i, j, mass, ya, yb, scale, edge_col, fade, "edges", False):
+            fig.add_trace(tr, row=1, col=col)
+        if highlight is not None:
+            side, idx = highlight[0], int(highlight[1])
+            sel = (i == idx) if side == "a" else (j == idx)
+            color = th.COLOR_A if side == "a" else th.COLOR_B
+            for tr in _edge_traces(i[sel], j[sel], mass[sel], ya, yb, scale, color, 1.0,
+                                   "highlight", False):
+                fig.add_trace(tr, row=1, col=col)
+        hl_a = int(highlight[1]) if highlight is not None and highlight[0] == "a" else None
+        hl_b = int(highlight[1]) if highlight is not None and highlight[0] == "b" else None
+        fig.add_trace(_node_trace(ya, a, la, lb, plan, "a", hl_a, theme, span), row=1, col=col)
+        fig.add_trace(_node_trace(yb, b, lb, la, plan, "b", hl_b, theme, span), row=1, col=col)
+    fig.update_xaxes(range=[-0.55, 1.55], tickvals=[0, 1], ticktext=["text A", "text B"],
+                     showgrid=False, zeroline=False, fixedrange=True)
+    fig.update_yaxes(range=[span - 0.5, -0.5], visible=False, fixedrange=True)
+    rule = f"top {top_k} per A token" if top_k else "all edges"
+    if threshold > 0:
+        rule += f", mass ≥ {th.fmt(threshold)}"
+    fig.update_layout(
+        title=dict(text=f"Who sends mass to whom · {rule} · layer {relation.layer}, head "
+                        f"{relation.head}<br><sup>node area ∝ weight, edge width ∝ mass; "
+                        "grey nodes carry no weight</sup>"),
+        hovermode="closest", showlegend=False)
+    height = height or int(min(1100, max(380, 150 + 18 * span)))
+    return th.apply(fig, theme, height=height, width=width)

@@ -1,0 +1,137 @@
+"""Point cloud: both texts' points in one joint 2-D or 3-D projection, with coupling edges."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import plotly.graph_objects as go
+
+from viz import theme as th
+from viz._data import as_array, as_plan, bin_edges, bin_style, segments, top_edges
+from viz._data import labels as _labels
+
+if TYPE_CHECKING:  # engine's package imports torch; viz only reads the fields
+    from engine.types import Projection, Relation
+
+N_BINS = 5
+LOW_CORR = 0.3
+_SPACES = {"qk": "queries of A and keys of B", "hidden": "hidden states"}
+
+
+def _coords(projection: Projection, n: int, m: int) -> tuple[np.ndarray, np.ndarray, int]:
+    dim = int(projection.dim)
+    if dim not in (2, 3):
+        raise ValueError(f"projection.dim must be 2 or 3, got {dim}")
+    xa, xb = as_array(projection.xy_a, "projection.xy_a", 2), as_array(projection.xy_b, "projection.xy_b", 2)
+    if xa.shape != (n, dim) or xb.shape != (m, dim):
+        raise ValueError(f"projection coordinates {xa.shape}, {xb.shape} do not match "
+                         f"{n} and {m} tokens in {dim} dimensions")
+    return xa, xb, dim
+
+
+def _points(xy, w, tokens, raw, side, show_labels, dim, theme):
+    """One trace of a text's points: size ∝ √weight, zero-weight tokens small and grey.
+
+    ``tokens`` are escaped (SVG text and hover); ``raw`` feed the 3-D WebGL labels.
+    """
+    w_max = float(w.max()) if w.max() > 0 else 1.0
+    size = np.where(w > 0, 6 + 16 * np.sqrt(w / w_max), 4.0)
+    color = np.where(w > 0, th.COLOR_A if side == "a" else th.COLOR_B, th.COLOR_ZERO)
+    hover = [f"{side.upper()}[{k}] {t}<br>weight {side} = {th.fmt(w[k])}" for k, t in enumerate(tokens)]
+    common = dict(
+        mode="markers+text" if show_labels else "markers",
+        text=None if not show_labels else (
+            [th.shorten(t, 14) for t in tokens] if dim == 2 else [th.escape_gl(t) for t in raw]),
+        textposition="top center", hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
+        name="text A" if side == "a" else "text B",
+        textfont=dict(color=th.COLOR_A if side == "a" else th.COLOR_B, size=11))
+    marker = dict(size=size, color=color, opacity=1.0,
+                  symbol="circle" if side == "a" else "diamond",
+                  line=dict(width=1, color=th.TEMPLATES[theme].layout.paper_bgcolor))
+    if dim == 2:
+        return go.Scatter(x=xy[:, 0], y=xy[:, 1], marker=marker, **common)
+    marker["size"] = size * 0.6
+    return go.Scatter3d(x=xy[:, 0], y=xy[:, 1], z=xy[:, 2], marker=marker, **common)
+
+
+def _edges(xa, xb, plan, top, dim, theme):
+    i, j, mass = top_edges(plan, max_edges=top)
+    scale = float(mass.max()) if mass.size else 1.0
+    traces = []
+    for k, sel in enumerate(bin_edges(mass, scale, N_BINS)):
+        w, op = bin_style(k, N_BINS)
+        pa, pb = xa[i[sel]], xb[j[sel]]
+        coords = segments(pa[:, 0], pa[:, 1], pb[:, 0], pb[:, 1],
+                          *((pa[:, 2], pb[:, 2]) if dim == 3 else ()))
+        line = dict(width=w, color=th.edge_color(theme))
+        kw = dict(mode="lines", line=line, opacity=op, hoverinfo="skip", name="coupling",
+                  legendgroup="coupling", showlegend=k == N_BINS - 1)
+        if dim == 2:
+            traces.append(go.Scatter(x=coords[0], y=coords[1], **kw))
+        else:
+            traces.append(go.Scatter3d(x=coords[0], y=coords[1], z=coords[2], **kw))
+    return traces
+
+
+def cloud(relation: Relation, projection: Projection, *, which: str = "sinkhorn",
+          top_edges: int = 40, labels: bool = True, height: int | None = None,
+          width: int | None = None, theme: str = "light") -> go.Figure:
+    """Both texts' points in one projection, joined by the heaviest coupling edges.
+
+    The picture is honest only when projected distance tracks cost: the title reports
+    the Spearman correlation ρ between A–B distances and the cost −S, and warns when
+    ρ < 0.3.
+
+    Args:
+        relation: a single-layer, single-head Relation (plans (n, m), weights a, b).
+        projection: the joint projection; ``xy_a`` (n, dim), ``xy_b`` (m, dim), dim 2 or 3.
+        which: edges from the "sinkhorn" coupling or the "softmax" joint measure.
+        top_edges: how many of the heaviest edges to draw (opacity and width ∝ mass).
+        labels: write tokens next to the points (hover always names them).
+        height, width: size in pixels.
+        theme: "light" or "dark".
+
+    Returns:
+        ``N_BINS`` edge traces (lightest first), then text A's and text B's points;
+        ``Scatter`` for dim 2, ``Scatter3d`` for dim 3.
+    """
+    if which not in ("sinkhorn", "softmax"):
+        raise ValueError(f"which must be 'sinkhorn' or 'softmax', got {which!r}")
+    plan = as_plan(relation.coupling.plan if which == "sinkhorn" else relation.softmax_plan,
+                   f"{which} plan")
+    n, m = plan.shape
+    xa, xb, dim = _coords(projection, n, m)
+    la = _labels(relation.tokens_a, n, "tokens_a")
+    lb = _labels(relation.tokens_b, m, "tokens_b")
+    a, b = as_array(relation.a, "relation.a", 1), as_array(relation.b, "relation.b", 1)
+    fig = go.Figure(_edges(xa, xb, plan, int(top_edges), dim, theme))
+    fig.add_trace(_points(xa, a, la, list(relation.tokens_a), "a", labels, dim, theme))
+    fig.add_trace(_points(xb, b, lb, list(relation.tokens_b), "b", labels, dim, theme))
+    rho = float(projection.distance_cost_corr)
+    rho_text = th.fmt(rho) if np.isfinite(rho) else "n/a"
+    space = _SPACES.get(projection.space, projection.space)
+    notes = [f"edges: top {int(top_edges)} of the {which} plan; near points should be cheap pairs"]
+    if projection.explained is not None:
+        notes.append(f"{projection.method.upper()} keeps {100 * float(projection.explained):.0f}% of variance")
+    if projection.note:
+        notes.append(th.escape(projection.note))
+    fig.update_layout(
+        title=dict(text=f"Joint {projection.method.upper()} of {space} · distance–cost ρ = "
+                        f"{rho_text}<br><sup>{' · '.join(notes)}</sup>"),
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1.0, xanchor="right"),
+        hovermode="closest")
+    if not (np.isfinite(rho) and rho >= LOW_CORR):
+        fig.add_annotation(
+            text=f"ρ = {rho_text} is low: distances in this picture say little about cost; "
+                 "it may mislead.", xref="paper", yref="paper", x=0.0, y=-0.08,
+            xanchor="left", showarrow=False, font=dict(color=th.COLOR_OVER))
+    axis = [f"{projection.method.upper()} {k}" for k in (1, 2, 3)]
+    if dim == 2:
+        fig.update_xaxes(title=dict(text=axis[0]), zeroline=False)
+        fig.update_yaxes(title=dict(text=axis[1]), zeroline=False, scaleanchor="x",
+                         scaleratio=1)
+    else:
+        fig.update_layout(scene=dict(aspectmode="data", xaxis_title=axis[0],
+                                     yaxis_title=axis[1], zaxis_title=axis[2]))
+    return th.apply(fig, theme, height=height or 600, width=width)

@@ -1,0 +1,190 @@
+"""Solver diagnostics: marginal errors per half-step, and the coupling along an ε path."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from viz import theme as th
+from viz._data import as_array, as_plan, labels, limits
+from viz.heatmaps import default_height, map_trace
+
+if TYPE_CHECKING:  # engine's package imports torch; viz only reads the fields
+    from engine.types import Coupling
+
+FLOOR = 1e-16  # errors below this (exact zeros after their own half-step) are drawn here
+COLOR_COST = "#009E73"  # Okabe–Ito bluish green
+COLOR_ENTROPY = th.COLOR_ACCENT
+
+
+def _error_trace(t: np.ndarray, err: np.ndarray, name: str, color: str) -> go.Scatter:
+    """Errors on a log axis: values below FLOOR are drawn at FLOOR and say so on hover."""
+    kind = np.where(t % 2 == 1, "row step", "column step")
+    note = np.where(err < FLOOR, f" (below {FLOOR:.0e}, drawn at the floor)", "")
+    return go.Scatter(
+        x=t, y=np.maximum(err, FLOOR), mode="lines+markers", name=name,
+        line=dict(color=color, width=2), marker=dict(color=color, size=6),
+        customdata=np.stack([err.astype(object), kind.astype(object), note.astype(object)], axis=-1),
+        hovertemplate=(f"half-step %{{x}} (%{{customdata[1]}})<br>{name} "
+                       "%{customdata[0]:.3e}%{customdata[2]}<extra></extra>"))
+
+
+def convergence(coupling: Coupling, *, current: int | None = None,
+                hist_steps: object = None, cost_hist: object = None,
+                entropy_hist: object = None, height: int | None = None,
+                width: int | None = None, theme: str = "light") -> go.Figure:
+    """L1 marginal errors per half-step (log axis) above cost and entropy.
+
+    The errors alternate: after a row step (odd t) ‖π1 − a‖₁ is 0 up to rounding, after
+    a column step ‖πᵀ1 − b‖₁ is. Zeros cannot sit on a log axis, so values below
+    ``FLOOR`` are drawn at ``FLOOR`` and hover says so. If the errors stall above the
+    tolerance, more half-steps or a larger ε are needed.
+
+    Args:
+        coupling: a single (unbatched) coupling; ``row_err``, ``col_err`` are (T,).
+        current: the half-step the app shows (1..T), marked on both panels.
+        hist_steps: (K,) 1-based half-steps at which cost and entropy were recorded.
+        cost_hist, entropy_hist: (K,) ⟨−S, π⟩ and H(π) at those half-steps. Without
+            them the final ``coupling.cost`` and ``coupling.entropy`` are drawn at T.
+        height, width: size in pixels.
+        theme: "light" or "dark".
+
+    Returns:
+        A 2-row figure: row error and column error traces (plus a current-step marker
+        when ``current`` is set) on a log y axis; cost and entropy (secondary y) below.
+    """
+    row_err = as_array(coupling.row_err, "coupling.row_err")
+    col_err = as_array(coupling.col_err, "coupling.col_err")
+    if row_err.ndim != 1 or row_err.shape != col_err.shape:
+        raise ValueError(f"convergence needs one head's errors of shape (T,), got {row_err.shape}"
+                         f" and {col_err.shape}; index the layer and head first")
+    T = row_err.shape[0]
+    t = np.arange(1, T + 1)
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.62, 0.38],
+                        vertical_spacing=0.08, specs=[[{}], [{"secondary_y": True}]],
+                        subplot_titles=("L1 marginal errors", "cost and entropy"))
+    fig.add_trace(_error_trace(t, row_err, "row error ‖π1 − a‖₁", th.COLOR_A), row=1, col=1)
+    fig.add_trace(_error_trace(t, col_err, "column error ‖πᵀ1 − b‖₁", th.COLOR_B), row=1, col=1)
+    if coupling.tol and coupling.tol > 0:
+        fig.add_hline(y=float(coupling.tol), line=dict(dash="dot", width=1, color=th.COLOR_MATCH),
+                      annotation_text=f"tolerance {th.fmt(coupling.tol)}",
+                      annotation_position="top right", row=1, col=1)
+    if hist_steps is not None and cost_hist is not None and entropy_hist is not None:
+        steps = as_array(hist_steps, "hist_steps", 1)
+        cost, ent = as_array(cost_hist, "cost_hist", 1), as_array(entropy_hist, "entropy_hist", 1)
+        if not steps.shape == cost.shape == ent.shape:
+            raise ValueError(f"hist_steps {steps.shape}, cost_hist {cost.shape} and "
+                             f"entropy_hist {ent.shape} must have one shape (K,)")
+        mode = "lines+markers"
+    else:
+        steps = np.array([T], dtype=float)
+        cost = np.array([float(np.asarray(coupling.cost))])
+        ent = np.array([float(np.asarray(coupling.entropy))])
+        mode = "markers"
+    fig.add_trace(go.Scatter(x=steps, y=cost, mode=mode, name="cost ⟨−S, π⟩",
+                             line=dict(color=COLOR_COST, width=2), marker=dict(color=COLOR_COST),
+                             hovertemplate="half-step %{x}<br>cost %{y:.4g}<extra></extra>"),
+                  row=2, col=1, secondary_y=False)
+    fig.add_trace(go.Scatter(x=steps, y=ent, mode=mode, name="entropy H(π)",
+                             line=dict(color=COLOR_ENTROPY, width=2, dash="dash"),
+                             marker=dict(color=COLOR_ENTROPY),
+                             hovertemplate="half-step %{x}<br>entropy %{y:.4g}<extra></extra>"),
+                  row=2, col=1, secondary_y=True)
+    if current is not None:
+        cur = int(np.clip(current, 1, T))
+        fig.add_trace(go.Scatter(
+            x=[cur, cur], y=np.maximum([row_err[cur - 1], col_err[cur - 1]], FLOOR),
+            mode="markers", name=f"half-step {cur}", hoverinfo="skip",
+            marker=dict(size=14, symbol="circle-open", color=th.COLOR_OVER, line=dict(width=2.5))),
+            row=1, col=1)
+        for r in (1, 2):
+            fig.add_vline(x=cur, line=dict(color=th.COLOR_OVER, width=1.5, dash="dash"), row=r, col=1)
+    fig.update_yaxes(type="log", exponentformat="power", title=dict(text="L1 error"), row=1, col=1)
+    fig.update_yaxes(title=dict(text="cost", font=dict(color=COLOR_COST)), row=2, col=1,
+                     secondary_y=False)
+    fig.update_yaxes(title=dict(text="entropy", font=dict(color=COLOR_ENTROPY)), row=2, col=1,
+                     secondary_y=True, showgrid=False)
+    fig.update_xaxes(title=dict(text="half-step (odd: rows, even: columns)"), row=2, col=1)
+    fig.update_xaxes(range=[0.5, T + 0.5])
+    final = max(row_err[-1], col_err[-1])
+    converged = bool(np.all(np.asarray(coupling.converged)))
+    status = (f"converged: max error {th.fmt(final)} ≤ {th.fmt(coupling.tol)}" if converged else
+              f"not converged: max error {th.fmt(final)}; run more half-steps or raise ε")
+    fig.update_layout(
+        title=dict(text=f"Sinkhorn convergence · ε={th.fmt(coupling.eps)}, {T} half-steps"
+                        f"<br><sup>{status}</sup>"),
+        legend=dict(orientation="h", yanchor="top", y=-0.14, x=0.5, xanchor="center"),
+        hovermode="closest", margin=dict(b=110))
+    return th.apply(fig, theme, height=height or 600, width=width)
+
+
+def _entropy(plan: np.ndarray) -> float:
+    p = plan[plan > 0]
+    return float(-(p * np.log(p)).sum())
+
+
+def eps_path(eps_values: Sequence[float], plans: object, exact_plan: object,
+             tokens_a: Sequence[str] | None = None, tokens_b: Sequence[str] | None = None, *,
+             frame_ms: int = 600, height: int | None = None, width: int | None = None,
+             theme: str = "light") -> go.Figure:
+    """Animation of the coupling as ε falls, ending on the exact OT plan.
+
+    At large ε the coupling is close to the product a ⊗ b (every pair gets a_i b_j);
+    as ε → 0 it concentrates on the exact optimal transport plan.
+
+    Args:
+        eps_values: (K,) the ε of each plan, from large to small.
+        plans: (K, n, m) Sinkhorn couplings at those ε.
+        exact_plan: (n, m) exact OT plan (the last, reference frame).
+        tokens_a, tokens_b: n and m token strings; None numbers them.
+        frame_ms: milliseconds per frame when playing.
+        height, width: size in pixels.
+        theme: "light" or "dark".
+
+    Returns:
+        A figure with one ``Heatmap``, K + 1 frames (the last named "exact OT"), a
+        play/pause menu and a slider labelled with the ε values; one colour scale for all.
+    """
+    stack = as_array(plans, "plans", 3)
+    exact = as_plan(exact_plan, "exact_plan")
+    eps = as_array(eps_values, "eps_values", 1)
+    K, n, m = stack.shape
+    if K == 0 or eps.shape[0] != K or exact.shape != (n, m):
+        raise ValueError(f"need K ≥ 1 plans (K, n, m) with K ε values and an (n, m) exact plan; "
+                         f"got plans {stack.shape}, {eps.shape[0]} ε values, exact {exact.shape}")
+    la, lb = labels(tokens_a, n, "tokens_a"), labels(tokens_b, m, "tokens_b")
+    lo, hi = limits(stack, exact)
+    names = [f"ε={th.fmt(e)}" for e in eps] + ["exact OT"]
+    titles = [f"Sinkhorn coupling at ε = {th.fmt(e)} · entropy H(π) = {th.fmt(_entropy(p))}"
+              for e, p in zip(eps, stack)]
+    titles.append(f"Exact OT plan (ε → 0) · entropy H(π) = {th.fmt(_entropy(exact))}")
+    zs = list(stack) + [exact]
+    trace = map_trace(zs[0], la, lb, zname="mass", colorscale=th.MASS_SCALE, zmin=lo, zmax=hi,
+                      colorbar=dict(title=dict(text="mass π(i, j)", side="right"), thickness=14))
+    frames = [go.Frame(name=name, data=[go.Heatmap(z=z)], layout=dict(title=dict(text=title)))
+              for name, z, title in zip(names, zs, titles)]
+    fig = go.Figure(data=[trace], frames=frames)
+    anim = dict(mode="immediate", transition=dict(duration=0))
+    fig.update_layout(
+        title=dict(text=titles[0]),
+        updatemenus=[dict(type="buttons", direction="left", x=0.0, y=0.0, xanchor="left",
+                          yanchor="top", showactive=False, pad=dict(t=20, r=10), buttons=[
+                              dict(label="▶ play", method="animate",
+                                   args=[None, dict(anim, frame=dict(duration=frame_ms, redraw=True),
+                                                    fromcurrent=True)]),
+                              dict(label="❚❚ pause", method="animate",
+                                   args=[[None], dict(anim, frame=dict(duration=0, redraw=False))])])],
+        sliders=[dict(active=0, x=0.22, len=0.78, y=0.0, yanchor="top", pad=dict(t=10),
+                      currentvalue=dict(prefix="", visible=True, xanchor="right"),
+                      steps=[dict(label=name, method="animate",
+                                  args=[[name], dict(anim, frame=dict(duration=0, redraw=True))])
+                             for name in names])])
+    # Text B's labels go on top so the play button and slider have the bottom to themselves.
+    fig.update_xaxes(**th.token_axis(lb, title="text B", rotate=True), side="top")
+    fig.update_yaxes(**th.token_axis(la, title="text A", reverse=True))
+    fig.update_layout(margin=dict(t=170, b=110), title=dict(y=0.98, yanchor="top"))
+    return th.apply(fig, theme, height=height or default_height(n, extra=120), width=width)

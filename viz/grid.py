@@ -1,0 +1,140 @@
+"""Layers × heads small multiples: one tiled heatmap, a number per tile, clickable tiles.
+
+All tiles live in ONE ``Heatmap`` over a big matrix with empty (NaN) gaps between
+tiles, so 72 heads × 30 × 30 tokens build in milliseconds. Heatmaps emit no selection
+events, so an invisible ``Scatter`` marker sits on each tile centre with
+``customdata = [layer, head, value]`` for the app to read from a click.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from viz import theme as th
+from viz._data import as_array, labels
+
+_SCALES = ("auto", "mass", "diverging")
+
+
+def _tile(plans: np.ndarray, gy: int, gx: int, fill) -> np.ndarray:
+    """(L, H, n, m) -> (L(n+gy)-gy, H(m+gx)-gx) with ``fill`` between tiles."""
+    L, H, n, m = plans.shape
+    big = np.full((L, H, n + gy, m + gx), fill, dtype=plans.dtype)
+    big[:, :, :n, :m] = plans
+    big = big.transpose(0, 2, 1, 3).reshape(L * (n + gy), H * (m + gx))
+    return big[: L * (n + gy) - gy, : H * (m + gx) - gx]
+
+
+def _cell_text(tokens_a, tokens_b, L, H, n, m, gy, gx) -> np.ndarray:
+    """Per-cell hover text "layer l · head h<br>A[i] tok → B[j] tok", tiled like the plans."""
+    la, lb = labels(tokens_a, n, "tokens_a"), labels(tokens_b, m, "tokens_b")
+    pair = np.char.add(np.array([f"<br>A[{i}] {t} → " for i, t in enumerate(la)])[:, None],
+                       np.array([f"B[{j}] {t}" for j, t in enumerate(lb)])[None, :])
+    prefix = np.array([[f"layer {l} · head {h}" for h in range(H)] for l in range(L)])
+    return _tile(np.char.add(prefix[:, :, None, None], pair[None, None]), gy, gx, "")
+
+
+def grid(plans: object, values: object, *, value_name: str = "col. err",
+         tokens_a: Sequence[str] | None = None, tokens_b: Sequence[str] | None = None,
+         selected: tuple[int, int] | None = None, scale: str = "auto",
+         normalise: bool = False, title: str | None = None, height: int | None = None,
+         width: int | None = None, theme: str = "light") -> go.Figure:
+    """Every layer and head as a small heatmap, each labelled with one number.
+
+    Args:
+        plans: (L, H, n, m) one matrix per head: Sinkhorn plans, softmax plans, or their
+            difference.
+        values: (L, H) the number written above each tile (e.g. softmax's column
+            marginal error ‖πᵀ1 − b‖₁ or the coupling's entropy), to pick a head by.
+        value_name: what ``values`` are, for the title and hover.
+        tokens_a, tokens_b: n and m tokens; when given, hovering a cell names the pair
+            (this adds one string per cell to the figure, so leave them out for speed).
+        selected: (layer, head) to outline.
+        scale: "mass" (0..max, sequential), "diverging" (±max|z|, centred at 0) or
+            "auto" (diverging when any value is negative).
+        normalise: divide each tile by its own max |z|, to compare patterns rather than
+            magnitudes.
+        title: figure title; a default names ``value_name``.
+        height, width: size in pixels; height defaults to keep cells square.
+        theme: "light" or "dark".
+
+    Returns:
+        A figure with exactly three traces: the tiled ``Heatmap`` (NaN in the gaps),
+        a text ``Scatter`` with the L·H values, and an invisible marker ``Scatter`` on
+        the tile centres with ``customdata`` rows [layer, head, value].
+    """
+    z = np.asarray(plans, dtype=np.float64)
+    if z.ndim != 4:
+        raise ValueError(f"plans must be (L, H, n, m), got shape {z.shape}")
+    z = np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0)
+    L, H, n, m = z.shape
+    v = as_array(values, "values", 2)
+    if v.shape != (L, H):
+        raise ValueError(f"values must be (L, H) = {(L, H)}, got {v.shape}")
+    if scale not in _SCALES:
+        raise ValueError(f"scale must be one of {_SCALES}, got {scale!r}")
+    if normalise:
+        peak = np.abs(z).max(axis=(2, 3), keepdims=True)
+        z = np.divide(z, peak, out=np.zeros_like(z), where=peak > 0)
+    diverging = scale == "diverging" or (scale == "auto" and bool((z < 0).any()))
+    top = float(np.abs(z).max()) if z.size else 0.0
+    top = top if top > 0 else 1.0
+    side = max(n, m)
+    gx, gy = max(1, round(0.15 * side)), max(2, round(0.3 * side))  # room for labels above
+    big = _tile(z, gy, gx, np.nan)
+    rows_of = np.arange(L) * (n + gy) + (n - 1) / 2.0  # tile centres in cell units
+    cols_of = np.arange(H) * (m + gx) + (m - 1) / 2.0
+    heat = dict(z=big, colorscale=th.DIFF_SCALE if diverging else th.MASS_SCALE,
+                zmin=-top if diverging else 0.0, zmax=top, zmid=0.0 if diverging else None,
+                hoverongaps=False, colorbar=dict(thickness=12, title=dict(
+                    text=("value / tile max" if normalise else "value"), side="right")))
+    if tokens_a is not None and tokens_b is not None:
+        heat.update(text=_cell_text(tokens_a, tokens_b, L, H, n, m, gy, gx),
+                    hovertemplate="%{text}<br>value %{z:.4g}<extra></extra>")
+    else:
+        heat.update(hoverinfo="skip")
+    cl, ch = np.meshgrid(np.arange(L), np.arange(H), indexing="ij")
+    cx, cy = cols_of[ch.ravel()], rows_of[cl.ravel()]
+    value_text = [th.fmt(x) for x in v.ravel()]
+    custom = np.stack([cl.ravel(), ch.ravel(), v.ravel()], axis=-1)
+    fg = th.foreground(theme)
+    data = [
+        go.Heatmap(**heat),
+        go.Scatter(x=cx, y=cy - (n + gy) / 2.0, mode="text", text=value_text,
+                   textfont=dict(size=11, color=fg), hoverinfo="skip", showlegend=False,
+                   name=value_name),
+        go.Scatter(x=cx, y=cy, mode="markers", customdata=custom, showlegend=False,
+                   name="tiles", marker=dict(size=max(8, min(40, 300 // max(H, L))),
+                                             opacity=0.0, symbol="square"),
+                   hovertemplate=("layer %{customdata[0]}, head %{customdata[1]}<br>"
+                                  f"{value_name} %{{customdata[2]:.4g}}<extra></extra>")),
+    ]
+    shapes = []
+    if selected is not None:
+        sl, sh = int(selected[0]), int(selected[1])
+        if not (0 <= sl < L and 0 <= sh < H):
+            raise ValueError(f"selected must be (layer 0..{L - 1}, head 0..{H - 1}), got {selected}")
+        px, py = 0.5 + 0.3 * gx, 0.5 + 0.15 * gy
+        x0, y0 = sh * (m + gx) - px, sl * (n + gy) - py
+        shapes.append(dict(type="rect", x0=x0, x1=x0 + m - 1 + 2 * px, y0=y0,
+                           y1=y0 + n - 1 + 2 * py, line=dict(color=th.COLOR_ACCENT, width=3)))
+    n_rows, n_cols = big.shape
+    layout = dict(
+        title=dict(text=title or f"Layers × heads · number above each tile: {value_name}"
+                   "<br><sup>click a tile's centre to select that head</sup>"),
+        xaxis=dict(tickmode="array", tickvals=cols_of, ticktext=[f"h{h}" for h in range(H)],
+                   title=dict(text="head"), showgrid=False, zeroline=False,
+                   range=[-0.5 - gx * 0.5, n_cols - 0.5 + gx * 0.5], side="top"),
+        yaxis=dict(tickmode="array", tickvals=rows_of, ticktext=[f"L{l}" for l in range(L)],
+                   title=dict(text="layer"), showgrid=False, zeroline=False,
+                   range=[n_rows - 0.5 + gy * 0.5, -0.5 - gy], scaleanchor="x", scaleratio=1),
+        shapes=shapes, hovermode="closest", clickmode="event+select", dragmode="select",
+        margin=dict(l=60, r=30, t=110, b=30))
+    fig = go.Figure(data=data, layout=layout)
+    if height is None:
+        plot_w = (width or 1100) - 160
+        height = int(np.clip(n_rows / n_cols * plot_w + 160, 300, 1400))
+    return th.apply(fig, theme, height=height, width=width)

@@ -1,0 +1,290 @@
+"""Heatmaps of plans: softmax beside Sinkhorn with marginal bars, their difference, one map.
+
+Text A's tokens run down the rows (token 0 at the top), text B's along the columns.
+Axes are numeric (0..n-1) with tick text, so repeated tokens keep their own row/column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from viz import theme as th
+from viz._data import as_array, as_plan, l1, labels, limits, row_normalise, symmetric_limit
+
+if TYPE_CHECKING:  # engine's package imports torch; viz only reads the fields
+    from engine.types import Relation
+
+_VIEWS = ("joint", "conditional")
+_CLASSES = (("above target", th.COLOR_OVER), ("below target", th.COLOR_UNDER),
+            ("on target", th.COLOR_MATCH))
+
+
+def default_height(n: int, extra: int = 0) -> int:
+    """A height in pixels that keeps n rows readable (clamped to 380..1000) plus extra."""
+    return int(min(1000, max(380, 170 + 16 * n)) + extra)
+
+
+def _customdata(la: list[str], lb: list[str], fields: Sequence[np.ndarray]) -> np.ndarray:
+    """(n, m, 2 + k) object array: token A, token B, then the k numeric fields."""
+    n, m = len(la), len(lb)
+    cd = np.empty((n, m, 2 + len(fields)), dtype=object)
+    cd[..., 0] = np.asarray(la, dtype=object)[:, None]
+    cd[..., 1] = np.asarray(lb, dtype=object)[None, :]
+    for k, f in enumerate(fields):
+        cd[..., 2 + k] = f
+    return cd
+
+
+def map_trace(z: np.ndarray, la: list[str], lb: list[str], *, zname: str,
+               fields: Sequence[tuple[str, np.ndarray]] = (), **kw) -> go.Heatmap:
+    """One heatmap on numeric axes whose hover names both tokens and extra fields.
+
+    Args:
+        z: (n, m) values; la, lb: n and m escaped labels; zname: what z holds;
+        fields: (name, (n, m) array) pairs shown on hover; kw: more Heatmap settings.
+    """
+    lines = ["A[%{y}] %{customdata[0]}", "B[%{x}] %{customdata[1]}", zname + " %{z:.4g}"]
+    lines += [f"{name} %{{customdata[{2 + k}]:.4g}}" for k, (name, _) in enumerate(fields)]
+    return go.Heatmap(
+        z=z, x=np.arange(z.shape[1]), y=np.arange(z.shape[0]),
+        customdata=_customdata(la, lb, [f for _, f in fields]),
+        hovertemplate="<br>".join(lines) + "<extra></extra>", **kw)
+
+
+def _score_fields(scores: np.ndarray | None, shape: tuple[int, int]):
+    if scores is None:
+        return []
+    s = as_array(scores, "scores", ndim=2)
+    if s.shape != shape:
+        raise ValueError(f"scores have shape {s.shape} but the plan has {shape}")
+    return [("score S", s), ("cost −S", -s)]
+
+
+def heatmap(plan: object, tokens_a: Sequence[str] | None = None,
+            tokens_b: Sequence[str] | None = None, *, title: str = "",
+            scores: object = None, zlabel: str = "mass", diverging: bool = False,
+            zmin: float | None = None, zmax: float | None = None,
+            height: int | None = None, width: int | None = None,
+            theme: str = "light") -> go.Figure:
+    """One plan (or attention matrix) as a heatmap with token tick labels.
+
+    Args:
+        plan: (n, m) values; rows are text A's tokens, columns text B's.
+        tokens_a, tokens_b: n and m token strings (escaped here); None numbers them.
+        title: figure title (trusted text, not escaped).
+        scores: optional (n, m) scores S, shown with the cost −S on hover.
+        zlabel: what a cell holds ("mass", "attention", "Δ mass").
+        diverging: use the diverging scale centred at 0 (for differences).
+        zmin, zmax: colour limits; default 0..max (or ±max|z| when diverging).
+        height, width: size in pixels; height defaults to one that fits n rows.
+        theme: "light" or "dark".
+
+    Returns:
+        A figure with one ``Heatmap`` trace whose ``z`` is ``plan``.
+    """
+    z = as_plan(plan)
+    n, m = z.shape
+    la, lb = labels(tokens_a, n, "tokens_a"), labels(tokens_b, m, "tokens_b")
+    if diverging:
+        lim = symmetric_limit(z)
+        lo, hi, scale = (zmin if zmin is not None else -lim), (zmax if zmax is not None else lim), th.DIFF_SCALE
+    else:
+        lo, hi = limits(z)
+        lo, hi, scale = (zmin if zmin is not None else lo), (zmax if zmax is not None else hi), th.MASS_SCALE
+    if not hi > lo:
+        hi = lo + 1.0
+    fig = go.Figure(map_trace(
+        z, la, lb, zname=zlabel, fields=_score_fields(scores, z.shape), colorscale=scale,
+        zmin=lo, zmax=hi, zmid=0.0 if diverging else None,
+        colorbar=dict(title=dict(text=zlabel), thickness=14)))
+    fig.update_xaxes(**th.token_axis(lb, title="text B", rotate=True))
+    fig.update_yaxes(**th.token_axis(la, title="text A", reverse=True))
+    fig.update_layout(title=dict(text=title))
+    return th.apply(fig, theme, height=height or default_height(n), width=width)
+
+
+def _view_plans(relation: Relation, view: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(softmax shown, Sinkhorn shown, softmax joint, Sinkhorn joint) for ``view``."""
+    if view not in _VIEWS:
+        raise ValueError(f"view must be one of {_VIEWS}, got {view!r}")
+    soft = as_plan(relation.softmax_plan, "relation.softmax_plan")
+    sink = as_plan(relation.coupling.plan, "relation.coupling.plan")
+    if soft.shape != sink.shape:
+        raise ValueError(f"softmax plan {soft.shape} and coupling plan {sink.shape} differ in shape")
+    if view == "joint":
+        return soft, sink, soft, sink
+    attn = as_plan(relation.attention, "relation.attention")
+    return attn, row_normalise(sink), soft, sink
+
+
+def _classes(sums: np.ndarray, target: np.ndarray) -> list[np.ndarray]:
+    """Indices above, below and on target (within 5% of the target + 1% of uniform)."""
+    tol = 0.05 * target + 0.01 / max(1, len(target))
+    diff = sums - target
+    return [np.nonzero(diff > tol)[0], np.nonzero(diff < -tol)[0],
+            np.nonzero(np.abs(diff) <= tol)[0]]
+
+
+def _marginal_traces(sums: np.ndarray, target: np.ndarray, tokens: list[str], *,
+                     side: str, legend_seen: set[str], fg: str) -> list[go.BaseTraceType]:
+    """Bars of the plan's marginal (split into above / below / on target) and target marks.
+
+    ``side`` "b" draws vertical bars over columns j (sums over A); "a" horizontal bars
+    beside rows i. A class enters the legend the first time it is non-empty
+    (``legend_seen`` records which did).
+    """
+    name = "b" if side == "b" else "a"
+    idx = np.arange(len(sums))
+    cd = np.stack([np.asarray(tokens, dtype=object), target, sums - target], axis=-1)
+    pos = "%{x}" if side == "b" else "%{y}"
+    val = "%{y:.4g}" if side == "b" else "%{x:.4g}"
+    hover = (f"{side.upper()}[{pos}] %{{customdata[0]}}<br>receives {val}" if side == "b"
+             else f"{side.upper()}[{pos}] %{{customdata[0]}}<br>sends {val}")
+    hover += f"<br>target {name} %{{customdata[1]:.4g}}<br>difference %{{customdata[2]:+.3g}}<extra></extra>"
+    traces: list[go.BaseTraceType] = []
+    for (label, color), sel in zip(_CLASSES, _classes(sums, target)):
+        xy = dict(x=idx[sel], y=sums[sel]) if side == "b" else dict(x=sums[sel], y=idx[sel], orientation="h")
+        traces.append(go.Bar(**xy, width=0.8, marker=dict(color=color, line=dict(width=0)),
+                             name=label, legendgroup=label, customdata=cd[sel],
+                             showlegend=label not in legend_seen and sel.size > 0,
+                             hovertemplate=hover))
+        if traces[-1].showlegend:
+            legend_seen.add(label)
+    size = float(np.clip(360 / max(1, len(sums)), 5, 16))
+    mark = dict(symbol="line-ew-open" if side == "b" else "line-ns-open", size=size,
+                color=fg, line=dict(width=2.5, color=fg))
+    xy = dict(x=idx, y=target) if side == "b" else dict(x=target, y=idx)
+    traces.append(go.Scatter(**xy, mode="markers", marker=mark, name=f"target {name}",
+                             legendgroup=f"target {name}",
+                             showlegend=f"target {name}" not in legend_seen,
+                             hovertemplate=f"target {name} %{{{'y' if side == 'b' else 'x'}:.4g}}<extra></extra>"))
+    if traces[-1].showlegend:
+        legend_seen.add(f"target {name}")
+    return traces
+
+
+def _axis_ref(fig: go.Figure, row: int, col: int) -> tuple[str, str]:
+    sp = fig.get_subplot(row, col)
+    return sp.xaxis.plotly_name.replace("axis", ""), sp.yaxis.plotly_name.replace("axis", "")
+
+
+def _settings(relation: Relation) -> str:
+    return f"layer {relation.layer}, head {relation.head}"
+
+
+def compare(relation: Relation, *, view: str = "joint", height: int | None = None,
+            width: int | None = None, theme: str = "light") -> go.Figure:
+    """Softmax beside the Sinkhorn coupling on one colour scale, with marginal bars.
+
+    Softmax as a joint measure, diag(a)·softmax(S/ε), has row sums a but column sums
+    ≠ b; the coupling π ∈ Π(a, b) has both. Above each map the column sums (what each
+    B token receives) are drawn as bars against the target b: vermillion above, blue
+    below ("left alone"), grey on target. Beside each map the row sums against a.
+
+    Args:
+        relation: a single-layer, single-head Relation; plans are (n, m).
+        view: "joint" shows the plans; "conditional" shows each row normalised
+            (softmax's own attention, π / π1), as attention viewers do. The bars always
+            show the joint marginals.
+        height, width: size in pixels; height defaults to one that fits n rows.
+        theme: "light" or "dark".
+
+    Returns:
+        A 2 × 4 subplot figure: ``Heatmap`` traces for softmax then Sinkhorn (sharing
+        ``coloraxis``), and per map 4 column-marginal and 4 row-marginal traces.
+    """
+    shown_soft, shown_sink, soft, sink = _view_plans(relation, view)
+    n, m = soft.shape
+    la, lb = labels(relation.tokens_a, n, "tokens_a"), labels(relation.tokens_b, m, "tokens_b")
+    a, b = as_array(relation.a, "relation.a", 1), as_array(relation.b, "relation.b", 1)
+    if a.shape != (n,) or b.shape != (m,):
+        raise ValueError(f"weights a {a.shape} and b {b.shape} do not match the plan {soft.shape}")
+    fields = _score_fields(relation.scores, (n, m))
+    c = relation.coupling
+    soft_col = l1(soft.sum(0), b)
+    sink_err = max(l1(sink.sum(1), a), l1(sink.sum(0), b))
+    converged = bool(np.all(np.asarray(c.converged)))
+    titles = (f"Softmax (ε={th.fmt(relation.eps)}) · column error {th.fmt(soft_col)}",
+              f"Sinkhorn (ε={th.fmt(c.eps)}, {c.half_steps} half-steps) · max error "
+              f"{th.fmt(sink_err)}" + ("" if converged else " · not converged"))
+    fig = make_subplots(
+        rows=2, cols=4, column_widths=[0.39, 0.09, 0.39, 0.09], row_heights=[0.2, 0.8],
+        horizontal_spacing=0.012, vertical_spacing=0.03,
+        specs=[[{}, None, {}, None], [{}, {}, {}, {}]],
+        subplot_titles=(titles[0], titles[1], "", "", "", ""))
+    fg = th.foreground(theme)
+    legend_seen: set[str] = set()
+    zlabel = "mass π(i, j)" if view == "joint" else "π(j | i)"
+    for k, (z, joint) in enumerate(((shown_soft, soft), (shown_sink, sink))):
+        col = 1 + 2 * k
+        fig.add_trace(map_trace(z, la, lb, zname="mass" if view == "joint" else "π(j|i)",
+                                fields=fields, coloraxis="coloraxis"), row=2, col=col)
+        for tr in _marginal_traces(joint.sum(0), b, lb, side="b", legend_seen=legend_seen, fg=fg):
+            fig.add_trace(tr, row=1, col=col)
+        for tr in _marginal_traces(joint.sum(1), a, la, side="a", legend_seen=legend_seen, fg=fg):
+            fig.add_trace(tr, row=2, col=col + 1)
+    lo, hi = limits(shown_soft, shown_sink)
+    fig.update_layout(
+        coloraxis=dict(colorscale=th.MASS_SCALE, cmin=lo, cmax=hi,
+                       colorbar=dict(title=dict(text=zlabel, side="right"), thickness=14,
+                                     len=0.75, y=0.4)),
+        barmode="overlay", bargap=0.15,
+        legend=dict(orientation="h", yanchor="bottom", y=1.06, x=1.0, xanchor="right"),
+        title=dict(text=f"How text A relates to text B · {_settings(relation)}"))
+    # Axes: maps on numeric token axes; bars share the map's token axis and one mass axis.
+    _, y_soft = _axis_ref(fig, 2, 1)
+    xr_soft, _ = _axis_ref(fig, 2, 2)
+    _, yc_soft = _axis_ref(fig, 1, 1)
+    col_hi = 1.08 * max(1e-12, float(np.max([soft.sum(0), sink.sum(0), b])))
+    row_hi = 1.08 * max(1e-12, float(np.max([soft.sum(1), sink.sum(1), a])))
+    for k in range(2):
+        col = 1 + 2 * k
+        xmap, _ = _axis_ref(fig, 2, col)
+        fig.update_xaxes(th.token_axis(lb, title="text B", rotate=True), row=2, col=col)
+        fig.update_yaxes(th.token_axis(la, title="text A" if k == 0 else "", reverse=True),
+                         row=2, col=col, matches=None if k == 0 else y_soft,
+                         showticklabels=k == 0)
+        fig.update_xaxes(matches=xmap, showticklabels=False, showgrid=False, row=1, col=col)
+        fig.update_yaxes(title=dict(text="B receives" if k == 0 else ""), range=[0, col_hi],
+                         matches=None if k == 0 else yc_soft, nticks=3, row=1, col=col)
+        fig.update_yaxes(matches=y_soft, showticklabels=False, showgrid=False, row=2, col=col + 1)
+        fig.update_xaxes(title=dict(text="A sends"), range=[0, row_hi], nticks=3, tickangle=0,
+                         matches=None if k == 0 else xr_soft, row=2, col=col + 1)
+    return th.apply(fig, theme, height=height or default_height(n, extra=140), width=width)
+
+
+def difference(relation: Relation, *, view: str = "joint", height: int | None = None,
+               width: int | None = None, theme: str = "light") -> go.Figure:
+    """Sinkhorn − softmax on a diverging scale centred at 0.
+
+    Red cells are pairs the coupling gives more mass than softmax (mass moved towards
+    B tokens softmax left alone), blue cells pairs it gives less.
+
+    Args:
+        relation: a single-layer, single-head Relation; plans are (n, m).
+        view: "joint" (plan difference) or "conditional" (row-normalised difference).
+        height, width, theme: as for :func:`heatmap`.
+
+    Returns:
+        A figure with one ``Heatmap`` whose ``z`` is (n, m) Sinkhorn − softmax, zmid 0.
+    """
+    shown_soft, shown_sink, _, _ = _view_plans(relation, view)
+    n, m = shown_soft.shape
+    z = shown_sink - shown_soft
+    la, lb = labels(relation.tokens_a, n, "tokens_a"), labels(relation.tokens_b, m, "tokens_b")
+    lim = symmetric_limit(z)
+    fields = [("Sinkhorn", shown_sink), ("softmax", shown_soft)] + _score_fields(relation.scores, (n, m))
+    fig = go.Figure(map_trace(
+        z, la, lb, zname="Sinkhorn − softmax", fields=fields, colorscale=th.DIFF_SCALE,
+        zmin=-lim, zmax=lim, zmid=0.0,
+        colorbar=dict(title=dict(text="Δ mass" if view == "joint" else "Δ π(j|i)"), thickness=14)))
+    fig.update_xaxes(**th.token_axis(lb, title="text B", rotate=True))
+    fig.update_yaxes(**th.token_axis(la, title="text A", reverse=True))
+    fig.update_layout(title=dict(text=f"Sinkhorn − softmax · {_settings(relation)}"
+                                      "<br><sup>red: the coupling puts more mass here; blue: less</sup>"))
+    return th.apply(fig, theme, height=height or default_height(n), width=width)

@@ -1,0 +1,191 @@
+"""One theme for every sinkscope figure: colours, fonts, light and dark templates.
+
+Colour choices are colour-blind safe: text A and text B use the Okabe–Ito blue and
+orange, mass uses viridis (sequential, perceptually uniform), differences use the
+ColorBrewer red–blue diverging scale centred at 0. Token text is always escaped so a
+user who types ``<b>`` sees ``<b>``, never bold text.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+import plotly.io as pio
+
+# Okabe–Ito palette (Okabe & Ito, "Color Universal Design", 2008).
+COLOR_A = "#0072B2"  # blue: text A, rows, queries
+COLOR_B = "#E69F00"  # orange: text B, columns, keys
+COLOR_OVER = "#D55E00"  # vermillion: a B token receives more than its weight b_j
+COLOR_UNDER = "#56B4E9"  # sky blue: a B token receives less than b_j ("left alone")
+COLOR_MATCH = "#999999"  # grey: marginal within tolerance of its target
+COLOR_ZERO = "#BBBBBB"  # zero-weight (special) tokens
+COLOR_ACCENT = "#CC79A7"  # reddish purple: selection, current step
+
+MASS_SCALE = "Viridis"
+DIFF_SCALE = "RdBu_r"  # blue < 0 < red; pair with zmid=0 and symmetric limits
+
+FONT_FAMILY = "Inter, 'Helvetica Neue', Arial, sans-serif"
+MONO_FAMILY = "'JetBrains Mono', Menlo, Consolas, monospace"
+
+_BASE = {"light": "plotly_white", "dark": "plotly_dark"}
+_FG = {"light": "#222222", "dark": "#E6E6E6"}
+_EDGE = {"light": "#4D4D4D", "dark": "#D0D0D0"}
+_BG = {"light": "#FFFFFF", "dark": "#111111"}
+
+
+def _template(theme: str) -> go.layout.Template:
+    base = pio.templates[_BASE[theme]]
+    tpl = go.layout.Template(base)
+    tpl.layout.update(
+        font=dict(family=FONT_FAMILY, size=13, color=_FG[theme]),
+        title=dict(font=dict(size=16), x=0.01, xanchor="left"),
+        paper_bgcolor=_BG[theme],
+        plot_bgcolor=_BG[theme],
+        margin=dict(l=70, r=30, t=80, b=60),
+        hoverlabel=dict(font=dict(family=MONO_FAMILY, size=12)),
+        colorway=[COLOR_A, COLOR_B, "#009E73", COLOR_OVER, COLOR_ACCENT, "#F0E442"],
+    )
+    return tpl
+
+
+TEMPLATES: dict[str, go.layout.Template] = {t: _template(t) for t in _BASE}
+
+
+def check_theme(theme: str) -> str:
+    """Return ``theme`` if it is known, else raise a ValueError naming the choices."""
+    if theme not in TEMPLATES:
+        raise ValueError(f"theme must be one of {sorted(TEMPLATES)}, got {theme!r}")
+    return theme
+
+
+def foreground(theme: str) -> str:
+    """Text colour of ``theme``."""
+    return _FG[check_theme(theme)]
+
+
+def edge_color(theme: str) -> str:
+    """Neutral colour for coupling edges on ``theme``'s background."""
+    return _EDGE[check_theme(theme)]
+
+
+def apply(fig: go.Figure, theme: str = "light", *, height: int | None = None,
+          width: int | None = None) -> go.Figure:
+    """Apply the light or dark template (and an optional size) to ``fig`` in place.
+
+    Args:
+        fig: the figure to style.
+        theme: "light" or "dark".
+        height, width: figure size in pixels; None leaves it to the container.
+
+    Returns:
+        The same figure, for chaining.
+    """
+    fig.update_layout(template=TEMPLATES[check_theme(theme)])
+    if height is not None:
+        fig.update_layout(height=int(height))
+    if width is not None:
+        fig.update_layout(width=int(width))
+    return fig
+
+
+def escape(token: object) -> str:
+    """Token text made safe to show literally in plotly text, ticks and hover.
+
+    Plotly renders a subset of HTML (``<b>``, ``<br>``, ``<a href>``) in every text
+    field, so ``<``, ``>`` and ``&`` become entities, which plotly shows as the
+    characters themselves. Newlines and tabs become visible escapes.
+
+    Args:
+        token: a token string (anything else is converted with ``str``).
+
+    Returns:
+        The escaped string, e.g. ``"<b>x</b>"`` -> ``"&lt;b&gt;x&lt;/b&gt;"``.
+    """
+    text = html.escape(str(token), quote=False)
+    return text.replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
+
+
+def escape_gl(token: object, max_chars: int = 14) -> str:
+    """Token text for WebGL labels (``Scatter3d`` text), shortened to ``max_chars``.
+
+    3-D text renders tags such as ``<b>`` but does not decode entities, so
+    :func:`escape` would show ``&lt;``; angle brackets become the look-alikes ‹ ›.
+    """
+    text = str(token).replace("\n", "\\n").replace("\t", "\\t")
+    if len(text) > max_chars:
+        text = text[: max_chars - 1] + "…"
+    return text.replace("<", "\u2039").replace(">", "\u203a")
+
+
+def escape_all(tokens: Sequence[object]) -> list[str]:
+    """:func:`escape` applied to every token."""
+    return [escape(t) for t in tokens]
+
+
+def thin_ticks(labels: Sequence[str], max_ticks: int = 40) -> tuple[list[int], list[str]]:
+    """Tick positions and texts for a numeric token axis, thinned to ``max_ticks``.
+
+    Every token keeps its own position 0..n-1 (repeated tokens never collapse); when
+    there are more than ``max_ticks`` labels only every k-th is shown. Long labels are
+    shortened (hover shows them in full).
+
+    Args:
+        labels: n already-escaped labels.
+        max_ticks: the most ticks to show (>= 1).
+
+    Returns:
+        (tickvals, ticktext), each of length min(n, about max_ticks).
+    """
+    n = len(labels)
+    step = max(1, math.ceil(n / max(1, max_ticks)))
+    vals = list(range(0, n, step))
+    return vals, [shorten(labels[i]) for i in vals]
+
+
+def shorten(label: str, max_chars: int = 16) -> str:
+    """An escaped label cut to ``max_chars`` visible characters with an ellipsis.
+
+    Cuts the unescaped text, then escapes again, so an entity is never split.
+    """
+    raw = html.unescape(label)
+    if len(raw) <= max_chars:
+        return label
+    return escape(raw[: max_chars - 1]) + "…"
+
+
+def token_axis(labels: Sequence[str], *, title: str, max_ticks: int = 40,
+               rotate: bool = False, reverse: bool = False) -> dict:
+    """Layout dict for a numeric token axis with tick text (use with update_xaxes/yaxes).
+
+    Args:
+        labels: n already-escaped labels.
+        title: the axis title, e.g. "text A".
+        max_ticks: see :func:`thin_ticks`.
+        rotate: rotate labels (for the horizontal axis when there are many tokens).
+        reverse: put token 0 at the top (for text A on the vertical axis).
+    """
+    vals, text = thin_ticks(labels, max_ticks)
+    axis = dict(tickmode="array", tickvals=vals, ticktext=text, title=dict(text=title),
+                showgrid=False, zeroline=False)
+    lo, hi = -0.5, len(labels) - 0.5
+    axis["range"] = [hi, lo] if reverse else [lo, hi]
+    if rotate:
+        n = len(labels)
+        if n > 10 or max((len(t) for t in labels), default=0) > 8:
+            axis["tickangle"] = -90 if n > 30 else -45
+    return axis
+
+
+def fmt(value: float) -> str:
+    """A number in three significant digits, scientific when tiny or huge."""
+    v = float(value)
+    if not math.isfinite(v):
+        return str(v)
+    if v == 0.0:
+        return "0"
+    if abs(v) < 1e-3 or abs(v) >= 1e5:
+        return f"{v:.1e}"
+    return f"{v:.3g}"
