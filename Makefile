@@ -44,7 +44,7 @@ bench: install chromium
 	$(PY) -m engine.bench
 
 fuzz: install
-	SINKSCOPE_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q tests/test_fuzz.py
+	SINKSCOPE_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q tests/test_sinkhorn.py -k hypothesis
 
 load: install chromium
 	$(PY) -m tests.load
