@@ -167,3 +167,29 @@ def test_cli_json_matches_api(enc):
     assert "softmax column-marginal error" in table.stdout
     bad = subprocess.run(cmd[:4] + ["", "x"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "Text A is empty" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_corrupt_model_file_gives_clear_error(monkeypatch, tmp_path):
+    import shutil
+
+    from engine.encoder import default_model_path
+
+    folder = tmp_path / "corrupt"
+    shutil.copytree(default_model_path(), folder)
+    (folder / "model.safetensors").write_bytes(b"not a model")
+    monkeypatch.setenv("SINKSCOPE_MODELS", f"corrupt={folder}")
+    with pytest.raises(ModelError, match="Could not load model 'corrupt'"):
+        Encoder("corrupt")
+
+
+def test_listed_model_loads_by_path_and_never_trusts_remote_code(monkeypatch, tmp_path):
+    from engine.encoder import default_model_path
+
+    monkeypatch.setenv("SINKSCOPE_MODELS", f"minilm-copy={default_model_path()}")
+    e = Encoder("minilm-copy")
+    assert e.n_layers == 6 and e.encode("hello").n == 3
+    import inspect
+
+    import engine.encoder as mod
+    code = inspect.getsource(mod)
+    assert "trust_remote_code=True" not in code and code.count("trust_remote_code=False") >= 2
