@@ -131,7 +131,10 @@ class Encoder:
         self.device = pick_device(device)
         self.dtype = dtype
         try:
+            import transformers
             from transformers import AutoModel, AutoTokenizer
+
+            transformers.logging.set_verbosity_error()  # length warnings: we cut on purpose
             folder = _transformer_folder(Path(path))
             self.tokenizer = AutoTokenizer.from_pretrained(
                 str(folder), local_files_only=True, trust_remote_code=False)
