@@ -170,12 +170,16 @@ class Encoder:
         return self.encode_many([text])[0]
 
     def encode_many(self, texts: list[str]) -> list[Encoding]:
-        """Encode several texts, each in its own context, in one padded forward pass."""
+        """Encode several texts, each in its own context, in one padded forward pass.
+
+        Text is text: "[CLS]" typed by a user is tokenised as characters, never as the
+        special token.
+        """
         cleaned = [clean_text(t) for t in texts]
         enc = self.tokenizer([c for c, _ in cleaned], padding=True, truncation=True,
                              max_length=self.max_tokens, return_tensors="pt",
-                             return_overflowing_tokens=False, return_length=True)
-        full = [len(self.tokenizer(c, add_special_tokens=True, truncation=False)["input_ids"])
+                             split_special_tokens=True)
+        full = [len(self.tokenizer(c, truncation=False, split_special_tokens=True)["input_ids"])
                 for c, _ in cleaned]
         outs = self._forward(enc)
         result = []
@@ -189,8 +193,8 @@ class Encoder:
         """Encode two texts jointly as [CLS] A [SEP] B [SEP]; ``segment`` tells them apart."""
         (ta, cut_a), (tb, cut_b) = clean_text(text_a), clean_text(text_b)
         enc = self.tokenizer(ta, tb, truncation="longest_first", max_length=self.max_tokens,
-                             return_tensors="pt")
-        full = len(self.tokenizer(ta, tb, truncation=False)["input_ids"])
+                             return_tensors="pt", split_special_tokens=True)
+        full = len(self.tokenizer(ta, tb, truncation=False, split_special_tokens=True)["input_ids"])
         n = int(enc["attention_mask"][0].sum())
         outs = self._forward(enc)
         return self._encoding(enc, outs, 0, n, ta + PAIR_SEP + tb, cut_a or cut_b or full > n,
@@ -217,7 +221,9 @@ class Encoder:
     def _encoding(self, enc, outs, i, n, text, truncated, n_dropped) -> Encoding:
         ids = enc["input_ids"][i, :n].tolist()
         tokens = tuple(self.tokenizer.convert_ids_to_tokens(ids))
-        special_ids = set(self.tokenizer.all_special_ids)
+        tk = self.tokenizer  # [UNK] is content: a word the model cannot spell, not a marker
+        special_ids = {tk.cls_token_id, tk.sep_token_id, tk.pad_token_id, tk.mask_token_id,
+                       tk.bos_token_id, tk.eos_token_id} - {None}
         special = np.array([t in special_ids for t in ids], dtype=bool)
         wid = enc.word_ids(i)[:n]
         word_ids = np.array([-1 if w is None else w for w in wid], dtype=np.int64)

@@ -111,8 +111,8 @@ def relate_encodings(encodings: tuple[Encoding, ...], *, layer: int | str = -1,
     layer, head = check_layer_head(layer, head, first.n_layers, first.n_heads)
     sa, sb, model_att = _sides(encodings, mode, pool_words, layer, head)
     wl = layer if isinstance(layer, int) else -1
-    a = make_weights(sa, weights, layer=wl)
-    b = make_weights(sb, weights, layer=wl)
+    a = make_weights(sa, weights, layer=wl, name="Text A")
+    b = make_weights(sb, weights, layer=wl, name="Text B")
     grid = layer == "all"
     qa, kb = _head_vectors(sa.q, sb.k, layer, head)  # (..., n, p), (..., m, p)
     S = scores(qa, kb)  # float64

@@ -65,7 +65,8 @@ def _merge(pieces: list[str]) -> str:
     return out
 
 
-def weights(s: Side, kind: str = "content", *, layer: int = -1) -> np.ndarray:
+def weights(s: Side, kind: str = "content", *, layer: int = -1,
+            name: str = "The text") -> np.ndarray:
     """Weights of one text's atoms, summing to 1.
 
     Args:
@@ -81,10 +82,10 @@ def weights(s: Side, kind: str = "content", *, layer: int = -1) -> np.ndarray:
         raise SettingsError(f"weights must be one of {', '.join(WEIGHTS)}; got {kind!r}.")
     n = len(s.tokens)
     content = ~s.special
-    if kind == "uniform" or not content.any():
-        if kind != "uniform" and not content.any():
-            raise TextError("The text has no content tokens, only special ones such as "
-                            "[CLS] or [SEP]; type some words, or use weights = uniform.")
+    if not content.any():
+        raise TextError(f"{name} has nothing the model can read: after tokenising, only "
+                        f"[CLS] and [SEP] are left. Type some words.")
+    if kind == "uniform":
         return np.full(n, 1.0 / n)
     if kind == "content":
         w = content.astype(np.float64)

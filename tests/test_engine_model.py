@@ -134,13 +134,22 @@ def test_long_text_is_truncated_with_notice(enc):
     (dict(head="all"), SettingsError, 'layer="all" together with head="all"'),
     (dict(mode="sideways"), SettingsError, "mode must be one of"),
     (dict(weights="idf"), SettingsError, "weights must be one of"),
-    (dict(text_a="[CLS] [SEP]", text_b="[SEP]"), TextError, "no content tokens"),
+    (dict(text_a="\u200b\u200b"), TextError, "Text A has nothing the model can read"),
+    (dict(text_b="\ue000"), TextError, "Text B has nothing the model can read"),
 ])
 def test_bad_input_messages(enc, kwargs, error, message):
     args = dict(text_a=A, text_b=B)
     args.update(kwargs)
     with pytest.raises(error, match=message):
         relate(args.pop("text_a"), args.pop("text_b"), encoder=enc, **args)
+
+
+def test_special_token_strings_are_text(enc):
+    e = enc.encode("[CLS] [SEP] [PAD]")
+    assert e.tokens[0] == "[CLS]" and e.tokens.count("[CLS]") == 1 and "pad" in e.tokens
+    assert e.special.sum() == 2
+    r = relate("[UNK] 😀", "[MASK]", encoder=enc)  # unknown words are content, not markers
+    assert r.a[1:-1].sum() == pytest.approx(1.0)
 
 
 def test_unlisted_model_is_refused(monkeypatch, tmp_path):
