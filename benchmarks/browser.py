@@ -1,0 +1,126 @@
+"""Latency a person feels in Chromium against a running server (part of ``make bench``).
+
+Measures: server start → first coupling visible (cold process, then a second visitor with
+warm caches); ε slider keyboard move → the heatmaps' new data in the DOM; a new text B →
+charts updated; two 512-token texts → charts updated; the server's peak memory.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from engine.bench import p50, p95
+from tests.server import (CHROMIUM_ARGS, ROOT, chromium_path, free_port, peak_rss_mb,
+                          wait_healthy)
+
+PLOT_TEXT = ("() => [...document.querySelectorAll('.js-plotly-plot')]"
+             ".map(p => p.textContent).join('|')")
+TARGETS = {
+    "slider move → heatmaps updated": (0.250, 0.500),
+    "new text B → charts updated": (1.0, None),
+    "two 512-token texts → charts updated": (2.0, None),
+    "cold start → first coupling visible": (10.0, None),
+}
+
+
+def _changed(page, before: str, timeout_ms: float = 30_000) -> None:
+    page.wait_for_function(f"b => ({PLOT_TEXT})() !== b && "
+                           "!document.querySelector('[data-testid=\"stStatusWidget\"]')",
+                           arg=before, timeout=timeout_ms, polling="raf")
+
+
+def _contains(page, word: str, timeout_ms: float = 60_000) -> None:
+    page.wait_for_function(f"w => ({PLOT_TEXT})().includes(w)", arg=word,
+                           timeout=timeout_ms, polling="raf")
+
+
+def run(quick: bool = False) -> list[tuple[str, list[float]]]:
+    """Start a server, drive it from Chromium, print and return the latency rows."""
+    from playwright.sync_api import sync_playwright
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = Path(ROOT / ".bench-server.log")
+    cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
+           "--server.headless", "true", "--server.port", str(port),
+           "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+           "--server.fileWatcherType", "none"]
+    rows: list[tuple[str, list[float]]] = []
+    with open(log, "w") as fh, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT)
+        try:
+            wait_healthy(url, proc, log)
+            page = browser.new_page(viewport={"width": 1400, "height": 1800})
+            page.goto(url)
+            page.wait_for_selector(".js-plotly-plot", timeout=120_000)
+            cold = time.perf_counter() - t0
+            rows.append(("cold start → first coupling visible", [cold]))
+            warm = []
+            for _ in range(2 if quick else 3):
+                other = browser.new_page(viewport={"width": 1400, "height": 1800})
+                t = time.perf_counter()
+                other.goto(url)
+                other.wait_for_selector(".js-plotly-plot", timeout=120_000)
+                warm.append(time.perf_counter() - t)
+                other.close()
+            rows.append(("second visitor (warm caches) → first coupling", warm))
+
+            page.wait_for_timeout(1500)
+            slider = page.get_by_role("slider").first
+            moves = []
+            for i in range(20 if quick else 40):
+                before = page.evaluate(PLOT_TEXT)
+                slider.focus()
+                t = time.perf_counter()
+                slider.press("ArrowLeft" if (i // 3) % 2 == 0 else "ArrowRight")
+                _changed(page, before)
+                moves.append(time.perf_counter() - t)
+            rows.append(("slider move → heatmaps updated", moves))
+
+            box_b = page.get_by_label("Text B (keys)")
+            new_text = []
+            for i, word in enumerate(("violin", "glacier", "lantern", "orchid", "compass")):
+                box_b.fill(f"A {word} waited by the bank of the quiet river.")
+                t = time.perf_counter()
+                box_b.press("Control+Enter")
+                _contains(page, word)
+                new_text.append(time.perf_counter() - t)
+            rows.append(("new text B → charts updated", new_text))
+
+            long_rows = []
+            for k in range(2):
+                words = " ".join([("river bank money water", "stone bridge over rain")[k]] * 150)
+                page.get_by_label("Text A (queries)").fill(words)
+                page.wait_for_timeout(300)
+                before = page.evaluate(PLOT_TEXT)
+                box_b.fill(words[::-1])
+                t = time.perf_counter()
+                box_b.press("Control+Enter")
+                _changed(page, before, 120_000)
+                long_rows.append(time.perf_counter() - t)
+            rows.append(("two 512-token texts → charts updated", long_rows))
+            peak = peak_rss_mb(proc.pid)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            browser.close()
+    print("\nIn Chromium against a running server (two ~20-token texts unless said)")
+    w = max(len(n) for n, _ in rows)
+    print(f"{'':<{w}}  {'p50':>9}  {'p95':>9}  {'n':>3}  target")
+    for name, ts in rows:
+        tgt = TARGETS.get(name)
+        tt = "" if tgt is None else f"p50 ≤ {tgt[0] * 1e3:.0f} ms" + (
+            f", p95 ≤ {tgt[1] * 1e3:.0f} ms" if tgt[1] else "")
+        print(f"{name:<{w}}  {p50(ts) * 1e3:>7.0f}ms  {p95(ts) * 1e3:>7.0f}ms  "
+              f"{len(ts):>3}  {tt}")
+    print(f"server peak memory (VmHWM): {peak:.0f} MB (target ≤ 1536 MB)")
+    log.unlink(missing_ok=True)
+    return rows

@@ -1,0 +1,102 @@
+"""A real ``streamlit run app.py`` on a loopback port, and Debian's Chromium settings.
+
+Shared by the browser tests (tests/conftest.py), the load test and the latency benchmark.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"]
+
+
+def chromium_path() -> str:
+    """Debian's chromium (override with SINKSCOPE_CHROMIUM)."""
+    return os.environ.get("SINKSCOPE_CHROMIUM", "/usr/bin/chromium")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process in MB (from /proc), 0 when it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def peak_rss_mb(pid: int) -> float:
+    """Peak resident memory (VmHWM) of a process in MB."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def wait_healthy(url: str, proc: subprocess.Popen, log: Path, timeout: float = 60) -> float:
+    """Poll /_stcore/health until it answers ok; returns the seconds it took."""
+    t0 = time.monotonic()
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited: {log.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.read().strip() == b"ok":
+                    return time.monotonic() - t0
+        except OSError:
+            pass
+        if time.monotonic() - t0 > timeout:
+            raise RuntimeError(f"streamlit did not answer /_stcore/health within {timeout} s")
+        time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def streamlit_server(env: dict | None = None) -> Iterator[tuple[str, subprocess.Popen]]:
+    """Start the app on a free loopback port; yield (url, process); stop it after."""
+    port = free_port()
+    log_path = Path(tempfile.mkdtemp(prefix="sinkscope-server-")) / "streamlit.log"
+    cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
+           "--server.headless", "true", "--server.port", str(port),
+           "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+           "--server.fileWatcherType", "none"]
+    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1",
+                "TRANSFORMERS_OFFLINE": "1", **(env or {})}
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=log,
+                                stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            wait_healthy(url, proc, log_path)
+            yield url, proc
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+    text = log_path.read_text()
+    if "Traceback" in text:
+        sys.stderr.write(f"\n--- streamlit server log ---\n{text[-4000:]}\n")
