@@ -1,0 +1,263 @@
+"""sinkscope — see how a transformer relates two texts: softmax attention beside Sinkhorn
+couplings. Run with ``make run`` (or ``streamlit run app.py``).
+
+This file only wires widgets (fixed keys, mirrored in the URL) to cached engine calls
+(``sinkscope_app.compute``) and to figures from ``viz`` (``sinkscope_app.views``).
+The sidebar holds the texts and the model settings (a change re-runs the page); the ε and
+half-step sliders, the metrics and the views live in one ``st.fragment``, so a slider move
+re-runs only them and never re-encodes the texts.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+os.environ.setdefault("NUMBA_THREADING_LAYER", "omp")
+
+import streamlit as st
+
+from engine import SinkscopeError
+from engine.export import marginals_csv, plans_csv, to_npz
+from sinkscope_app import compute, examples, metrics, report, views
+from sinkscope_app.state import (DEFAULTS, EPS_OPTIONS, HALF_STEP_OPTIONS, IMAGE_FORMATS,
+                                 KEYS, LIMITS, MODES, VIEWS, WEIGHTS, parse_query, to_query,
+                                 valid_text)
+
+log = logging.getLogger("sinkscope.app")
+st.set_page_config(page_title="sinkscope · softmax vs Sinkhorn", page_icon="🔗",
+                   layout="wide", initial_sidebar_state="expanded")
+
+EXAMPLES = examples.load()
+MODELS = compute.model_names()
+ss = st.session_state
+
+
+# --------------------------------------------------------------------------- state
+def model_from_url() -> str:
+    m = st.query_params.get("model", ss.get("model", DEFAULTS["model"]))
+    return m if m in MODELS else DEFAULTS["model"]
+
+
+def init_state(n_layers: int, n_heads: int) -> None:
+    """Once per session: defaults, then whatever a (possibly hostile) URL asks for."""
+    parsed = parse_query(st.query_params.to_dict(), n_layers=n_layers, n_heads=n_heads,
+                         models=MODELS, examples=EXAMPLES)
+    for k, v in DEFAULTS.items():
+        ss.setdefault(k, v)
+    ss.update(parsed.values)
+    if ss["layer"] == -1:
+        ss["layer"] = n_layers - 1
+    ss["_url_warnings"] = parsed.warnings
+    ss["_init"] = True
+
+
+def keep_state() -> None:
+    """Keep every control's value across runs, even while its widget is not shown
+    (Streamlit forgets the state of widgets that are not drawn in a run)."""
+    for k in KEYS:
+        if k in ss:
+            ss[k] = ss[k]
+
+
+def sync_url() -> None:
+    """Write every control into the query string (only when something changed)."""
+    q = to_query(ss)
+    if st.query_params.to_dict() != q:
+        st.query_params.from_dict(q)
+
+
+def on_example() -> None:
+    ex = EXAMPLES.get(ss["ex"])
+    if ex:
+        ss["a"], ss["b"] = ex["a"], ex["b"]
+        ss["mode"] = ex["mode"] or ("separate" if ss["mode"] == "self" else ss["mode"])
+
+
+def on_text() -> None:
+    ex = EXAMPLES.get(ss.get("ex"))
+    if ex and (ss["a"] != ex["a"] or (ss["mode"] != "self" and ss["b"] != ex["b"])):
+        ss["ex"] = "custom"
+
+
+# --------------------------------------------------------------------------- model
+model = model_from_url() if "_init" not in ss else ss["model"]
+try:
+    with st.spinner(f"Loading the model {model} (first start only, a few seconds)…"):
+        enc = compute.encoder(model)
+except SinkscopeError as e:
+    st.error(f"The model could not be loaded. {e}")
+    st.stop()
+compute.umap_warmup()  # compiles UMAP in a background thread, once per process
+
+if "_init" not in ss:
+    init_state(enc.n_layers, enc.n_heads)
+keep_state()
+if "_pending_lh" in ss:  # a click on the All heads grid
+    ss["layer"], ss["head"] = ss.pop("_pending_lh")
+for k in ("a", "b"):  # text that cannot be sent to a browser (lone surrogates)
+    if ss.get(k) != (clean := valid_text(ss.get(k))):
+        ss[k] = clean
+ss["layer"] = min(max(int(ss["layer"]), 0), enc.n_layers - 1)
+if ss["head"] != "mean" and not 0 <= int(ss["head"]) < enc.n_heads:
+    ss["head"] = "mean"
+
+theme = "dark" if getattr(st.context.theme, "type", None) == "dark" else "light"
+
+# --------------------------------------------------------------------------- sidebar
+with st.sidebar:
+    st.title("sinkscope")
+    st.caption("How does a transformer relate two texts? Softmax attention beside the "
+               "Sinkhorn coupling — the paper's measure-theoretic view, live.")
+    ex_opts = {**{k: v["title"] for k, v in EXAMPLES.items()}, "custom": "Your own texts"}
+    st.selectbox("Example", list(ex_opts), format_func=ex_opts.get, key="ex",
+                 on_change=on_example)
+    st.text_area("Text A (queries)", key="a", max_chars=LIMITS.max_chars, height=90,
+                 on_change=on_text, help="Rows of every map. Press Ctrl+Enter or click "
+                 "outside the box to apply.")
+    st.text_area("Text B (keys)", key="b", max_chars=LIMITS.max_chars, height=90,
+                 on_change=on_text, disabled=ss["mode"] == "self",
+                 help="Columns of every map. Not used in self mode.")
+    note = EXAMPLES.get(ss["ex"], {}).get("note")
+    if note:
+        st.caption(note)
+
+    st.subheader("Model view")
+    if len(MODELS) > 1:
+        st.selectbox("Model", MODELS, key="model",
+                     help="Operators allow models with SINKSCOPE_MODELS.")
+    st.radio("Mode", list(MODES), format_func=MODES.get, key="mode",
+             help="Separate: each text encoded in its own context, queries of A against "
+                  "keys of B (the paper's Q(μ, x), K(ν, y)). Joint: one forward pass of "
+                  "[CLS] A [SEP] B [SEP]; also shows the model's own A→B attention. Self: "
+                  "text A with itself.")
+    c1, c2 = st.columns(2)
+    c1.selectbox("Layer", list(range(enc.n_layers)), key="layer",
+                 format_func=lambda l: f"{l} (last)" if l == enc.n_layers - 1 else str(l))
+    c2.selectbox("Head", ["mean", *range(enc.n_heads)], key="head",
+                 format_func=lambda h: "mean" if h == "mean" else str(h),
+                 help="One head's scores QKᵀ/√d, or the mean of all heads' scores.")
+    st.radio("Token weights a, b", list(WEIGHTS), format_func=WEIGHTS.get, key="weights",
+             help="How much mass each token carries in its text's measure.")
+    st.toggle("Pool subwords into words", key="pool",
+              help="Merge word pieces (##ing) into words: labels joined, vectors averaged.")
+    st.radio("Figure download format", IMAGE_FORMATS, key="img", horizontal=True,
+             format_func=str.upper, help="What the camera button on each chart saves.")
+    st.caption(f"Limits: {LIMITS.max_chars:,} characters per text (the model reads at most "
+               f"{enc.max_tokens} tokens), ε {LIMITS.eps_min:g}–{LIMITS.eps_max:g}, up to "
+               f"{LIMITS.max_half_steps:,} half-steps. Device: {enc.device}.")
+
+for w in ss.pop("_url_warnings", []):
+    st.warning(w)
+
+text_a, mode = ss["a"], ss["mode"]
+text_b = "" if mode == "self" else ss["b"]
+ctx = views.Ctx(model=ss["model"], a=text_a, b=text_b, mode=mode, layer=int(ss["layer"]),
+                head=ss["head"], weights=ss["weights"], pool=bool(ss["pool"]),
+                n_layers=enc.n_layers, n_heads=enc.n_heads)
+
+# --------------------------------------------------------------------------- encode
+try:
+    n_chars = len(text_a) + len(text_b)
+    with st.spinner(f"Encoding the texts ({n_chars:,} characters) with {ctx.model}…"):
+        compute.encodings(ctx.model, ctx.a, ctx.b, ctx.mode)
+except SinkscopeError as e:
+    st.error(str(e))
+    sync_url()
+    st.stop()
+
+
+# --------------------------------------------------------------------------- main area
+@st.fragment
+def explore(ctx: views.Ctx) -> None:
+    """Sliders, metrics and the selected view; re-runs alone when a slider moves."""
+    for k in views.FRAGMENT_KEYS:
+        if k in ss:
+            ss[k] = ss[k]
+    c1, c2 = st.columns(2)
+    c1.select_slider(
+        "ε — entropy (log scale)", options=EPS_OPTIONS, key="eps",
+        format_func=lambda e: f"{e:g}",
+        help="Softmax temperature and Sinkhorn's entropy weight. Small ε: sharp plans close "
+             "to exact optimal transport (needs more half-steps). Large ε: everything "
+             "spreads towards the product a⊗b. ε = 1 is the model's own softmax.")
+    c2.select_slider(
+        "half-steps (1 = softmax)", options=HALF_STEP_OPTIONS, key="steps",
+        format_func=lambda t: "1 = softmax" if t == 1 else f"{t}",
+        help="Sinkhorn alternates a row normalisation (odd) and a column normalisation "
+             "(even). One half-step is exactly diag(a)·softmax(S/ε); two is one full "
+             "Sinkhorn iteration; many converge to the coupling.")
+    try:
+        r = compute.relation(*ctx.geometry[:6], float(ss["eps"]), int(ss["steps"]),
+                             ctx.weights, ctx.pool)
+    except SinkscopeError as e:
+        st.error(str(e))
+        sync_url()
+        return
+    for n in r.notices:
+        (st.warning if "converged" in n else st.info)(n)
+
+    items = metrics.items(r)
+    cols = st.columns(4) + st.columns(4)
+    for col, m in zip(cols, items):
+        col.metric(m["label"], m["value"], delta=m.get("delta"), delta_color="off",
+                   delta_arrow="off", help=metrics.HELP[m["key"]], border=True)
+    if r.half_steps == 1:
+        st.caption("Half-step 1: the Sinkhorn plan **is** softmax, diag(a)·softmax(S/ε) — rows "
+                   "right, columns off by the softmax column error.")
+
+    top = st.columns([5, 1], vertical_alignment="bottom")
+    with top[0]:
+        view = st.segmented_control("View", list(VIEWS), format_func=VIEWS.get, key="view",
+                                    required=True, label_visibility="collapsed")
+    export = top[1].popover("⬇ Export", width="stretch")
+    view = view if view in VIEWS else "compare"
+    try:
+        figs = views.RENDER[view](r, ctx, theme, ss["img"])
+    except SinkscopeError as e:
+        st.error(str(e))
+        figs = []
+    except Exception as e:  # never show a traceback to a visitor; log it for operators
+        log.exception("view %s failed", view)
+        st.error(f"This view could not be drawn ({type(e).__name__}: {e}). Try other "
+                 "settings; the other views still work.")
+        figs = []
+    with export:
+        stem = report.slug(r)
+        st.download_button("Plans & scores (CSV)", lambda: plans_csv(r), f"{stem}_plans.csv",
+                           "text/csv", key="dl_plans", on_click="ignore", width="stretch")
+        st.download_button("Marginals (CSV)", lambda: marginals_csv(r),
+                           f"{stem}_marginals.csv", "text/csv", key="dl_marginals",
+                           on_click="ignore", width="stretch")
+        st.download_button("Everything (JSON)", lambda: report.relation_json(r),
+                           f"{stem}.json", "application/json", key="dl_json",
+                           on_click="ignore", width="stretch")
+        st.download_button("Arrays (NPZ)", lambda: to_npz(r), f"{stem}.npz",
+                           "application/octet-stream", key="dl_npz", on_click="ignore",
+                           width="stretch")
+        url = _share_url()
+        st.download_button(
+            "This view (HTML report)",
+            lambda: report.html_report(r, figs, metrics.table(r), url=url,
+                                       title=f"sinkscope · {VIEWS[view]}"),
+            f"{stem}_{view}.html", "text/html", key="dl_html", on_click="ignore",
+            width="stretch")
+        st.caption("Figures: use the camera button on each chart (format in the sidebar). "
+                   "To share this view, copy the page's address: every control is in it.")
+    sync_url()
+
+
+def _share_url() -> str:
+    try:
+        base = st.context.url or ""
+    except Exception:
+        base = ""
+    from urllib.parse import urlencode
+    return f"{base.split('?')[0]}?{urlencode(to_query(ss))}" if base else ""
+
+
+explore(ctx)
+sync_url()

@@ -1,0 +1,119 @@
+"""Cached entry points into the engine.
+
+The model lives in ``st.cache_resource`` (one per process, shared by every session and
+never changed per request); encodings and results live in ``st.cache_data`` keyed by
+plain strings and numbers (text, model, mode, settings), so a slider move re-runs only
+:func:`relation` and never encodes text or loads a model again. ``st.cache_data`` hands
+each caller its own unpickled copy, so nothing shared can be mutated by one session.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+
+import numpy as np
+import streamlit as st
+
+from engine import Encoder, encode_texts, eps_path as _eps_path, project, relate_encodings
+from engine.encoder import DEFAULT_MODEL, allowed_models
+
+log = logging.getLogger("sinkscope.app")
+
+
+def model_names() -> tuple[str, ...]:
+    """Allow-listed model names, the packaged default first."""
+    try:
+        names = list(allowed_models())
+    except Exception as e:  # a bad operator list should not hide the default model
+        log.warning("model allow-list: %s", e)
+        names = [DEFAULT_MODEL]
+    names = sorted(set(names) - {DEFAULT_MODEL})
+    return (DEFAULT_MODEL, *names)
+
+
+@st.cache_resource(show_spinner=False)
+def encoder(model: str) -> Encoder:
+    """The model, loaded once per process (shared, read-only)."""
+    threads = int(os.environ.get("SINKSCOPE_TORCH_THREADS", "1") or 1)
+    if threads > 0:
+        import torch
+        torch.set_num_threads(threads)
+    return Encoder(model)
+
+
+@st.cache_resource(show_spinner=False)
+def umap_warmup() -> threading.Thread | None:
+    """Compile UMAP (numba) once per process in the background, off the first user's path.
+
+    Off when ``SINKSCOPE_WARM_UMAP=0`` (tests do this to keep cores free).
+    """
+    if os.environ.get("SINKSCOPE_WARM_UMAP", "1") == "0":
+        return None
+
+    def work():
+        try:
+            from engine.projection import warm_up_umap
+            warm_up_umap()
+        except Exception as e:  # warm-up is an optimisation only
+            log.warning("UMAP warm-up failed: %s", e)
+
+    t = threading.Thread(target=work, name="sinkscope-umap-warmup", daemon=True)
+    t.start()
+    return t
+
+
+def umap_warming() -> bool:
+    t = umap_warmup()
+    return bool(t is not None and t.is_alive())
+
+
+def _b(text_b: str, mode: str) -> str | None:
+    return None if mode == "self" else text_b
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def encodings(model: str, text_a: str, text_b: str, mode: str):
+    """The model's forward pass(es) for the texts: a tuple of frozen ``Encoding``."""
+    return encode_texts(encoder(model), text_a, _b(text_b, mode), mode)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def relation(model: str, text_a: str, text_b: str, mode: str, layer: int, head,
+             eps: float, half_steps: int, weights: str, pool: bool):
+    """One layer and head (or the head mean) at one ε and half-step count."""
+    enc = encodings(model, text_a, text_b, mode)
+    return relate_encodings(enc, layer=layer, head=head, eps=eps, half_steps=half_steps,
+                            mode=mode, weights=weights, pool_words=pool)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def grid(model: str, text_a: str, text_b: str, mode: str, eps: float, half_steps: int,
+         weights: str, pool: bool):
+    """Every layer and head at once: plans (L, H, n, m) and (L, H) summaries."""
+    enc = encodings(model, text_a, text_b, mode)
+    return relate_encodings(enc, layer="all", head="all", eps=eps, half_steps=half_steps,
+                            mode=mode, weights=weights, pool_words=pool)
+
+
+def _geometry(model, text_a, text_b, mode, layer, head, weights, pool):
+    """A relation whose points, weights and scores are right (ε and steps do not matter)."""
+    return relation(model, text_a, text_b, mode, layer, head, 1.0, 1, weights, pool)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def projection(model: str, text_a: str, text_b: str, mode: str, layer: int, head,
+               weights: str, pool: bool, space: str, method: str, dim: int):
+    """Joint PCA/UMAP of both texts' points; independent of ε and half-steps."""
+    r = _geometry(model, text_a, text_b, mode, layer, head, weights, pool)
+    return project(r, space=space, method=method, dim=dim)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def eps_path(model: str, text_a: str, text_b: str, mode: str, layer: int, head,
+             weights: str, pool: bool):
+    """(ε values (K,), plans (K, n, m), exact plan (n, m)) from large ε to small."""
+    r = _geometry(model, text_a, text_b, mode, layer, head, weights, pool)
+    eps, plans = _eps_path(r)
+    return np.asarray(eps), np.asarray(plans), np.asarray(r.exact_plan)

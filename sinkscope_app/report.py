@@ -1,0 +1,72 @@
+"""Exports of the current view: file names and a self-contained HTML report."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import json
+import re
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from engine.export import relation_to_dict
+from engine.types import Relation
+
+
+def slug(r: Relation) -> str:
+    """A short file-name stem naming the settings, e.g. ``sinkscope_L5_hmean_eps1_t100``."""
+    s = f"sinkscope_{r.mode}_L{r.layer}_h{r.head}_eps{r.eps:g}_t{r.half_steps}"
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", s)
+
+
+def relation_json(r: Relation) -> str:
+    """The relation as JSON (strict: no NaN; −inf potentials become null)."""
+    return json.dumps(relation_to_dict(r), ensure_ascii=False, allow_nan=False, indent=1)
+
+
+def _rows(pairs: Sequence[tuple[str, str]]) -> str:
+    return "\n".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
+                     for k, v in pairs)
+
+
+def html_report(r: Relation, figures: Sequence[go.Figure], metrics: Sequence[tuple[str, str]],
+                *, url: str = "", title: str = "sinkscope report") -> str:
+    """A single HTML file (plotly.js inlined once) with the texts, settings, metrics and
+    the current view's figures. Every user-supplied string is escaped."""
+    settings = [("model", r.model), ("mode", r.mode), ("layer", str(r.layer)),
+                ("head", str(r.head)), ("ε", f"{r.eps:g}"),
+                ("half-steps", f"{r.half_steps} (run: {r.coupling.half_steps})"),
+                ("weights", r.weights), ("word pooling", str(r.pool_words)),
+                ("tokens", f"A: {len(r.tokens_a)}, B: {len(r.tokens_b)}")]
+    parts = []
+    for k, fig in enumerate(figures):
+        parts.append(pio.to_html(fig, include_plotlyjs=(k == 0), full_html=False,
+                                 config={"displaylogo": False}))
+    notices = "".join(f"<li>{html.escape(n)}</li>" for n in r.notices)
+    link = (f'<p>Open this view: <a href="{html.escape(url, quote=True)}">'
+            f"{html.escape(url)}</a></p>" if url else "")
+    stamp = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>{html.escape(title)}</title>
+<style>
+body {{ font-family: Inter, "Helvetica Neue", Arial, sans-serif; max-width: 1200px;
+       margin: 2em auto; padding: 0 1em; color: #222; }}
+pre {{ white-space: pre-wrap; background: #f5f5f5; padding: .6em; border-radius: 4px; }}
+table {{ border-collapse: collapse; margin: .5em 0 1em; }}
+th, td {{ text-align: left; padding: .2em .8em; border-bottom: 1px solid #ddd; }}
+</style></head><body>
+<h1>{html.escape(title)}</h1>
+<p>Softmax attention beside the Sinkhorn coupling · generated {stamp}</p>
+{link}
+<h2>Texts</h2>
+<p><b>Text A</b></p><pre>{html.escape(r.text_a)}</pre>
+<p><b>Text B</b></p><pre>{html.escape(r.text_b)}</pre>
+<h2>Settings</h2><table>{_rows(settings)}</table>
+<h2>Metrics</h2><table>{_rows(metrics)}</table>
+{f"<ul>{notices}</ul>" if notices else ""}
+<h2>Figures</h2>
+{"".join(parts)}
+</body></html>"""

@@ -1,0 +1,341 @@
+"""The app's state: limits from the environment, defaults, and the URL query string.
+
+Every control has one fixed key, used both as the Streamlit widget key and as the URL
+query parameter, so a URL restores a view. Values read from a URL are untrusted: each is
+checked, clamped or replaced by its default, and every change is reported in plain words.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+
+def _env_float(name: str, default: float) -> float:
+    try:
+        v = float(os.environ.get(name, default))
+    except ValueError:
+        return default
+    return v if math.isfinite(v) and v > 0 else default
+
+
+def _env_int(name: str, default: int) -> int:
+    try:
+        v = int(os.environ.get(name, default))
+    except ValueError:
+        return default
+    return v if v >= 1 else default
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Operator limits (environment variables, read once per process).
+
+    Attributes:
+        max_chars: characters per text (``SINKSCOPE_MAX_CHARS``, default 20000; the engine
+            reads the same variable).
+        max_half_steps: the half-step slider's end (``SINKSCOPE_MAX_HALF_STEPS``, 1000).
+        eps_min, eps_max: the ε slider's range (``SINKSCOPE_EPS_MIN`` / ``_MAX``, 0.01..100).
+        url_chars: the most characters of a text taken from a URL.
+    """
+
+    max_chars: int = 20000
+    max_half_steps: int = 1000
+    eps_min: float = 0.01
+    eps_max: float = 100.0
+
+    @classmethod
+    def from_env(cls) -> "Limits":
+        lo = _env_float("SINKSCOPE_EPS_MIN", 0.01)
+        hi = _env_float("SINKSCOPE_EPS_MAX", 100.0)
+        if lo >= hi:
+            lo, hi = 0.01, 100.0
+        return cls(max_chars=_env_int("SINKSCOPE_MAX_CHARS", 20000),
+                   max_half_steps=min(_env_int("SINKSCOPE_MAX_HALF_STEPS", 1000), 100_000),
+                   eps_min=lo, eps_max=hi)
+
+
+LIMITS = Limits.from_env()
+
+# "Nice" numbers, ten per decade, so the ε slider has a log scale with round stops
+# (0.1, 0.5, 1, 2 …) and the arrow keys move it one stop at a time.
+_MANTISSAS = (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8)
+
+
+def eps_options(lo: float = LIMITS.eps_min, hi: float = LIMITS.eps_max) -> tuple[float, ...]:
+    """Log-spaced ε stops from ``lo`` to ``hi`` (both included), with 1 always present."""
+    vals = {round(m * 10.0 ** d, 10) for d in range(-8, 9) for m in _MANTISSAS}
+    vals = {v for v in vals if lo <= v <= hi} | {lo, hi}
+    if lo <= 1 <= hi:
+        vals.add(1.0)
+    return tuple(sorted(vals))
+
+
+def half_step_options(hi: int = LIMITS.max_half_steps) -> tuple[int, ...]:
+    """Half-step stops: every value to 10 (1 = softmax, 2 = one Sinkhorn iteration),
+    then roughly log-spaced round numbers up to ``hi``."""
+    base = list(range(1, 11)) + [12, 15, 20, 25, 30, 40, 50, 60, 80]
+    d = 100
+    while d <= hi:
+        base += [d, int(1.5 * d), 2 * d, 3 * d, 4 * d, 5 * d, 6 * d, 8 * d]
+        d *= 10
+    return tuple(sorted({v for v in base if v <= hi} | {hi}))
+
+
+EPS_OPTIONS = eps_options()
+HALF_STEP_OPTIONS = half_step_options()
+
+MODES = {"separate": "Separate texts (the paper's view)",
+         "joint": "Joint pair (one forward pass)",
+         "self": "Self (text A with itself)"}
+WEIGHTS = {"content": "Content tokens (special tokens weigh 0)",
+           "uniform": "All tokens equally",
+           "norm": "Embedding norm"}
+VIEWS = {"compare": "Compare", "graph": "Graph", "cloud": "Cloud",
+         "convergence": "Convergence", "heads": "All heads", "path": "ε path",
+         "about": "About"}
+CVIEWS = {"joint": "joint π(i, j)", "conditional": "conditional π(j | i)"}
+GRAPH_WHICH = {"both": "both", "softmax": "softmax", "sinkhorn": "Sinkhorn"}
+SPACES = {"qk": "queries ∪ keys (Q ∪ K)", "hidden": "hidden states"}
+METHODS = {"pca": "PCA", "umap": "UMAP"}
+GRID_PLANS = {"sinkhorn": "Sinkhorn plan", "softmax": "softmax plan",
+              "difference": "Sinkhorn − softmax"}
+GRID_VALUES = {"softmax_col_err": "softmax column error",
+               "kl_to_product": "KL(π ‖ a⊗b)",
+               "entropy": "entropy H(π)",
+               "l1_to_exact": "‖π − π*‖₁ to exact OT",
+               "cost": "cost ⟨−S, π⟩"}
+IMAGE_FORMATS = ("png", "svg")
+
+DEFAULTS: dict[str, Any] = {
+    "a": "I sat on the bank of the river and watched the water.",
+    "b": "She went to the bank to deposit her money.",
+    "ex": "bank",
+    "model": "all-MiniLM-L6-v2",
+    "mode": "separate",
+    "layer": -1,  # resolved to the last layer once the model is known
+    "head": "mean",
+    "weights": "content",
+    "pool": False,
+    "eps": 1.0,
+    "steps": 100,
+    "view": "compare",
+    "cview": "joint",
+    "gwhich": "both",
+    "topk": 3,
+    "thr": 0.0,
+    "hl": "none",
+    "space": "qk",
+    "method": "pca",
+    "dim": 2,
+    "edges": 40,
+    "cwhich": "sinkhorn",
+    "gplan": "sinkhorn",
+    "gval": "softmax_col_err",
+    "img": "png",
+}
+KEYS = tuple(DEFAULTS)
+TOPK_MAX = 20
+EDGES_MAX = 300
+
+
+@dataclass
+class Parsed:
+    """Values read from a URL, and what had to change to make them safe."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def valid_text(text: object) -> str:
+    """A str that can travel to the browser: unpaired surrogates become U+FFFD."""
+    text = text if isinstance(text, str) else ""
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace") \
+        if any("\ud800" <= ch <= "\udfff" for ch in text) else text
+
+
+def _first(v: Any) -> str:
+    if isinstance(v, (list, tuple)):
+        v = v[-1] if v else ""
+    return str(v)
+
+
+def _float(raw: str) -> float | None:
+    try:
+        x = float(raw)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _int(raw: str) -> int | None:
+    x = _float(raw)
+    if x is None or abs(x) > 1e15:
+        return None
+    return int(round(x))
+
+
+def nearest(options: tuple[float, ...], x: float, *, log: bool = False) -> float:
+    """The option closest to x (in log space when ``log``)."""
+    arr = np.asarray(options, dtype=float)
+    if log:
+        return options[int(np.argmin(np.abs(np.log(arr) - math.log(x))))]
+    return options[int(np.argmin(np.abs(arr - x)))]
+
+
+def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
+                models: tuple[str, ...], examples: Mapping[str, Any],
+                limits: Limits = LIMITS) -> Parsed:
+    """Turn untrusted query parameters into safe control values.
+
+    Unknown keys are ignored; a bad value falls back to its default (or is clamped into
+    range) and adds a warning that says what happened. Never raises.
+    """
+    out = Parsed()
+    v, warn = out.values, out.warnings.append
+    p = {str(k): _first(val) for k, val in params.items() if str(k) in KEYS}
+
+    def choice(key: str, allowed, label: str):
+        if key in p:
+            if p[key] in allowed:
+                v[key] = p[key]
+            else:
+                warn(f"Unknown {label} {p[key][:40]!r} in the link; using "
+                     f"{DEFAULTS[key]!r}.")
+
+    # Texts: an example first, then explicit texts override it.
+    if "ex" in p:
+        if p["ex"] in examples or p["ex"] == "custom":
+            v["ex"] = p["ex"]
+            if p["ex"] in examples:
+                v["a"] = examples[p["ex"]]["a"]
+                v["b"] = examples[p["ex"]]["b"]
+                if examples[p["ex"]].get("mode"):
+                    v["mode"] = examples[p["ex"]]["mode"]
+        else:
+            warn(f"Unknown example {p['ex'][:40]!r} in the link; ignored.")
+    for key, name in (("a", "Text A"), ("b", "Text B")):
+        if key in p:
+            text = valid_text(p[key])
+            if len(text) > limits.max_chars:
+                warn(f"{name} in the link had {len(text):,} characters; only the first "
+                     f"{limits.max_chars:,} are kept (SINKSCOPE_MAX_CHARS).")
+                text = text[: limits.max_chars]
+            v[key] = text
+    if ("a" in p or "b" in p) and "ex" not in p:
+        v["ex"] = "custom"
+
+    choice("model", models, "model")
+    choice("mode", MODES, "mode")
+    choice("weights", WEIGHTS, "weights")
+    choice("view", VIEWS, "view")
+    choice("cview", CVIEWS, "heatmap view")
+    choice("gwhich", GRAPH_WHICH, "graph choice")
+    choice("space", SPACES, "cloud space")
+    choice("method", METHODS, "projection method")
+    choice("cwhich", ("sinkhorn", "softmax"), "cloud edges")
+    choice("gplan", GRID_PLANS, "grid plan")
+    choice("gval", GRID_VALUES, "grid value")
+    choice("img", IMAGE_FORMATS, "image format")
+
+    if "pool" in p:
+        low = p["pool"].lower()
+        if low in ("1", "true", "yes", "on"):
+            v["pool"] = True
+        elif low in ("0", "false", "no", "off", ""):
+            v["pool"] = False
+        else:
+            warn(f"pool must be true or false, got {p['pool'][:20]!r}; using false.")
+
+    if "layer" in p:
+        x = _int(p["layer"])
+        if x is None:
+            warn(f"layer must be a whole number, got {p['layer'][:20]!r}; using the last layer.")
+        else:
+            if x < 0:
+                x += n_layers
+            if not 0 <= x < n_layers:
+                c = min(max(x, 0), n_layers - 1)
+                warn(f"layer {p['layer'][:20]} is out of range 0–{n_layers - 1}; using {c}.")
+                x = c
+            v["layer"] = x
+    if "head" in p:
+        if p["head"] == "mean":
+            v["head"] = "mean"
+        else:
+            x = _int(p["head"])
+            if x is None or not 0 <= x < n_heads:
+                warn(f"head must be 'mean' or 0–{n_heads - 1}, got {p['head'][:20]!r}; "
+                     "using the mean over heads.")
+            else:
+                v["head"] = x
+
+    if "eps" in p:
+        x = _float(p["eps"])
+        if x is None or x <= 0:
+            warn(f"ε must be a positive number, got {p['eps'][:20]!r}; using ε = 1.")
+        else:
+            if not limits.eps_min <= x <= limits.eps_max:
+                c = min(max(x, limits.eps_min), limits.eps_max)
+                warn(f"ε = {x:g} is outside {limits.eps_min:g}–{limits.eps_max:g}; "
+                     f"using {c:g}.")
+                x = c
+            v["eps"] = nearest(EPS_OPTIONS, x, log=True)
+    if "steps" in p:
+        x = _int(p["steps"])
+        if x is None:
+            warn(f"half-steps must be a whole number, got {p['steps'][:20]!r}; using "
+                 f"{DEFAULTS['steps']}.")
+        else:
+            if not 1 <= x <= limits.max_half_steps:
+                c = min(max(x, 1), limits.max_half_steps)
+                warn(f"half-steps = {x:,} is outside 1–{limits.max_half_steps:,}; using {c:,} "
+                     "(SINKSCOPE_MAX_HALF_STEPS).")
+                x = c
+            v["steps"] = int(nearest(HALF_STEP_OPTIONS, x))
+
+    for key, lo, hi, label in (("topk", 0, TOPK_MAX, "edges per token"),
+                               ("edges", 1, EDGES_MAX, "cloud edges"),
+                               ("dim", 2, 3, "dimensions")):
+        if key in p:
+            x = _int(p[key])
+            if x is None or not lo <= x <= hi:
+                warn(f"{label} must be {lo}–{hi}, got {p[key][:20]!r}; using {DEFAULTS[key]}.")
+            else:
+                v[key] = x
+    if "thr" in p:
+        x = _float(p["thr"])
+        if x is None or not 0 <= x <= 1:
+            warn(f"edge threshold must be 0–1, got {p['thr'][:20]!r}; using 0.")
+        else:
+            v["thr"] = round(x, 4)
+    if "hl" in p:
+        hl = p["hl"]
+        if hl == "none" or (len(hl) > 1 and hl[0] in "ab" and hl[1:].isdigit()
+                            and len(hl) < 8):
+            v["hl"] = hl
+        else:
+            warn(f"Unknown highlight {hl[:20]!r} in the link; ignored.")
+    return out
+
+
+def to_query(state: Mapping[str, Any]) -> dict[str, str]:
+    """The query string for the current controls (every key, so links are explicit)."""
+    q: dict[str, str] = {}
+    for key in KEYS:
+        if key not in state:
+            continue
+        val = state[key]
+        if key == "b" and state.get("mode") == "self":
+            continue
+        if isinstance(val, bool):
+            q[key] = "true" if val else "false"
+        elif isinstance(val, float):
+            q[key] = f"{val:g}"
+        else:
+            q[key] = str(val)
+    return q

@@ -1,0 +1,228 @@
+"""The main area's views. Each ``render_*`` draws its own small controls (fixed keys,
+stored in the URL) and its figures, and returns the figures for the HTML report.
+
+Only the selected view runs, so a slider move builds one view's figures, not seven.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+
+from engine.types import Relation
+from viz import bipartite, clouds, diagnostics, grid as vgrid, heatmaps
+
+from . import compute
+from .about import ABOUT
+from .state import (CVIEWS, EDGES_MAX, GRAPH_WHICH, GRID_PLANS, GRID_VALUES, METHODS,
+                    SPACES, TOPK_MAX)
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """What the sidebar decided (changes there re-run the whole page)."""
+
+    model: str
+    a: str
+    b: str
+    mode: str
+    layer: int
+    head: int | str
+    weights: str
+    pool: bool
+    n_layers: int
+    n_heads: int
+
+    @property
+    def geometry(self) -> tuple:
+        return (self.model, self.a, self.b, self.mode, self.layer, self.head, self.weights,
+                self.pool)
+
+
+def chart(fig: go.Figure, name: str, img: str, **kw):
+    """A plotly chart in our theme (not Streamlit's), with a PNG/SVG download button."""
+    config = {"displaylogo": False,
+              "toImageButtonOptions": {"format": img, "filename": f"sinkscope_{name}",
+                                       "scale": 2 if img == "png" else 1}}
+    return st.plotly_chart(fig, theme=None, width="stretch", config=config, **kw)
+
+
+def _radio(label: str, options: dict, key: str, **kw):
+    return st.radio(label, list(options), format_func=options.get, key=key,
+                    horizontal=True, **kw)
+
+
+def render_compare(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]:
+    _radio("Show", CVIEWS, "cview", help="joint: the plans π(i, j) themselves; conditional: "
+           "each row divided by its sum, π(j | i), as attention viewers show it. The bars "
+           "always show the joint marginals.")
+    cview = st.session_state["cview"]
+    figs = [heatmaps.compare(r, view=cview, theme=theme)]
+    chart(figs[0], "compare", img, key="fig_compare")
+    st.caption("Bars above each map: what each token of B receives, against its weight b "
+               "(vermillion: too much, blue: left alone, grey: on target). Bars beside: what "
+               "each token of A sends, against a.")
+    figs.append(heatmaps.difference(r, view=cview, theme=theme))
+    chart(figs[1], "difference", img, key="fig_difference")
+    if r.model_attention is not None:
+        with st.expander("The model's own attention from A to B (joint mode)"):
+            fig = heatmaps.heatmap(r.model_attention, r.tokens_a, r.tokens_b, zlabel="attention",
+                                   title="Model's own A→B attention block, renormalised over B",
+                                   theme=theme)
+            chart(fig, "model_attention", img, key="fig_model_attention")
+            figs.append(fig)
+    return figs
+
+
+def _highlight_options(r: Relation) -> dict[str, str]:
+    opts = {"none": "nothing"}
+    opts.update({f"a{i}": f"A[{i}] {t}" for i, t in enumerate(r.tokens_a)})
+    opts.update({f"b{j}": f"B[{j}] {t}" for j, t in enumerate(r.tokens_b)})
+    return opts
+
+
+def render_graph(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]:
+    opts = _highlight_options(r)
+    if st.session_state.get("hl") not in opts:
+        st.session_state["hl"] = "none"
+    c1, c2, c3, c4 = st.columns([1.2, 1.2, 1, 1.4])
+    with c1:
+        _radio("Plans", GRAPH_WHICH, "gwhich")
+    with c2:
+        st.slider("Edges per token of A (0 = all)", 0, TOPK_MAX, key="topk")
+    with c3:
+        st.number_input("Least mass drawn", 0.0, 1.0, step=0.005, format="%.3f", key="thr")
+    with c4:
+        st.selectbox("Highlight a token", list(opts), format_func=opts.get, key="hl")
+    hl = st.session_state["hl"]
+    highlight = None if hl == "none" else (hl[0], int(hl[1:]))
+    fig = bipartite.graph(r, which=st.session_state["gwhich"],
+                          top_k=int(st.session_state["topk"]) or None,
+                          threshold=float(st.session_state["thr"]), highlight=highlight,
+                          theme=theme)
+    chart(fig, "graph", img, key="fig_graph")
+    return [fig]
+
+
+def render_cloud(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]:
+    c1, c2, c3, c4, c5 = st.columns([1.6, 1, 0.8, 1.3, 1.2])
+    with c1:
+        _radio("Points", SPACES, "space")
+    with c2:
+        _radio("Projection", METHODS, "method")
+    with c3:
+        _radio("Dimensions", {2: "2-D", 3: "3-D"}, "dim")
+    with c4:
+        st.slider("Heaviest edges drawn", 1, EDGES_MAX, key="edges")
+    with c5:
+        _radio("Edges of", {"sinkhorn": "Sinkhorn", "softmax": "softmax"}, "cwhich")
+    method = st.session_state["method"]
+    if method == "umap" and compute.umap_warming():
+        st.info("UMAP is being compiled in the background (once per server start, about "
+                "15 s); the picture appears when it is ready. PCA is instant.")
+    label = "Fitting UMAP…" if method == "umap" else "Projecting…"
+    with st.spinner(label):
+        proj = compute.projection(*ctx.geometry, st.session_state["space"], method,
+                                  int(st.session_state["dim"]))
+    fig = clouds.cloud(r, proj, which=st.session_state["cwhich"],
+                       top_edges=int(st.session_state["edges"]), theme=theme)
+    chart(fig, "cloud", img, key="fig_cloud")
+    if proj.note:
+        st.caption(proj.note)
+    return [fig]
+
+
+def render_convergence(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]:
+    c = r.coupling
+    fig = diagnostics.convergence(c, current=c.half_steps, hist_steps=r.hist_steps,
+                                  cost_hist=r.cost_hist, entropy_hist=r.entropy_hist,
+                                  theme=theme)
+    chart(fig, "convergence", img, key="fig_convergence")
+    st.caption("Odd half-steps fix the rows (error ‖π1 − a‖₁ drops to 0), even ones the "
+               "columns. Half-step 1 is softmax. If the errors stall above the tolerance, "
+               "raise the half-steps or ε.")
+    return [fig]
+
+
+def render_heads(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]:
+    c1, c2 = st.columns(2)
+    with c1:
+        st.selectbox("Tiles show", list(GRID_PLANS), format_func=GRID_PLANS.get, key="gplan")
+    with c2:
+        st.selectbox("Number above each tile", list(GRID_VALUES), format_func=GRID_VALUES.get,
+                     key="gval")
+    eps, steps = float(st.session_state["eps"]), int(st.session_state["steps"])
+    with st.spinner(f"Relating all {ctx.n_layers * ctx.n_heads} heads…"):
+        g = compute.grid(ctx.model, ctx.a, ctx.b, ctx.mode, eps, steps, ctx.weights, ctx.pool)
+    kind = st.session_state["gplan"]
+    plans = {"sinkhorn": g.coupling.plan, "softmax": g.softmax_plan,
+             "difference": g.coupling.plan - g.softmax_plan}[kind]
+    gval = st.session_state["gval"]
+    values = np.asarray(getattr(g.summary, gval), dtype=float)
+    selected = (ctx.layer, ctx.head) if isinstance(ctx.head, int) else None
+    fig = vgrid.grid(plans, values, value_name=GRID_VALUES[gval], selected=selected,
+                     scale="diverging" if kind == "difference" else "mass", theme=theme)
+    # Streamlit turns click-selection off when a figure's dragmode is "select" or
+    # "lasso" (its clickmode becomes "event"); tiles are picked by click, so no drag.
+    fig.update_layout(dragmode=False, clickmode="event+select")
+    # The key names the selected head: a new selection gets a fresh, empty widget, so an
+    # old click can never fight a head chosen in the sidebar.
+    event = chart(fig, "heads", img, key=f"fig_heads_{ctx.layer}_{ctx.head}",
+                  on_select="rerun", selection_mode="points")
+    st.caption("Click a tile's centre to open that layer and head in every view. "
+               f"Currently: layer {ctx.layer}, "
+               + (f"head {ctx.head}." if isinstance(ctx.head, int) else "mean over heads."))
+    pick = _picked_head(event, ctx.n_layers, ctx.n_heads)
+    if pick is not None and pick != (ctx.layer, ctx.head):
+        st.session_state["_pending_lh"] = pick
+        st.rerun(scope="app")
+    return [fig]
+
+
+def _picked_head(event, n_layers: int, n_heads: int) -> tuple[int, int] | None:
+    """(layer, head) from a grid selection event, or None.
+
+    Reads the tile marker's ``customdata`` [layer, head, value]; plotly sends a typed-array
+    row as {"0": l, "1": h, ...}, so both lists and index-keyed dicts are accepted.
+    """
+    try:
+        points = list(event["selection"]["points"])
+    except (KeyError, TypeError, AttributeError):
+        return None
+    for p in points:
+        cd = p.get("customdata") if isinstance(p, dict) else None
+        if isinstance(cd, dict):
+            cd = [cd.get(k, cd.get(str(k))) for k in range(2)]
+        try:
+            layer, head = int(round(float(cd[0]))), int(round(float(cd[1])))
+        except (TypeError, ValueError, IndexError):
+            continue
+        if 0 <= layer < n_layers and 0 <= head < n_heads:
+            return layer, head
+    return None
+
+
+def render_path(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]:
+    with st.spinner("Solving along the ε path…"):
+        eps, plans, exact = compute.eps_path(*ctx.geometry)
+    fig = diagnostics.eps_path(eps, plans, exact, r.tokens_a, r.tokens_b, theme=theme)
+    chart(fig, "eps_path", img, key="fig_eps_path")
+    st.caption("Press ▶ play: at large ε every pair gets aᵢ·bⱼ (the product measure); as ε "
+               "falls the coupling concentrates onto the exact optimal transport plan, the "
+               "last frame. Each frame is solved to convergence (up to 4000 half-steps).")
+    return [fig]
+
+
+def render_about(r: Relation | None, ctx: Ctx | None, theme: str, img: str) -> list[go.Figure]:
+    st.markdown(ABOUT)
+    return []
+
+
+RENDER = {"compare": render_compare, "graph": render_graph, "cloud": render_cloud,
+          "convergence": render_convergence, "heads": render_heads, "path": render_path,
+          "about": render_about}
+FRAGMENT_KEYS = ("view", "cview", "gwhich", "topk", "thr", "hl", "space", "method", "dim",
+                 "edges", "cwhich", "gplan", "gval", "eps", "steps")

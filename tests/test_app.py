@@ -1,0 +1,368 @@
+"""The Streamlit app, driven in-process by ``streamlit.testing.v1.AppTest``.
+
+The model loads once per test process (``st.cache_resource``), so after the first run each
+AppTest run costs a fraction of a second. Pure helpers (URL parsing, exports) are tested
+directly, without Streamlit.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+os.environ["SINKSCOPE_WARM_UMAP"] = "0"  # keep both cores for the tests
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from sinkscope_app import examples, metrics, report  # noqa: E402
+from sinkscope_app.state import (DEFAULTS, EPS_OPTIONS, HALF_STEP_OPTIONS, KEYS, LIMITS,  # noqa: E402
+                                 VIEWS, eps_options, half_step_options, parse_query,
+                                 to_query)
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+EXAMPLES = examples.load()
+L, H = 6, 12  # all-MiniLM-L6-v2
+
+
+def run(query: dict | None = None, **state) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    if query:
+        at.query_params.update(query)
+    for k, v in state.items():
+        at.session_state[k] = v
+    return at.run()
+
+
+def figures(at: AppTest) -> list[dict]:
+    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+
+
+def metric(at: AppTest, label: str) -> str:
+    for m in at.metric:
+        if m.label == label:
+            return m.value
+    raise AssertionError(f"no metric {label!r}; have {[m.label for m in at.metric]}")
+
+
+def ok(at: AppTest) -> None:
+    """No exception, no error box, and the page actually rendered."""
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert at.sidebar.text_area, "nothing rendered: a syntax error?"
+
+
+@pytest.fixture(scope="module")
+def default_app() -> AppTest:
+    return run()
+
+
+# ----------------------------------------------------------------------------- pure helpers
+
+def test_eps_options_are_log_spaced_and_round():
+    assert EPS_OPTIONS[0] == pytest.approx(LIMITS.eps_min)
+    assert EPS_OPTIONS[-1] == pytest.approx(LIMITS.eps_max)
+    assert 1.0 in EPS_OPTIONS and 0.1 in EPS_OPTIONS and 0.5 in EPS_OPTIONS
+    ratios = np.diff(np.log10(EPS_OPTIONS))
+    assert ratios.max() < 0.13 and ratios.min() > 0  # ten stops per decade
+    assert eps_options(0.5, 2.0) == (0.5, 0.6, 0.8, 1.0, 1.2, 1.5, 2.0)
+
+
+def test_half_step_options_start_with_softmax():
+    assert HALF_STEP_OPTIONS[:3] == (1, 2, 3)
+    assert HALF_STEP_OPTIONS[-1] == LIMITS.max_half_steps
+    assert half_step_options(35)[-1] == 35
+
+
+@pytest.mark.parametrize("raw, expect_key, expect", [
+    ({"eps": "0"}, "eps", None), ({"eps": "-1"}, "eps", None), ({"eps": "nan"}, "eps", None),
+    ({"eps": "inf"}, "eps", None), ({"eps": "1e300"}, "eps", LIMITS.eps_max),
+    ({"eps": "1e-300"}, "eps", LIMITS.eps_min), ({"eps": "0.5"}, "eps", 0.5),
+    ({"steps": "1000000000"}, "steps", LIMITS.max_half_steps), ({"steps": "0"}, "steps", 1),
+    ({"steps": "abc"}, "steps", None), ({"layer": "99"}, "layer", L - 1),
+    ({"layer": "-1"}, "layer", L - 1), ({"layer": "x"}, "layer", None),
+    ({"head": "12"}, "head", None), ({"head": "3"}, "head", 3), ({"head": "mean"}, "head", "mean"),
+    ({"mode": "bogus"}, "mode", None), ({"mode": "joint"}, "mode", "joint"),
+    ({"weights": "<script>"}, "weights", None), ({"pool": "maybe"}, "pool", None),
+    ({"view": "heads"}, "view", "heads"), ({"view": "../../etc"}, "view", None),
+    ({"topk": "-3"}, "topk", None), ({"thr": "2"}, "thr", None), ({"dim": "3"}, "dim", 3),
+    ({"hl": "a3"}, "hl", "a3"), ({"hl": "<b>"}, "hl", None),
+])
+def test_parse_query_clamps_or_rejects(raw, expect_key, expect):
+    p = parse_query(raw, n_layers=L, n_heads=H, models=("all-MiniLM-L6-v2",),
+                    examples=EXAMPLES)
+    if expect is None:
+        assert expect_key not in p.values
+        assert p.warnings, "a rejected value must say so"
+    else:
+        assert p.values[expect_key] == expect
+    exact = {"eps": "0.5", "head": "3", "mode": "joint", "view": "heads", "dim": "3",
+             "hl": "a3", "layer": "-1"}
+    if expect is not None and raw.get(expect_key) == exact.get(expect_key):
+        assert not p.warnings
+
+
+def test_parse_query_truncates_huge_text_and_ignores_unknown_keys():
+    big = "word " * 300_000  # 1.5 MB
+    p = parse_query({"a": big, "zzz": "1", "b": "hi"}, n_layers=L, n_heads=H,
+                    models=("m",), examples=EXAMPLES)
+    assert len(p.values["a"]) == LIMITS.max_chars
+    assert any("characters" in w for w in p.warnings)
+    assert "zzz" not in p.values and p.values["ex"] == "custom"
+
+
+def test_query_round_trip():
+    state = dict(DEFAULTS, layer=2, head=7, eps=0.25, steps=40, mode="joint", pool=True,
+                 view="graph", a="x & y", b="ünïcode <b>")
+    q = to_query(state)
+    assert set(q) == set(KEYS)
+    p = parse_query(q, n_layers=L, n_heads=H, models=("all-MiniLM-L6-v2",), examples=EXAMPLES)
+    for k in KEYS:
+        assert p.values.get(k, state[k]) == state[k], k
+    assert not p.warnings
+
+
+def test_examples_cover_the_issue():
+    ids = set(EXAMPLES)
+    assert {"bank", "paraphrase", "qa", "negation", "lengths", "reordered", "en-es",
+            "self"} <= ids
+    assert EXAMPLES["self"]["mode"] == "self"
+    assert "English" in EXAMPLES["en-es"]["note"]
+
+
+def test_metric_format():
+    assert metrics.fmt(0) == "0" and metrics.fmt(1.23456) == "1.23"
+    assert metrics.fmt(3e-17) == "3.00e-17" and metrics.fmt(float("nan")) == "n/a"
+
+
+# ----------------------------------------------------------------------------- the app
+
+def test_default_page_renders(default_app):
+    at = default_app
+    ok(at)
+    labels = [m.label for m in at.metric]
+    assert labels == ["Softmax column error", "Sinkhorn row error", "Sinkhorn column error",
+                      "Cost ⟨−S, π⟩", "Entropy H(π)", "KL(π ‖ a⊗b)", "‖π − π*‖₁ to exact OT",
+                      "Converged"]
+    assert all(m.proto.help for m in at.metric)
+    assert [s.label for s in at.select_slider] == ["ε — entropy (log scale)",
+                                                   "half-steps (1 = softmax)"]
+    assert at.segmented_control(key="view").value == "compare"
+    figs = figures(at)
+    assert len(figs) == 2
+    assert figs[0]["layout"]["title"]["text"].startswith("How text A relates to text B")
+    assert all(t["type"] in ("heatmap", "bar", "scatter") for t in figs[0]["data"])
+    assert "Sinkhorn − softmax" in figs[1]["layout"]["title"]["text"]
+    # The URL carries every control.
+    assert set(at.query_params) == set(KEYS)
+    assert at.query_params["eps"] == ["1"] or at.query_params["eps"] == "1"
+    # Export buttons exist.
+    assert len(at.get("download_button")) == 5
+
+
+def test_eps_slider_changes_coupling_and_metrics(default_app):
+    at = default_app
+    before = (metric(at, "Entropy H(π)"), metric(at, "KL(π ‖ a⊗b)"))
+    at.select_slider(key="eps").set_value(0.1).run()
+    ok(at)
+    title = figures(at)[0]["layout"]["annotations"][1]["text"]
+    assert "ε=0.1" in title, title
+    after = (metric(at, "Entropy H(π)"), metric(at, "KL(π ‖ a⊗b)"))
+    assert after != before
+    assert float(after[0]) < float(before[0])  # smaller ε: sharper plan
+    q = at.query_params["eps"]
+    assert (q[0] if isinstance(q, list) else q) == "0.1"
+
+
+def test_half_step_one_is_softmax(default_app):
+    at = default_app
+    at.select_slider(key="eps").set_value(1.0)
+    at.select_slider(key="steps").set_value(1).run()
+    ok(at)
+    assert metric(at, "Sinkhorn column error") == metric(at, "Softmax column error")
+    assert float(metric(at, "Sinkhorn row error")) < 1e-12
+    assert metric(at, "Converged") == "no"
+    assert any("is** softmax" in c.value for c in at.caption)
+    at.select_slider(key="steps").set_value(100).run()
+    ok(at)
+    assert float(metric(at, "Sinkhorn column error")) < 1e-6
+
+
+@pytest.mark.parametrize("view", [v for v in VIEWS])
+def test_each_view_renders(default_app, view):
+    at = default_app
+    at.segmented_control(key="view").set_value(view).run()
+    ok(at)
+    figs = figures(at)
+    if view == "about":
+        assert not figs
+        assert any("half a Sinkhorn step" in m.value for m in at.markdown)
+        return
+    assert figs, f"view {view} drew no chart"
+    text = json.dumps(figs[0]["layout"].get("title", {}), ensure_ascii=False)
+    expect = {"compare": "How text A relates", "graph": "Who sends mass", "cloud": "Joint PCA",
+              "convergence": "Sinkhorn convergence", "heads": "Layers × heads",
+              "path": "Sinkhorn coupling at ε"}[view]
+    assert expect in text, text
+    if view == "heads":
+        tiles = figs[0]["data"][2]
+        cd = tiles["customdata"]
+        shape = cd["shape"] if isinstance(cd, dict) else f"{len(cd)}, {len(cd[0])}"
+        assert shape.replace(" ", "") == f"{L * H},3"
+
+
+def test_view_controls(default_app):
+    at = default_app
+    at.segmented_control(key="view").set_value("graph").run()
+    at.radio(key="gwhich").set_value("sinkhorn")
+    at.selectbox(key="hl").set_value("a5").run()
+    ok(at)
+    fig = figures(at)[0]
+    assert len(fig["layout"]["annotations"]) == 1  # one panel
+    assert "Sinkhorn coupling" in fig["layout"]["annotations"][0]["text"]
+    at.segmented_control(key="view").set_value("cloud").run()
+    at.radio(key="space").set_value("hidden")
+    at.radio(key="dim").set_value(3).run()
+    ok(at)
+    fig = figures(at)[0]
+    assert any(t["type"] == "scatter3d" for t in fig["data"])
+    assert "hidden" in fig["layout"]["title"]["text"]
+    at.segmented_control(key="view").set_value("compare").run()
+
+
+def test_sidebar_settings(default_app):
+    at = default_app
+    at.sidebar.selectbox(key="layer").set_value(2)
+    at.sidebar.selectbox(key="head").set_value(4).run()
+    ok(at)
+    assert "layer 2, head 4" in figures(at)[0]["layout"]["title"]["text"]
+    at.sidebar.radio(key="mode").set_value("joint").run()
+    ok(at)
+    assert any("model's own" in e.label for e in at.expander)
+    at.sidebar.radio(key="weights").set_value("uniform")
+    at.sidebar.toggle(key="pool").set_value(True).run()
+    ok(at)
+    assert at.query_params["pool"] in ("true", ["true"])
+    assert "uniform" in at.query_params["weights"]
+    at.sidebar.radio(key="mode").set_value("self").run()
+    ok(at)
+    assert at.sidebar.text_area(key="b").disabled
+    for k, v in (("mode", "separate"), ("weights", "content"), ("pool", False),
+                 ("layer", L - 1), ("head", "mean")):
+        at.session_state[k] = v
+    at.run()
+    ok(at)
+
+
+def test_each_example_loads():
+    at = run()
+    for ex_id, ex in EXAMPLES.items():
+        at.sidebar.selectbox(key="ex").set_value(ex_id).run()
+        ok(at)
+        assert at.sidebar.text_area(key="a").value == ex["a"]
+        assert at.session_state["mode"] == (ex["mode"] or "separate")
+        assert len(figures(at)) >= 2, ex_id
+        assert ex["note"] in [c.value for c in at.sidebar.caption]
+
+
+def test_url_state_round_trips():
+    query = {"a": "The cat sat on the mat.", "b": "A dog lay on the rug.", "mode": "joint",
+             "layer": "3", "head": "5", "eps": "0.25", "steps": "40", "weights": "uniform",
+             "pool": "true", "view": "graph", "topk": "2", "gwhich": "softmax"}
+    at = run(query)
+    ok(at)
+    assert not [w.value for w in at.warning if "converged" not in w.value]
+    ss = at.session_state
+    assert (ss["a"], ss["mode"], ss["layer"], ss["head"], ss["eps"], ss["steps"]) == (
+        query["a"], "joint", 3, 5, 0.25, 40)
+    assert ss["ex"] == "custom"
+    fig = figures(at)[0]
+    assert "layer 3, head 5" in fig["layout"]["title"]["text"]
+    q = {k: (v[0] if isinstance(v, list) else v) for k, v in at.query_params.items()}
+    for k, v in query.items():
+        assert q[k] == v, (k, q[k], v)
+    # The URL the app writes restores the same view.
+    at2 = run(q)
+    ok(at2)
+    assert {k: at2.session_state[k] for k in KEYS} == {k: ss[k] for k in KEYS}
+
+
+def test_hostile_url_is_clamped_with_warnings():
+    query = {"eps": "-1", "steps": "1000000000", "layer": "99", "head": "NaN", "mode": "evil",
+             "weights": "x", "view": "<script>", "a": "word " * (LIMITS.max_chars // 4),
+             "topk": "1e308", "thr": "nan", "dim": "7"}
+    at = run(query)
+    assert not at.exception
+    warnings = " ".join(w.value for w in at.warning)
+    for part in ("ε", "half-steps", "layer 99", "head", "mode", "weights", "view",
+                 "characters", "edges per token", "threshold", "dimensions"):
+        assert part in warnings, part
+    ss = at.session_state
+    assert ss["eps"] == 1.0 and ss["steps"] == LIMITS.max_half_steps and ss["layer"] == L - 1
+    assert ss["mode"] == "separate" and ss["view"] == "compare"
+    assert figures(at), "the page still works after a hostile link"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "Text A is empty"),
+    ("   \n\t ", "Text A is empty"),
+    ("\x00\x01\x02", "Text A is empty"),
+])
+def test_bad_text_shows_message(text, message):
+    at = run({"a": text, "b": "A normal sentence."})
+    assert not at.exception
+    assert any(message in e.value for e in at.error), [e.value for e in at.error]
+    assert not figures(at)
+
+
+@pytest.mark.parametrize("text", [
+    "<script>alert('x')</script><b>bold</b> &amp;",
+    "café naïve 東京 🚀 مرحبا \u200b\u202e zero-width and RTL",
+    "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 \ud800 lone surrogate",
+])
+def test_odd_text_renders_as_text(text):
+    # Typed into the box (session state): a URL cannot even carry a lone surrogate.
+    at = run(a=text, b="Plain words here.", ex="custom")
+    assert not at.exception
+    assert not at.error, [e.value for e in at.error]
+    fig = figures(at)[0]
+    blob = json.dumps(fig)
+    assert "<script>" not in blob and "<b>bold" not in blob
+
+
+def test_long_text_is_truncated_with_notice():
+    long = " ".join(["word"] * 700)
+    at = run({"a": long, "b": "short text"})
+    ok(at)
+    assert any("cut" in i.value or "limit" in i.value for i in at.info), [i.value for i in at.info]
+
+
+def test_html_report_and_exports():
+    from engine import relate
+    r = relate("The <b>bank</b> & river.", "Money in the bank.", half_steps=20)
+    import plotly.graph_objects as go
+    page = report.html_report(r, [go.Figure(go.Heatmap(z=[[1, 2]]))], metrics.table(r),
+                              url="http://x/?a=1&b=<2>")
+    assert page.startswith("<!DOCTYPE html>") and "plotly" in page.lower()
+    assert "&lt;b&gt;bank&lt;/b&gt; &amp; river." in page and "<b>bank</b>" not in page
+    assert "Softmax column error" in page
+    data = json.loads(report.relation_json(r))
+    assert data["settings"]["half_steps"] == 20
+    assert report.slug(r).startswith("sinkscope_separate_L5_hmean_eps1_t20")
+    assert math.isfinite(data["summary"]["cost"])
+
+
+def test_grid_click_event_parsing():
+    from sinkscope_app.views import _picked_head
+    ev = {"selection": {"points": [{"curve_number": 2, "customdata": {"0": 2, "1": 7, "2": 0.5}}]}}
+    assert _picked_head(ev, L, H) == (2, 7)
+    ev = {"selection": {"points": [{"customdata": [3.0, 11.0, 1.2]}]}}
+    assert _picked_head(ev, L, H) == (3, 11)
+    for bad in ({}, None, {"selection": {"points": []}},
+                {"selection": {"points": [{"customdata": [9, 99]}]}},
+                {"selection": {"points": [{"x": 1}]}}):
+        assert _picked_head(bad, L, H) is None

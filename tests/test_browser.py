@@ -1,0 +1,282 @@
+"""The real thing: ``streamlit run`` on a loopback port, driven by Playwright in Debian's
+headless Chromium. Types a pair, moves ε with the keyboard, clicks a grid tile, visits
+every view and saves the README's screenshots under ``docs/screenshots/``.
+
+One server and one browser page serve the whole module (a fresh Chromium costs ~5 s,
+a fresh server plus model ~10 s on 2 cores).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+SHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+VIEWPORT = {"width": 1400, "height": 2000}
+TIMEOUT = 90_000  # ms; the first page load includes the model load
+
+TEXT_A = "The quick brown fox jumps over the lazy dog near the river bank."
+TEXT_B = "A fast fox leaped across a sleepy hound by the water."
+
+# The first chart's title (and subplot titles), read from plotly's own div.
+JS_TITLES = """() => [...document.querySelectorAll('.js-plotly-plot')].map(g =>
+    [(g.layout && g.layout.title && g.layout.title.text) || '',
+     ...((g.layout && g.layout.annotations) || []).map(a => a.text || '')].join(' | '))"""
+JS_LAYOUT = """() => [...document.querySelectorAll('.js-plotly-plot')].map(g =>
+    JSON.stringify(g.layout || {})).join('\\n')"""
+
+
+@pytest.fixture(scope="module")
+def page(app_server, browser):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    ctx = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
+    pg = ctx.new_page()
+    pg.set_default_timeout(TIMEOUT)
+    pg.goto(app_server)
+    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
+    yield pg
+    ctx.close()
+
+
+def no_errors(pg) -> None:
+    assert pg.locator('[data-testid="stException"]').count() == 0, pg.content()[-3000:]
+    errors = pg.locator('[data-testid="stAlertContentError"]')
+    assert errors.count() == 0, errors.all_inner_texts()
+    assert "Traceback" not in pg.inner_text("body")
+
+
+def settle(pg, seconds: float) -> None:
+    """Pass time while talking to the page. (Headless Chromium left fully idle here was
+    seen to hold incoming websocket messages until the next DevTools command, so never
+    plain-sleep while waiting for the app.)"""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pg.evaluate("1")
+        time.sleep(0.05)
+
+
+def wait_js(pg, expression: str) -> None:
+    pg.wait_for_function(expression, timeout=TIMEOUT, polling=100)
+
+
+def wait_idle(pg, pause: float = 0.4) -> None:
+    """Wait until Streamlit's 'running' indicator has gone and charts have drawn."""
+    wait_js(pg, """() => !document.querySelector('[data-testid="stStatusWidget"]')""")
+    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
+    settle(pg, pause)
+
+
+def titles(pg) -> list[str]:
+    return pg.evaluate(JS_TITLES)
+
+
+def choose_view(pg, label: str) -> None:
+    pg.locator('[data-testid="stButtonGroup"] button', has_text=label).first.click()
+
+
+def wait_title(pg, needle: str) -> None:
+    wait_js(pg, f"""() => ({JS_TITLES})().some(t => t.includes({needle!r}))""")
+
+
+def wait_query(pg, key: str, value: str) -> None:
+    """Wait until the address bar says key=value (the app writes it at the end of a run)."""
+    wait_js(pg, f"""() => new URLSearchParams(location.search).get({key!r}) === {value!r}""")
+
+
+def query(pg) -> dict[str, str]:
+    return {k: v[-1] for k, v in parse_qs(urlparse(pg.url).query).items()}
+
+
+def shot(pg, name: str) -> Path:
+    path = SHOTS / f"{name}.png"
+    pg.screenshot(path=str(path))
+    assert path.stat().st_size > 20_000, f"{name}.png looks empty"
+    return path
+
+
+def test_01_page_loads_with_charts(page):
+    assert page.locator(".js-plotly-plot").count() >= 2
+    assert page.locator('[data-testid="stMetric"]').count() == 8
+    assert any("How text A relates to text B" in t for t in titles(page))
+    assert query(page)["eps"] == "1"
+    no_errors(page)
+
+
+def test_02_type_a_pair(page):
+    area_a = page.locator('[data-testid="stSidebar"] textarea').nth(0)
+    area_b = page.locator('[data-testid="stSidebar"] textarea').nth(1)
+    area_a.fill(TEXT_A)
+    area_a.press("Control+Enter")
+    wait_idle(page)
+    area_b.fill(TEXT_B)
+    area_b.press("Control+Enter")
+    wait_js(page, f"() => ({JS_LAYOUT})().includes('leaped')")
+    wait_js(page, f"() => ({JS_LAYOUT})().includes('fox')")
+    wait_query(page, "b", TEXT_B)
+    wait_idle(page)
+    q = query(page)
+    assert q["a"] == TEXT_A and q["b"] == TEXT_B and q["ex"] == "custom"
+    no_errors(page)
+
+
+def test_03_move_eps_with_keyboard(page):
+    eps = page.locator('[data-testid="stSlider"] input[type="range"]').first
+    assert eps.get_attribute("aria-valuetext") == "1"
+    latencies = []
+    # 1 → 0.8 → 0.6 → 0.5 (ten log-spaced stops per decade); time each chart update.
+    for expect in ("0.8", "0.6", "0.5"):
+        eps.focus()
+        t0 = time.perf_counter()
+        eps.press("ArrowLeft")
+        wait_title(page, f"Sinkhorn (ε={expect},")
+        latencies.append(time.perf_counter() - t0)
+    wait_query(page, "eps", "0.5")
+    wait_idle(page)
+    assert eps.get_attribute("aria-valuetext") == "0.5"
+    assert any("Softmax (ε=0.5)" in t for t in titles(page))
+    assert query(page)["eps"] == "0.5"
+    print(f"\nε key press → charts updated: median {statistics.median(latencies) * 1000:.0f} ms "
+          f"(each: {', '.join(f'{x * 1000:.0f}' for x in latencies)} ms)")
+    assert statistics.median(latencies) < 10, latencies
+    no_errors(page)
+
+
+def test_04_half_steps_to_one_is_softmax(page):
+    steps = page.locator('[data-testid="stSlider"] input[type="range"]').nth(1)
+    steps.focus()
+    steps.press("Home")
+    wait_title(page, "1 half-steps")
+    wait_idle(page)
+    values = page.locator('[data-testid="stMetricValue"]').all_inner_texts()
+    assert values[0] == values[2], values  # softmax column error == Sinkhorn column error
+    wait_query(page, "steps", "1")
+    # Back up to 100, one key press (and one chart update) at a time.
+    for expect in (2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 20, 25, 30, 40, 50, 60, 80, 100):
+        steps.focus()
+        steps.press("ArrowRight")
+        wait_title(page, f"{expect} half-steps")
+    wait_query(page, "steps", "100")
+    wait_idle(page)
+    no_errors(page)
+
+
+def test_05_compare_screenshot(page):
+    wait_idle(page, pause=1.0)
+    shot(page, "compare")
+    no_errors(page)
+
+
+@pytest.mark.parametrize("label, needle, name", [
+    ("Graph", "Who sends mass", "graph"),
+    ("Cloud", "Joint PCA", "cloud"),
+    ("Convergence", "Sinkhorn convergence", "convergence"),
+    ("ε path", "Sinkhorn coupling at ε", "eps_path"),
+])
+def test_06_views(page, label, needle, name):
+    choose_view(page, label)
+    wait_title(page, needle)
+    wait_query(page, "view", {"ε path": "path"}.get(label, label.lower()))
+    wait_idle(page, pause=1.0)
+    assert page.locator(".js-plotly-plot .main-svg").count() >= 1
+    if name == "eps_path":  # show a frame halfway along the path, not the product measure
+        rail = page.locator(".js-plotly-plot .slider-rail-rect").first.bounding_box()
+        label = page.locator(".js-plotly-plot .slider-label", has_text="ε=0.146").first
+        box = label.bounding_box()
+        page.mouse.click(box["x"] + box["width"] / 2, rail["y"] + rail["height"] / 2)
+        wait_title(page, "Sinkhorn coupling at ε = 0.146")
+        settle(page, 0.5)
+    shot(page, name)
+    no_errors(page)
+
+
+def test_07_click_a_grid_tile_selects_that_head(page):
+    choose_view(page, "All heads")
+    wait_title(page, "Layers × heads")
+    wait_idle(page, pause=1.0)
+    target = (2, 7)
+    xy = page.evaluate(
+        """([layer, head]) => {
+            const gd = [...document.querySelectorAll('.js-plotly-plot')]
+                .find(g => g.layout.title.text.startsWith('Layers'));
+            gd.scrollIntoView({block: 'center'});
+            const tr = gd._fullData.find(t => t.name === 'tiles');
+            let k = -1;
+            for (let i = 0; i < tr.customdata.length; i++) {
+                if (tr.customdata[i][0] === layer && tr.customdata[i][1] === head) k = i;
+            }
+            const fl = gd._fullLayout, box = gd.getBoundingClientRect();
+            return [box.left + fl._size.l + fl.xaxis.d2p(tr.x[k]),
+                    box.top + fl._size.t + fl.yaxis.d2p(tr.y[k])];
+        }""", list(target))
+    settle(page, 0.5)
+    page.mouse.move(xy[0], xy[1])
+    settle(page, 0.3)
+    page.mouse.click(xy[0], xy[1])
+    wait_query(page, "layer", "2")
+    wait_query(page, "head", "7")
+    wait_title(page, "click a tile")
+    wait_idle(page, pause=1.0)
+    q = query(page)
+    assert (q["layer"], q["head"]) == ("2", "7")
+    page.wait_for_selector("text=Currently: layer 2, head 7.", timeout=TIMEOUT)
+    outlined = page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')]
+        .find(g => g.layout.title.text.startsWith('Layers')).layout.shapes.length""")
+    assert outlined == 1  # the selected tile is outlined
+    shot(page, "heads")
+    no_errors(page)
+
+
+def test_08_about_and_url_restores_view(page, app_server):
+    choose_view(page, "About")
+    page.wait_for_selector("text=Softmax is half a Sinkhorn step", timeout=TIMEOUT)
+    wait_query(page, "view", "about")
+    settle(page, 1.0)
+    shot(page, "about")
+    no_errors(page)
+    # Open the page's own URL in a fresh tab: the same settings come back.
+    choose_view(page, "Compare")
+    wait_title(page, "How text A relates")
+    wait_query(page, "view", "compare")
+    wait_idle(page)
+    url = page.url
+    q = query(page)
+    fresh = page.context.new_page()
+    try:
+        fresh.goto(url)
+        fresh.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
+        wait_idle(fresh)
+        wait_title(fresh, "layer 2, head 7")
+        assert query(fresh) == q
+        assert any("ε=0.5" in t for t in titles(fresh))
+        no_errors(fresh)
+    finally:
+        fresh.close()
+
+
+def test_09_bad_input_shows_message_not_traceback(page, app_server):
+    fresh = page.context.new_page()
+    try:
+        fresh.goto(f"{app_server}/?a=%20%20&b=hello&eps=-1&layer=99")
+        fresh.wait_for_selector('[data-testid="stAlertContentError"]', timeout=TIMEOUT)
+        assert "Text A is empty" in fresh.locator('[data-testid="stAlertContentError"]').inner_text()
+        warnings = fresh.locator('[data-testid="stAlertContentWarning"]').all_inner_texts()
+        assert any("ε must be a positive number" in w for w in warnings), warnings
+        assert fresh.locator('[data-testid="stException"]').count() == 0
+        # HTML typed by a user is shown as text, never rendered.
+        area_a = fresh.locator('[data-testid="stSidebar"] textarea').nth(0)
+        area_a.fill("<b>bold</b> and <i>it</i>")
+        area_a.press("Control+Enter")
+        fresh.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
+        wait_idle(fresh)
+        wait_js(fresh, """() => [...document.querySelectorAll('.js-plotly-plot .ytick text')]
+            .some(e => e.textContent.includes('<'))""")
+        assert fresh.locator(".js-plotly-plot svg b, .js-plotly-plot svg i").count() == 0
+        no_errors(fresh)
+    finally:
+        fresh.close()
