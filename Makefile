@@ -41,13 +41,17 @@ test-fast: install
 	$(PY) -m pytest -q -m "not browser and not slow"
 
 bench: install chromium
-	$(PY) -m engine.bench
+	$(PY) -m engine.bench solver
+	$(PY) -m benchmarks.latency
 
 fuzz: install
 	SINKSCOPE_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q tests/test_sinkhorn.py -k hypothesis
 
 load: install chromium
-	$(PY) -m tests.load
+	$(PY) -m tests.load --sessions 20 --seconds 120
+
+screenshots: install chromium
+	$(PY) -m pytest -q tests/test_browser.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -165,9 +165,6 @@ def render_heads(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]
     selected = (ctx.layer, ctx.head) if isinstance(ctx.head, int) else None
     fig = vgrid.grid(plans, values, value_name=GRID_VALUES[gval], selected=selected,
                      scale="diverging" if kind == "difference" else "mass", theme=theme)
-    # Streamlit turns click-selection off when a figure's dragmode is "select" or
-    # "lasso" (its clickmode becomes "event"); tiles are picked by click, so no drag.
-    fig.update_layout(dragmode=False, clickmode="event+select")
     # The key names the selected head: a new selection gets a fresh, empty widget, so an
     # old click can never fight a head chosen in the sidebar.
     event = chart(fig, "heads", img, key=f"fig_heads_{ctx.layer}_{ctx.head}",

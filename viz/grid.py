@@ -131,7 +131,7 @@ def grid(plans: object, values: object, *, value_name: str = "col. err",
         yaxis=dict(tickmode="array", tickvals=rows_of, ticktext=[f"L{l}" for l in range(L)],
                    title=dict(text="layer"), showgrid=False, zeroline=False,
                    range=[n_rows - 0.5 + gy * 0.5, -0.5 - gy], scaleanchor="x", scaleratio=1),
-        shapes=shapes, hovermode="closest", clickmode="event+select", dragmode="select",
+        shapes=shapes, hovermode="closest", clickmode="event+select", dragmode=False,
         margin=dict(l=60, r=30, t=110, b=30))
     fig = go.Figure(data=data, layout=layout)
     if height is None:
