@@ -82,7 +82,7 @@ def run(quick: bool = False) -> list[tuple[str, list[float]]]:
                 moves.append(time.perf_counter() - t)
             rows.append(("slider move → heatmaps updated", moves))
 
-            box_b = page.get_by_label("Text B (keys)")
+            box_b = page.get_by_role("textbox", name="Text B (keys)")
             new_text = []
             for i, word in enumerate(("violin", "glacier", "lantern", "orchid", "compass")):
                 box_b.fill(f"A {word} waited by the bank of the quiet river.")
@@ -95,7 +95,7 @@ def run(quick: bool = False) -> list[tuple[str, list[float]]]:
             long_rows = []
             for k in range(2):
                 words = " ".join([("river bank money water", "stone bridge over rain")[k]] * 150)
-                box_a = page.get_by_label("Text A (queries)")
+                box_a = page.get_by_role("textbox", name="Text A (queries)")
                 box_a.fill(words)
                 before = page.evaluate(PLOT_TEXT)
                 box_a.press("Control+Enter")  # A alone first (not timed)

@@ -161,15 +161,16 @@ class Encoder:
         """The packaged all-MiniLM-L6-v2 (6 layers, 12 heads, d_head 32), loaded offline."""
         return cls(DEFAULT_MODEL, device=device)
 
-    def encode(self, text: str) -> Encoding:
+    def encode(self, text: str, *, attentions: bool = True) -> Encoding:
         """Encode one text in its own context.
 
         Returns an :class:`Encoding` with hidden (L+1, n, d), q / k (L, H, n, d_head) and
-        attentions (L, H, n, n).
+        attentions (L, H, n, n) (None when ``attentions=False``, which saves memory:
+        a 512-token text's attentions take 75 MB).
         """
-        return self.encode_many([text])[0]
+        return self.encode_many([text], attentions=attentions)[0]
 
-    def encode_many(self, texts: list[str]) -> list[Encoding]:
+    def encode_many(self, texts: list[str], *, attentions: bool = True) -> list[Encoding]:
         """Encode several texts, each in its own context, in one padded forward pass.
 
         Text is text: "[CLS]" typed by a user is tokenised as characters, never as the
@@ -181,7 +182,7 @@ class Encoder:
                              split_special_tokens=True)
         full = [len(self.tokenizer(c, truncation=False, split_special_tokens=True)["input_ids"])
                 for c, _ in cleaned]
-        outs = self._forward(enc)
+        outs = self._forward(enc, attentions)
         result = []
         for i, (text, cut) in enumerate(cleaned):
             n = int(enc["attention_mask"][i].sum())
@@ -189,23 +190,23 @@ class Encoder:
                                          max(0, full[i] - n)))
         return result
 
-    def encode_pair(self, text_a: str, text_b: str) -> Encoding:
+    def encode_pair(self, text_a: str, text_b: str, *, attentions: bool = True) -> Encoding:
         """Encode two texts jointly as [CLS] A [SEP] B [SEP]; ``segment`` tells them apart."""
         (ta, cut_a), (tb, cut_b) = clean_text(text_a), clean_text(text_b)
         enc = self.tokenizer(ta, tb, truncation="longest_first", max_length=self.max_tokens,
                              return_tensors="pt", split_special_tokens=True)
         full = len(self.tokenizer(ta, tb, truncation=False, split_special_tokens=True)["input_ids"])
         n = int(enc["attention_mask"][0].sum())
-        outs = self._forward(enc)
+        outs = self._forward(enc, attentions)
         return self._encoding(enc, outs, 0, n, ta + PAIR_SEP + tb, cut_a or cut_b or full > n,
                               max(0, full - n))
 
     @torch.inference_mode()
-    def _forward(self, enc) -> dict[str, torch.Tensor]:
+    def _forward(self, enc, attentions: bool = True) -> dict[str, torch.Tensor]:
         """One forward pass; Q and K recomputed per layer from the layer's input."""
         model_in = {k: v.to(self.device) for k, v in enc.items()
                     if k in ("input_ids", "attention_mask", "token_type_ids")}
-        out = self.model(**model_in, output_attentions=True, output_hidden_states=True)
+        out = self.model(**model_in, output_attentions=attentions, output_hidden_states=True)
         hidden = torch.stack(out.hidden_states, 1)  # (B, L+1, T, d)
         B, T = hidden.shape[0], hidden.shape[2]
         qs, ks = [], []
@@ -214,7 +215,7 @@ class Encoder:
             x = out.hidden_states[l]
             qs.append(sa.query(x).view(B, T, self.n_heads, self.d_head).transpose(1, 2))
             ks.append(sa.key(x).view(B, T, self.n_heads, self.d_head).transpose(1, 2))
-        att = torch.stack(out.attentions, 1)  # (B, L, H, T, T)
+        att = torch.stack(out.attentions, 1) if attentions else None  # (B, L, H, T, T)
         return {"hidden": hidden, "q": torch.stack(qs, 1), "k": torch.stack(ks, 1),
                 "att": att}
 
@@ -236,10 +237,13 @@ class Encoder:
                                 word_ids + word_ids[segment == 0].max() + 1, word_ids)
 
         def np_(x):
-            return x.float().cpu().numpy()
+            arr = x.float().cpu().numpy()
+            arr.setflags(write=False)  # encodings are shared between sessions: read-only
+            return arr
 
         return Encoding(
             text=text, tokens=tokens, word_ids=word_ids, special=special, segment=segment,
             hidden=np_(outs["hidden"][i, :, :n]), q=np_(outs["q"][i, :, :, :n]),
-            k=np_(outs["k"][i, :, :, :n]), attentions=np_(outs["att"][i, :, :, :n, :n]),
+            k=np_(outs["k"][i, :, :, :n]),
+            attentions=None if outs["att"] is None else np_(outs["att"][i, :, :, :n, :n]),
             truncated=bool(truncated), n_dropped=int(n_dropped), model=self.name)

@@ -38,16 +38,17 @@ def default_encoder() -> Encoder:
 def encode_texts(encoder: Encoder, text_a: str, text_b: str | None,
                  mode: str = "separate") -> tuple[Encoding, ...]:
     """Encode what ``mode`` needs: (enc_a, enc_b) for separate, (pair,) for joint,
-    (enc_a,) for self. Separate texts share one padded forward pass."""
+    (enc_a,) for self. Separate texts share one padded forward pass; only joint mode
+    keeps the model's attentions (the A→B block)."""
     mode = check_mode(mode)
     clean_text(text_a, name="Text A")
     if mode != "self":
         clean_text(text_b if text_b is not None else "", name="Text B")
     if mode == "separate":
-        return tuple(encoder.encode_many([text_a, text_b]))
-    if mode == "joint":
+        return tuple(encoder.encode_many([text_a, text_b], attentions=False))
+    if mode == "joint":  # the model's own A→B block is shown beside the coupling
         return (encoder.encode_pair(text_a, text_b if text_b is not None else ""),)
-    return (encoder.encode(text_a),)
+    return (encoder.encode(text_a, attentions=False),)
 
 
 def check_mode(mode: str) -> str:

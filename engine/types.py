@@ -25,7 +25,8 @@ class Encoding:
         segment: (n,) int token-type ids (0 = first text, 1 = second in a pair).
         hidden: (L+1, n, d) hidden states; ``hidden[l]`` is the input of layer l.
         q, k: (L, H, n, d_head) queries and keys of every layer and head.
-        attentions: (L, H, n, n) the model's own attention probabilities.
+        attentions: (L, H, n, n) the model's own attention probabilities, or None when
+            they were not asked for. Arrays are read-only.
         truncated: True when the text was longer than the model's limit.
         n_dropped: how many tokens truncation removed (0 when not truncated).
         model: the model's name in the allow-list.
@@ -39,7 +40,7 @@ class Encoding:
     hidden: np.ndarray
     q: np.ndarray
     k: np.ndarray
-    attentions: np.ndarray
+    attentions: np.ndarray | None
     truncated: bool = False
     n_dropped: int = 0
     model: str = ""

@@ -73,13 +73,17 @@ def _b(text_b: str, mode: str) -> str | None:
     return None if mode == "self" else text_b
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@st.cache_resource(show_spinner=False, max_entries=32)
 def encodings(model: str, text_a: str, text_b: str, mode: str):
-    """The model's forward pass(es) for the texts: a tuple of frozen ``Encoding``."""
+    """The model's forward pass(es) for the texts: a tuple of frozen ``Encoding``.
+
+    Held once per process, not copied per call: encodings are frozen with read-only
+    arrays, so sessions can share them (a copy of a 512-token pair costs ~100 ms).
+    """
     return encode_texts(encoder(model), text_a, _b(text_b, mode), mode)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@st.cache_data(show_spinner=False, max_entries=64)
 def relation(model: str, text_a: str, text_b: str, mode: str, layer: int, head,
              eps: float, half_steps: int, weights: str, pool: bool):
     """One layer and head (or the head mean) at one ε and half-step count."""
@@ -88,10 +92,17 @@ def relation(model: str, text_a: str, text_b: str, mode: str, layer: int, head,
                             mode=mode, weights=weights, pool_words=pool)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+GRID_MAX_CELLS = int(os.environ.get("SINKSCOPE_GRID_MAX_CELLS", str(160 * 160)))
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
 def grid(model: str, text_a: str, text_b: str, mode: str, eps: float, half_steps: int,
          weights: str, pool: bool):
-    """Every layer and head at once: plans (L, H, n, m) and (L, H) summaries."""
+    """Every layer and head at once: plans (L, H, n, m) and (L, H) summaries.
+
+    The caller checks n·m ≤ ``GRID_MAX_CELLS`` first (SINKSCOPE_GRID_MAX_CELLS): at 512
+    tokens a side the grid's arrays alone would take about a gigabyte.
+    """
     enc = encodings(model, text_a, text_b, mode)
     return relate_encodings(enc, layer="all", head="all", eps=eps, half_steps=half_steps,
                             mode=mode, weights=weights, pool_words=pool)

@@ -155,6 +155,13 @@ def render_heads(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]
         st.selectbox("Number above each tile", list(GRID_VALUES), format_func=GRID_VALUES.get,
                      key="gval")
     eps, steps = float(st.session_state["eps"]), int(st.session_state["steps"])
+    n, m = len(r.tokens_a), len(r.tokens_b)
+    if n * m > compute.GRID_MAX_CELLS:
+        st.info(f"The texts have {n} × {m} tokens: too many to show all "
+                f"{ctx.n_layers * ctx.n_heads} heads at once (the limit is "
+                f"{compute.GRID_MAX_CELLS:,} token pairs, SINKSCOPE_GRID_MAX_CELLS). "
+                "Shorten the texts, or pick a layer and head in the sidebar.")
+        return []
     with st.spinner(f"Relating all {ctx.n_layers * ctx.n_heads} heads…"):
         g = compute.grid(ctx.model, ctx.a, ctx.b, ctx.mode, eps, steps, ctx.weights, ctx.pool)
     kind = st.session_state["gplan"]

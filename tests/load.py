@@ -35,7 +35,7 @@ async def session(browser, url: str, i: int, seconds: float, out: dict) -> None:
     try:
         await page.goto(url, timeout=120_000)
         await page.wait_for_selector(".js-plotly-plot", timeout=180_000)
-        box = page.get_by_label("Text B (keys)")
+        box = page.get_by_role("textbox", name="Text B (keys)")
         await box.fill(f"A {word} rested near the quiet water.")
         await box.press("Control+Enter")
         await page.wait_for_function(

@@ -40,18 +40,32 @@ def _customdata(la: list[str], lb: list[str], fields: Sequence[np.ndarray]) -> n
     return cd
 
 
+LARGE = 64 * 64  # cells; above this, hover names positions, not tokens (keeps JSON small)
+
+
 def map_trace(z: np.ndarray, la: list[str], lb: list[str], *, zname: str,
                fields: Sequence[tuple[str, np.ndarray]] = (), **kw) -> go.Heatmap:
     """One heatmap on numeric axes whose hover names both tokens and extra fields.
+
+    Above ``LARGE`` cells (e.g. two 512-token texts) hover shows positions A[i], B[j]
+    and the numbers only, sent as float32 typed arrays: per-cell token strings would make
+    the figure tens of megabytes.
 
     Args:
         z: (n, m) values; la, lb: n and m escaped labels; zname: what z holds;
         fields: (name, (n, m) array) pairs shown on hover; kw: more Heatmap settings.
     """
+    x, y = np.arange(z.shape[1]), np.arange(z.shape[0])
+    if z.size > LARGE:
+        lines = ["A[%{y}] → B[%{x}]", zname + " %{z:.4g}"]
+        lines += [f"{name} %{{customdata[{k}]:.4g}}" for k, (name, _) in enumerate(fields)]
+        cd = np.stack([f for _, f in fields], -1).astype(np.float32) if fields else None
+        return go.Heatmap(z=np.asarray(z, dtype=np.float32), x=x, y=y, customdata=cd,
+                          hovertemplate="<br>".join(lines) + "<extra></extra>", **kw)
     lines = ["A[%{y}] %{customdata[0]}", "B[%{x}] %{customdata[1]}", zname + " %{z:.4g}"]
     lines += [f"{name} %{{customdata[{2 + k}]:.4g}}" for k, (name, _) in enumerate(fields)]
     return go.Heatmap(
-        z=z, x=np.arange(z.shape[1]), y=np.arange(z.shape[0]),
+        z=z, x=x, y=y,
         customdata=_customdata(la, lb, [f for _, f in fields]),
         hovertemplate="<br>".join(lines) + "<extra></extra>", **kw)
 
@@ -62,6 +76,8 @@ def _score_fields(scores: np.ndarray | None, shape: tuple[int, int]):
     s = as_array(scores, "scores", ndim=2)
     if s.shape != shape:
         raise ValueError(f"scores have shape {s.shape} but the plan has {shape}")
+    if s.size > LARGE:  # the cost is −S: one field is enough when the figure is large
+        return [("score S", s)]
     return [("score S", s), ("cost −S", -s)]
 
 
