@@ -135,6 +135,7 @@ class Encoder:
             from transformers import AutoModel, AutoTokenizer
 
             transformers.logging.set_verbosity_error()  # length warnings: we cut on purpose
+            transformers.logging.disable_progress_bar()  # "Loading weights" bar
             folder = _transformer_folder(Path(path))
             self.tokenizer = AutoTokenizer.from_pretrained(
                 str(folder), local_files_only=True, trust_remote_code=False)

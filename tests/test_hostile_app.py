@@ -1,0 +1,130 @@
+"""Every hostile input of ``tests/hostile.py`` through the app (AppTest): a clear message
+naming what to change, or charts with finite numbers — never a traceback.
+
+One AppTest instance serves the whole corpus (the model loads once; each case is one
+rerun of a fraction of a second): the text areas are set by their keys as a user would
+type them, and the controls the cases do not touch stay at their defaults.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+os.environ["SINKSCOPE_WARM_UMAP"] = "0"  # keep both cores for the tests
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from tests.hostile import CASES, HTML_PAYLOADS  # noqa: E402
+
+pytestmark = pytest.mark.model
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+NON_FINITE = re.compile(r"\b(nan|inf|infinity)\b|n/a", re.IGNORECASE)
+
+
+@pytest.fixture(scope="module")
+def app() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.sidebar.text_area, "nothing rendered: a syntax error?"
+    return at
+
+
+def messages(at: AppTest) -> list[str]:
+    return [e.value for e in at.error] + [w.value for w in at.warning]
+
+
+def metric_numbers(at: AppTest) -> dict[str, list[float]]:
+    """Every number shown in the metrics strip (values and deltas), by label."""
+    out: dict[str, list[float]] = {}
+    for m in at.metric:
+        shown = f"{m.value} {m.proto.delta or ''}"
+        assert not NON_FINITE.search(shown), (m.label, shown)
+        if m.label == "Converged":
+            assert m.value in ("yes", "no"), m.value
+            out[m.label] = []
+            continue
+        nums = [float(x) for x in NUMBER.findall(shown)]
+        assert nums, (m.label, shown)
+        assert all(math.isfinite(x) for x in nums), (m.label, shown)
+        out[m.label] = nums
+    return out
+
+
+def type_texts(at: AppTest, a: str, b: str) -> None:
+    """Type both texts into their boxes (by key) and run, as a user committing them."""
+    at.sidebar.text_area(key="a").set_value(a)
+    at.sidebar.text_area(key="b").set_value(b)
+    at.run()
+
+
+def test_corpus_through_the_app(app):
+    at = app
+    t0 = time.perf_counter()
+    per_case: dict[str, float] = {}
+    failures: list[str] = []
+    for case in CASES:
+        t = time.perf_counter()
+        type_texts(at, case.a, case.b)
+        per_case[case.id] = time.perf_counter() - t
+        try:
+            assert not at.exception, [e.value for e in at.exception]
+            assert at.sidebar.text_area, "nothing rendered"
+            if case.expect:
+                msgs = messages(at)
+                assert any(case.expect in m for m in msgs), msgs
+                assert not at.get("plotly_chart"), "charts drawn for rejected input"
+                continue
+            assert not at.error, [e.value for e in at.error]
+            figs = at.get("plotly_chart")
+            assert len(figs) >= 2, f"{len(figs)} charts"
+            numbers = metric_numbers(at)
+            assert len(numbers) == 8, list(numbers)
+            if case.truncated:
+                notes = [i.value for i in at.info] + [w.value for w in at.warning]
+                assert any("cut" in n or "limit" in n for n in notes), notes
+            blob = " ".join(el.proto.spec for el in figs)
+            for payload in HTML_PAYLOADS:  # HTML never reaches plotly unescaped
+                for tag in ("<script", "<img", "<iframe", "<a href", "<b>"):
+                    if tag in payload:
+                        assert tag not in blob, (tag, case.id)
+            for fig in (json.loads(el.proto.spec) for el in figs):
+                title = json.dumps(fig["layout"].get("title", {}), ensure_ascii=False)
+                assert not NON_FINITE.search(title), title  # numbers in titles too
+        except AssertionError as e:
+            failures.append(f"{case.id}: {e}")
+    total = time.perf_counter() - t0
+    slow = sorted(per_case.items(), key=lambda kv: -kv[1])[:3]
+    print(f"\n{len(CASES)} hostile cases through the app in {total:.1f} s "
+          f"(slowest: {', '.join(f'{k} {v:.2f} s' for k, v in slow)})")
+    assert not failures, "\n".join(failures)
+
+
+def test_app_recovers_after_hostile_input(app):
+    """After the whole corpus, an ordinary pair still works in the same session."""
+    at = app
+    type_texts(at, "The cat sat on the mat.", "A dog lay on the rug.")
+    assert not at.exception and not at.error
+    assert len(at.get("plotly_chart")) >= 2
+    assert at.session_state["ex"] == "custom"
+
+
+def test_huge_text_typed_is_cut_with_notice(app):
+    """A 100,000-character text typed in the box (beyond the box's own limit) is cut to
+    the configured limit, and the user is told."""
+    at = app
+    huge = next(c for c in CASES if c.id == "huge-100k")
+    type_texts(at, huge.a, "A river bank.")
+    assert not at.exception and not at.error, messages(at)
+    notes = [i.value for i in at.info] + [w.value for w in at.warning]
+    assert any("cut" in n or "limit" in n for n in notes), notes
+    metric_numbers(at)
