@@ -231,12 +231,14 @@ def _exact_cached(S, a, b) -> np.ndarray:
     return _exact_by_key(_key(S, a, b), S.tobytes(), S.shape, a.tobytes(), b.tobytes())
 
 
-def _history(S, a, b, eps, T, points: int = 400):
+def _history(S, a, b, eps, T, points: int = 400, budget: float = 4e6):
     """Cost ⟨−S, π_t⟩ and entropy H(π_t) of the plan after half-steps t (single head).
 
-    Records every half-step up to ``points`` of them, else a log-spaced subset.
+    Records every half-step up to ``points`` of them (fewer for large texts, so that
+    points · n · m stays within ``budget``), else a log-spaced subset.
     Returns (steps (K,), cost (K,), entropy (K,)).
     """
+    points = int(max(12, min(points, budget // max(1, S.size))))
     if T <= points:
         steps = np.arange(1, T + 1)
     else:
