@@ -236,14 +236,22 @@ def compare(relation: Relation, *, view: str = "joint", height: int | None = Non
     fg = th.foreground(theme)
     legend_seen: set[str] = set()
     zlabel = "mass π(i, j)" if view == "joint" else "π(j | i)"
+    traces, rows, cols = [], [], []  # added in one call: add_trace per trace is slow
     for k, (z, joint) in enumerate(((shown_soft, soft), (shown_sink, sink))):
         col = 1 + 2 * k
-        fig.add_trace(map_trace(z, la, lb, zname="mass" if view == "joint" else "π(j|i)",
-                                fields=fields, coloraxis="coloraxis"), row=2, col=col)
+        traces.append(map_trace(z, la, lb, zname="mass" if view == "joint" else "π(j|i)",
+                                fields=fields, coloraxis="coloraxis"))
+        rows.append(2)
+        cols.append(col)
         for tr in _marginal_traces(joint.sum(0), b, lb, side="b", legend_seen=legend_seen, fg=fg):
-            fig.add_trace(tr, row=1, col=col)
+            traces.append(tr)
+            rows.append(1)
+            cols.append(col)
         for tr in _marginal_traces(joint.sum(1), a, la, side="a", legend_seen=legend_seen, fg=fg):
-            fig.add_trace(tr, row=2, col=col + 1)
+            traces.append(tr)
+            rows.append(2)
+            cols.append(col + 1)
+    fig.add_traces(traces, rows=rows, cols=cols)
     lo, hi = limits(shown_soft, shown_sink)
     fig.update_layout(
         coloraxis=dict(colorscale=th.MASS_SCALE, cmin=lo, cmax=hi,
