@@ -188,7 +188,7 @@ class Encoder:
         for i, (text, cut) in enumerate(cleaned):
             n = int(enc["attention_mask"][i].sum())
             result.append(self._encoding(enc, outs, i, n, text, cut or full[i] > n,
-                                         max(0, full[i] - n)))
+                                         max(0, full[i] - n), cut))
         return result
 
     def encode_pair(self, text_a: str, text_b: str, *, attentions: bool = True) -> Encoding:
@@ -220,7 +220,8 @@ class Encoder:
         return {"hidden": hidden, "q": torch.stack(qs, 1), "k": torch.stack(ks, 1),
                 "att": att}
 
-    def _encoding(self, enc, outs, i, n, text, truncated, n_dropped) -> Encoding:
+    def _encoding(self, enc, outs, i, n, text, truncated, n_dropped,
+                  chars_cut=False) -> Encoding:
         ids = enc["input_ids"][i, :n].tolist()
         tokens = tuple(self.tokenizer.convert_ids_to_tokens(ids))
         tk = self.tokenizer  # [UNK] is content: a word the model cannot spell, not a marker
@@ -247,4 +248,5 @@ class Encoder:
             hidden=np_(outs["hidden"][i, :, :n]), q=np_(outs["q"][i, :, :, :n]),
             k=np_(outs["k"][i, :, :, :n]),
             attentions=None if outs["att"] is None else np_(outs["att"][i, :, :, :n, :n]),
-            truncated=bool(truncated), n_dropped=int(n_dropped), model=self.name)
+            truncated=bool(truncated), n_dropped=int(n_dropped), model=self.name,
+            chars_cut=bool(chars_cut))

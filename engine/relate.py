@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from . import references
-from .encoder import PAIR_SEP, Encoder, clean_text
+from .encoder import MAX_CHARS, PAIR_SEP, Encoder, clean_text
 from .errors import SettingsError
 from .scores import Side, check_layer_head, scores, side, weights as make_weights, WEIGHTS
 from .sinkhorn import check_eps, check_half_steps, sinkhorn
@@ -266,10 +266,16 @@ def _history(S, a, b, eps, T, points: int = 400, budget: float = 4e6):
 
 def _notices(encodings, coupling, grid, half_steps) -> list[str]:
     out = []
-    for e in encodings:
-        if e.truncated:
-            out.append(f"A text was longer than the model's limit and was cut: "
-                       f"{e.n_dropped} tokens were dropped.")
+    names = ("Text A", "Text B") if len(encodings) == 2 else (
+        ("Text A",) if len(encodings[0].segment) and encodings[0].segment.max() == 0
+        else ("The pair",))
+    for name, e in zip(names, encodings):
+        if e.chars_cut:
+            out.append(f"{name} was cut to its first {MAX_CHARS:,} characters "
+                       f"(SINKSCOPE_MAX_CHARS).")
+        if e.n_dropped:
+            out.append(f"{name} was cut to the model's limit of {e.n} tokens: the next "
+                       f"{e.n_dropped:,} tokens were dropped.")
     conv = np.asarray(coupling.converged)
     if half_steps > 1 and not conv.all():
         if grid:

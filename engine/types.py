@@ -27,8 +27,9 @@ class Encoding:
         q, k: (L, H, n, d_head) queries and keys of every layer and head.
         attentions: (L, H, n, n) the model's own attention probabilities, or None when
             they were not asked for. Arrays are read-only.
-        truncated: True when the text was longer than the model's limit.
-        n_dropped: how many tokens truncation removed (0 when not truncated).
+        truncated: True when the text was cut (characters or tokens).
+        n_dropped: how many tokens the model's token limit removed from the text it got.
+        chars_cut: True when the text was first cut to ``SINKSCOPE_MAX_CHARS`` characters.
         model: the model's name in the allow-list.
     """
 
@@ -44,6 +45,7 @@ class Encoding:
     truncated: bool = False
     n_dropped: int = 0
     model: str = ""
+    chars_cut: bool = False
 
     @property
     def n(self) -> int:

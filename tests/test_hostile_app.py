@@ -60,21 +60,37 @@ def metric_numbers(at: AppTest) -> dict[str, list[float]]:
     return out
 
 
-def type_texts(at: AppTest, a: str, b: str) -> None:
-    """Type both texts into their boxes (by key) and run, as a user committing them."""
+def encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def type_texts(at: AppTest, a: str, b: str) -> AppTest:
+    """Type both texts into their boxes (by key) and run, as a user committing them.
+
+    A lone surrogate cannot travel as a widget value (a browser sends U+FFFD instead and
+    AppTest's protobuf refuses it, on every later run too), so such a pair goes into the
+    session state of a fresh AppTest before its first run: the app must clean it."""
+    if not (encodable(a) and encodable(b)):
+        fresh = AppTest.from_file(APP, default_timeout=120)
+        fresh.session_state["a"], fresh.session_state["b"] = a, b
+        fresh.session_state["ex"] = "custom"
+        return fresh.run()
     at.sidebar.text_area(key="a").set_value(a)
     at.sidebar.text_area(key="b").set_value(b)
-    at.run()
+    return at.run()
 
 
 def test_corpus_through_the_app(app):
-    at = app
     t0 = time.perf_counter()
     per_case: dict[str, float] = {}
     failures: list[str] = []
     for case in CASES:
         t = time.perf_counter()
-        type_texts(at, case.a, case.b)
+        at = type_texts(app, case.a, case.b)
         per_case[case.id] = time.perf_counter() - t
         try:
             assert not at.exception, [e.value for e in at.exception]
@@ -127,4 +143,60 @@ def test_huge_text_typed_is_cut_with_notice(app):
     assert not at.exception and not at.error, messages(at)
     notes = [i.value for i in at.info] + [w.value for w in at.warning]
     assert any("cut" in n or "limit" in n for n in notes), notes
+    metric_numbers(at)
+
+
+# ----------------------------------------------------------------------------- crafted URLs
+# The issue's list, each opened as a fresh session: the value is clamped or rejected with a
+# message, the page still draws, and no traceback. (tests/test_app.py checks parse_query
+# for each value and one combined hostile link through the app; these open each alone.)
+MB_TEXT = "word " * 200_000  # 1,000,000 characters
+HALF_MB_TEXT = "word " * 100_000  # 500,000: under Streamlit's own 512 Ki query-string cap
+@pytest.mark.parametrize("query, message, key, value", [
+    ({"eps": "0"}, "ε must be a positive number", "eps", 1.0),
+    ({"eps": "-1"}, "ε must be a positive number", "eps", 1.0),
+    ({"eps": "1e300"}, "is outside", "eps", "eps_max"),
+    ({"eps": "NaN"}, "ε must be a positive number", "eps", 1.0),
+    ({"steps": "1000000000"}, "half-steps = 1,000,000,000 is outside", "steps",
+     "max_half_steps"),
+    ({"layer": "99"}, "layer 99 is out of range", "layer", 5),
+    ({"mode": "unknown"}, "Unknown mode", "mode", "separate"),
+    ({"a": HALF_MB_TEXT, "b": "A river bank."}, "500,000 characters", "a", "max_chars"),
+], ids=["eps-0", "eps-neg", "eps-1e300", "eps-nan", "steps-1e9", "layer-99", "mode-unknown",
+        "text-500KB"])
+def test_crafted_url_is_clamped_with_a_message(query, message, key, value):
+    from sinkscope_app.state import LIMITS
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update(query)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]  # never a traceback, even
+    assert len(at.get("plotly_chart")) >= 2
+    assert not at.error, [e.value for e in at.error]
+    warnings = [w.value for w in at.warning]
+    assert any(message in w for w in warnings), warnings
+    got = at.session_state[key]
+    if key == "a":
+        assert len(got) == LIMITS.max_chars
+    else:
+        assert got == (getattr(LIMITS, value) if value in ("eps_max", "max_half_steps")
+                       else value)
+    assert len(at.get("plotly_chart")) >= 2, "the page still works after a crafted link"
+    metric_numbers(at)
+    # The URL the app writes back holds the safe value, not the crafted one.
+    q = {k: (v[-1] if isinstance(v, list) else v) for k, v in at.query_params.items()}
+    assert q[key] != query[key]
+    if key == "a":
+        assert len(q["a"]) == LIMITS.max_chars
+
+
+def test_megabyte_url_opens_the_default_view():
+    """Streamlit (runtime/state/query_params.sanitize_query_string) drops a whole query
+    string over 512 Ki characters before the app runs, logging a server warning: a 1 MB
+    link opens the default view, with no traceback and working charts."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update({"a": MB_TEXT, "b": "A river bank.", "eps": "0.3"})
+    at.run()
+    assert not at.exception and not at.error
+    assert len(at.get("plotly_chart")) >= 2
+    assert at.session_state["a"] != MB_TEXT and len(at.session_state["a"]) < 1000
     metric_numbers(at)
