@@ -1,7 +1,7 @@
 """Latency a person feels in Chromium against a running server (part of ``make bench``).
 
 Measures: server start → first coupling visible (cold process, then a second visitor with
-warm caches); ε slider keyboard move → the heatmaps' new data in the DOM; a new text B →
+warm caches); ε slider keyboard move → every chart redrawn with the new ε; a new text B →
 charts updated; two 512-token texts → charts updated; the server's peak memory.
 """
 
@@ -16,8 +16,7 @@ from engine.bench import p50, p95
 from tests.server import (CHROMIUM_ARGS, ROOT, chromium_path, free_port, peak_rss_mb,
                           wait_healthy)
 
-PLOT_TEXT = ("() => [...document.querySelectorAll('.js-plotly-plot')]"
-             ".map(p => p.textContent).join('|')")
+PLOT_TEXTS = "() => [...document.querySelectorAll('.js-plotly-plot')].map(p => p.textContent)"
 TARGETS = {
     "slider move → heatmaps updated": (0.250, 0.500),
     "new text B → charts updated": (1.0, None),
@@ -26,15 +25,29 @@ TARGETS = {
 }
 
 
-def _changed(page, before: str, timeout_ms: float = 30_000) -> None:
-    page.wait_for_function(f"b => ({PLOT_TEXT})() !== b && "
-                           "!document.querySelector('[data-testid=\"stStatusWidget\"]')",
-                           arg=before, timeout=timeout_ms, polling="raf")
+def _settled(page, eps_text: str, timeout_ms: float = 30_000) -> None:
+    """Wait until every chart on the page shows the new ε (both maps redrawn)."""
+    page.wait_for_function(
+        "e => { const p = [...document.querySelectorAll('.js-plotly-plot')];"
+        " return p.length > 0 && p.every(x => x.textContent.includes('ε=' + e + ',')"
+        " || x.textContent.includes('ε=' + e + ')')); }",
+        arg=eps_text, timeout=timeout_ms, polling=20)
 
 
 def _contains(page, word: str, timeout_ms: float = 60_000) -> None:
-    page.wait_for_function(f"w => ({PLOT_TEXT})().includes(w)", arg=word,
-                           timeout=timeout_ms, polling="raf")
+    """Wait until every chart shows ``word`` (all of them redrawn for the new text)."""
+    page.wait_for_function(
+        "w => { const p = [...document.querySelectorAll('.js-plotly-plot')];"
+        " return p.length > 0 && p.every(x => x.textContent.includes(w)); }",
+        arg=word, timeout=timeout_ms, polling=20)
+
+
+def _all_changed(page, before: list[str], timeout_ms: float = 120_000) -> None:
+    """Wait until every chart's text differs from ``before`` (one entry per chart)."""
+    page.wait_for_function(
+        "b => { const p = [...document.querySelectorAll('.js-plotly-plot')];"
+        " return p.length === b.length && p.every((x, i) => x.textContent !== b[i]); }",
+        arg=before, timeout=timeout_ms, polling=20)
 
 
 def run(quick: bool = False) -> list[tuple[str, list[float]]]:
@@ -74,11 +87,10 @@ def run(quick: bool = False) -> list[tuple[str, list[float]]]:
             slider = page.get_by_role("slider").first
             moves = []
             for i in range(20 if quick else 40):
-                before = page.evaluate(PLOT_TEXT)
                 slider.focus()
                 t = time.perf_counter()
                 slider.press("ArrowLeft" if (i // 3) % 2 == 0 else "ArrowRight")
-                _changed(page, before)
+                _settled(page, slider.get_attribute("aria-valuetext") or "")
                 moves.append(time.perf_counter() - t)
             rows.append(("slider move → heatmaps updated", moves))
 
@@ -97,14 +109,14 @@ def run(quick: bool = False) -> list[tuple[str, list[float]]]:
                 words = " ".join([("river bank money water", "stone bridge over rain")[k]] * 150)
                 box_a = page.get_by_role("textbox", name="Text A (queries)")
                 box_a.fill(words)
-                before = page.evaluate(PLOT_TEXT)
+                before = page.evaluate(PLOT_TEXTS)
                 box_a.press("Control+Enter")  # A alone first (not timed)
-                _changed(page, before, 120_000)
-                before = page.evaluate(PLOT_TEXT)
+                _all_changed(page, before)
+                before = page.evaluate(PLOT_TEXTS)
                 box_b.fill(words[::-1])
                 t = time.perf_counter()
                 box_b.press("Control+Enter")
-                _changed(page, before, 120_000)
+                _all_changed(page, before)
                 long_rows.append(time.perf_counter() - t)
             rows.append(("two 512-token texts → charts updated", long_rows))
             peak = peak_rss_mb(proc.pid)

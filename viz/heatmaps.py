@@ -48,8 +48,8 @@ def map_trace(z: np.ndarray, la: list[str], lb: list[str], *, zname: str,
     """One heatmap on numeric axes whose hover names both tokens and extra fields.
 
     Above ``LARGE`` cells (e.g. two 512-token texts) hover shows positions A[i], B[j]
-    and the numbers only, sent as float32 typed arrays: per-cell token strings would make
-    the figure tens of megabytes.
+    and the value only, sent as a float32 typed array: per-cell token strings and extra
+    fields would make the figure tens of megabytes.
 
     Args:
         z: (n, m) values; la, lb: n and m escaped labels; zname: what z holds;
@@ -57,11 +57,9 @@ def map_trace(z: np.ndarray, la: list[str], lb: list[str], *, zname: str,
     """
     x, y = np.arange(z.shape[1]), np.arange(z.shape[0])
     if z.size > LARGE:
-        lines = ["A[%{y}] → B[%{x}]", zname + " %{z:.4g}"]
-        lines += [f"{name} %{{customdata[{k}]:.4g}}" for k, (name, _) in enumerate(fields)]
-        cd = np.stack([f for _, f in fields], -1).astype(np.float32) if fields else None
-        return go.Heatmap(z=np.asarray(z, dtype=np.float32), x=x, y=y, customdata=cd,
-                          hovertemplate="<br>".join(lines) + "<extra></extra>", **kw)
+        return go.Heatmap(z=np.asarray(z, dtype=np.float32), x=x, y=y,
+                          hovertemplate=f"A[%{{y}}] → B[%{{x}}]<br>{zname} %{{z:.4g}}"
+                                        "<extra></extra>", **kw)
     lines = ["A[%{y}] %{customdata[0]}", "B[%{x}] %{customdata[1]}", zname + " %{z:.4g}"]
     lines += [f"{name} %{{customdata[{2 + k}]:.4g}}" for k, (name, _) in enumerate(fields)]
     return go.Heatmap(
@@ -309,6 +307,8 @@ def difference(relation: Relation, *, view: str = "joint", height: int | None = 
         colorbar=dict(title=dict(text="Δ mass" if view == "joint" else "Δ π(j|i)"), thickness=14)))
     fig.update_xaxes(**th.token_axis(lb, title="text B", rotate=True))
     fig.update_yaxes(**th.token_axis(la, title="text A", reverse=True))
-    fig.update_layout(title=dict(text=f"Sinkhorn − softmax · {_settings(relation)}"
+    c = relation.coupling
+    fig.update_layout(title=dict(text=f"Sinkhorn − softmax · {_settings(relation)} · "
+                                      f"ε={th.fmt(relation.eps)}, {c.half_steps} half-steps"
                                       "<br><sup>red: the coupling puts more mass here; blue: less</sup>"))
     return th.apply(fig, theme, height=height or default_height(n), width=width)
