@@ -91,6 +91,7 @@ try:
 except SinkscopeError as e:
     st.error(f"The model could not be loaded. {e}")
     st.stop()
+compute.umap_warmup()  # compiles UMAP in a background thread, once per process
 
 if "_init" not in ss:
     init_state(enc.n_layers, enc.n_heads)
@@ -260,6 +261,3 @@ def _share_url() -> str:
 
 explore(ctx)
 sync_url()
-# After the first page is drawn (not before: the compile would compete with it for the
-# two cores): load and compile UMAP in a background thread, once per process.
-compute.umap_warmup()
