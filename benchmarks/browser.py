@@ -8,13 +8,12 @@ charts updated; two 512-token texts → charts updated; the server's peak memory
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from engine.bench import p50, p95
-from tests.server import (CHROMIUM_ARGS, ROOT, chromium_path, free_port, peak_rss_mb,
-                          wait_healthy)
+from tests.server import (CHROMIUM_ARGS, ROOT, chromium_path, command, free_port,
+                          peak_rss_mb, stop, wait_healthy)
 
 PLOT_TEXTS = "() => [...document.querySelectorAll('.js-plotly-plot')].map(p => p.textContent)"
 TARGETS = {
@@ -57,10 +56,7 @@ def run(quick: bool = False) -> list[tuple[str, list[float]]]:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = Path(ROOT / ".bench-server.log")
-    cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
-           "--server.headless", "true", "--server.port", str(port),
-           "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-           "--server.fileWatcherType", "none"]
+    cmd = command(port)
     rows: list[tuple[str, list[float]]] = []
     with open(log, "w") as fh, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
@@ -121,11 +117,7 @@ def run(quick: bool = False) -> list[tuple[str, list[float]]]:
             rows.append(("two 512-token texts → charts updated", long_rows))
             peak = peak_rss_mb(proc.pid)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop(proc)
             browser.close()
     print("\nIn Chromium against a running server (two ~20-token texts unless said)")
     w = max(len(n) for n, _ in rows)

@@ -7,9 +7,6 @@ medians and 95th percentiles, in one run, beside the machine they were measured 
 from __future__ import annotations
 
 import argparse
-import os
-import statistics
-import time
 
 import numpy as np
 import torch

@@ -33,26 +33,42 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def rss_mb(pid: int) -> float:
-    """Resident memory of a process in MB (from /proc), 0 when it is gone."""
+def _status_mb(pid: int, field: str) -> float:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
     return 0.0
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process in MB (from /proc), 0 when it is gone."""
+    return _status_mb(pid, "VmRSS")
 
 
 def peak_rss_mb(pid: int) -> float:
-    """Peak resident memory (VmHWM) of a process in MB."""
+    """Peak resident memory (VmHWM) of a process in MB, 0 when it is gone."""
+    return _status_mb(pid, "VmHWM")
+
+
+def command(port: int) -> list[str]:
+    """``streamlit run app.py`` on 127.0.0.1:port, headless, without usage statistics."""
+    return [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
+            "--server.headless", "true", "--server.port", str(port),
+            "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+            "--server.fileWatcherType", "none"]
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Terminate a server, killing it if it does not stop within 10 s."""
+    proc.terminate()
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5)
 
 
 def wait_healthy(url: str, proc: subprocess.Popen, log: Path, timeout: float = 60) -> float:
@@ -77,10 +93,7 @@ def streamlit_server(env: dict | None = None) -> Iterator[tuple[str, subprocess.
     """Start the app on a free loopback port; yield (url, process); stop it after."""
     port = free_port()
     log_path = Path(tempfile.mkdtemp(prefix="sinkscope-server-")) / "streamlit.log"
-    cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
-           "--server.headless", "true", "--server.port", str(port),
-           "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-           "--server.fileWatcherType", "none"]
+    cmd = command(port)
     full_env = {**os.environ, "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1",
                 "TRANSFORMERS_OFFLINE": "1", **(env or {})}
     with open(log_path, "w") as log:
@@ -91,12 +104,7 @@ def streamlit_server(env: dict | None = None) -> Iterator[tuple[str, subprocess.
             wait_healthy(url, proc, log_path)
             yield url, proc
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
+            stop(proc)
     text = log_path.read_text()
     if "Traceback" in text:
         sys.stderr.write(f"\n--- streamlit server log ---\n{text[-4000:]}\n")
