@@ -200,3 +200,15 @@ def test_megabyte_url_opens_the_default_view():
     assert len(at.get("plotly_chart")) >= 2
     assert at.session_state["a"] != MB_TEXT and len(at.session_state["a"]) < 1000
     metric_numbers(at)
+
+
+@pytest.mark.parametrize("name", ["bert-base-uncased", "/etc/passwd", "../../model",
+                                  "https://example.com/evil"])
+def test_unlisted_model_in_a_link_is_refused(name):
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update({"model": name})
+    at.run()
+    assert not at.exception and not at.error
+    assert any("Unknown model" in w.value for w in at.warning), [w.value for w in at.warning]
+    assert at.session_state["model"] == "all-MiniLM-L6-v2"
+    assert len(at.get("plotly_chart")) >= 2
