@@ -51,6 +51,11 @@ def init_state(n_layers: int, n_heads: int) -> None:
     ss.update(parsed.values)
     if ss["layer"] == -1:
         ss["layer"] = n_layers - 1
+    if not st.query_params and compute.link_was_dropped():
+        parsed.warnings.append(
+            "This link was too long to open (over 512 Ki characters, the most Streamlit "
+            f"accepts), so the default view is shown. Texts keep at most "
+            f"{LIMITS.max_chars:,} characters: share a link with shorter texts.")
     ss["_url_warnings"] = parsed.warnings
     ss["_init"] = True
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 
 import numpy as np
 import streamlit as st
@@ -128,3 +129,30 @@ def eps_path(model: str, text_a: str, text_b: str, mode: str, layer: int, head,
     r = _geometry(model, text_a, text_b, mode, layer, head, weights, pool)
     eps, plans = _eps_path(r)
     return np.asarray(eps), np.asarray(plans), np.asarray(r.exact_plan)
+
+
+class _DroppedLinks(logging.Handler):
+    """Notices Streamlit ignoring a link's whole query string (over 512 Ki characters).
+
+    Streamlit drops such a query string before the app runs and only logs it; the app
+    reads this handler's time stamp to tell the visitor why the default view is shown.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.WARNING)
+        self.last = float("-inf")
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "Ignoring query string" in record.getMessage():
+            self.last = time.monotonic()
+
+
+# Installed when this module is first imported (the first page of the process), so it
+# catches over-long links from every later visitor onwards.
+_DROPPED = _DroppedLinks()
+logging.getLogger("streamlit.runtime.state.query_params").addHandler(_DROPPED)
+
+
+def link_was_dropped(within_s: float = 5.0) -> bool:
+    """True when Streamlit ignored an over-long link in the last ``within_s`` seconds."""
+    return time.monotonic() - _DROPPED.last < within_s

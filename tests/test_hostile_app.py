@@ -189,14 +189,16 @@ def test_crafted_url_is_clamped_with_a_message(query, message, key, value):
         assert len(q["a"]) == LIMITS.max_chars
 
 
-def test_megabyte_url_opens_the_default_view():
+def test_megabyte_url_opens_the_default_view_with_a_message():
     """Streamlit (runtime/state/query_params.sanitize_query_string) drops a whole query
     string over 512 Ki characters before the app runs, logging a server warning: a 1 MB
-    link opens the default view, with no traceback and working charts."""
+    link opens the default view, says why, with no traceback and working charts."""
+    AppTest.from_file(APP, default_timeout=120).run()  # a first visitor starts the process
     at = AppTest.from_file(APP, default_timeout=120)
     at.query_params.update({"a": MB_TEXT, "b": "A river bank.", "eps": "0.3"})
     at.run()
     assert not at.exception and not at.error
+    assert any("too long to open" in w.value for w in at.warning), [w.value for w in at.warning]
     assert len(at.get("plotly_chart")) >= 2
     assert at.session_state["a"] != MB_TEXT and len(at.session_state["a"]) < 1000
     metric_numbers(at)
