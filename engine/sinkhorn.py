@@ -94,11 +94,6 @@ def softmax_attention(S: Any, eps: float = 1.0) -> Any:
     return P if isinstance(S, torch.Tensor) else P.cpu().numpy()
 
 
-def _lse(x: torch.Tensor, dim: int) -> torch.Tensor:
-    """logsumexp that returns −inf (not NaN) for an all −inf slice."""
-    return torch.logsumexp(x, dim=dim)
-
-
 def sinkhorn(
     S: Any,
     a: Any,
@@ -351,7 +346,11 @@ def _err(marginal: torch.Tensor, target: torch.Tensor, dim: int) -> torch.Tensor
 
 
 def _absorb(alpha, beta, u, v, on_a, on_b):
-    """Move scalings into log potentials: α ← α + log u, β ← β + log v on the supports."""
-    alpha = torch.where(on_a, alpha + torch.log(torch.where(on_a, u, 1.0)), -math.inf)
-    beta = torch.where(on_b, beta + torch.log(torch.where(on_b, v, 1.0)), -math.inf)
+    """Move scalings into log potentials: α ← α + log u, β ← β + log v.
+
+    A zero scaling (a zero-weight row or column once normalised) becomes −inf; a column
+    of zero weight that no column step has touched yet keeps its mass (state 1).
+    """
+    alpha = torch.where(u > 0, alpha + torch.log(torch.where(u > 0, u, 1.0)), -math.inf)
+    beta = torch.where(v > 0, beta + torch.log(torch.where(v > 0, v, 1.0)), -math.inf)
     return alpha, beta

@@ -198,3 +198,15 @@ def test_hypothesis_plans_finite_nonnegative_marginals_when_converged(data, eps,
         assert np.abs(c.plan.sum(0) - b).sum() <= 2e-4
     else:
         assert max(c.row_err[-1], c.col_err[-1]) > 1e-4
+
+
+@pytest.mark.parametrize("eps", [0.01, 0.05, 1.0])
+def test_auto_equals_log_with_zero_weights_including_error_history(eps):
+    # small ε on wide scores forces the fallback from kernel scaling to log steps
+    S, a, b = problem(9, 11, seed=8, scale=15, zeros_a=(0, 8), zeros_b=(0, 10))
+    auto = sinkhorn(S, a, b, eps=eps, half_steps=40)
+    log = sinkhorn(S, a, b, eps=eps, half_steps=40, method="log")
+    assert np.abs(auto.plan - log.plan).max() <= 1e-12
+    assert np.abs(auto.row_err - log.row_err).max() <= 1e-12
+    assert np.abs(auto.col_err - log.col_err).max() <= 1e-12
+    assert auto.col_err[0] > 0.5  # state 1 (softmax) puts mass on zero-weight columns
