@@ -34,7 +34,9 @@ WORDS_A = ("giraffe guitar palace ginger bicycle penguin daisy helmet volcano ca
            "blanket parrot lemon island violet pumpkin desert spider crystal drum "
            "ladder tiger satin orchard").split()
 ALL_WORDS = frozenset(WORDS_A + WORDS_B)
-TIMEOUT = 180_000  # ms, for the first page load (model load, 20 sessions at once)
+TIMEOUT = 180_000  # ms, for one visitor's page load and typing
+ARRIVING = 3  # visitors setting up at once (20 page loads at once starve 2 cores)
+BARRIER_TIMEOUT = 900  # s, for everyone to arrive before the moving phase
 MOVE_TIMEOUT = 60_000  # ms, for one slider move's charts
 
 # Every tick label of every chart, word pieces joined again ("wal ##rus" -> "walrus").
@@ -81,7 +83,7 @@ class Barrier:
 
 
 async def session(browser, url: str, i: int, seconds: float, pause: float,
-                  barrier: Barrier, out: dict) -> None:
+                  barrier: Barrier, gate: asyncio.Semaphore, out: dict) -> None:
     """One visitor: type its own texts, then move ε and the half-steps for ``seconds``."""
     wa, wb = WORDS_A[i % len(WORDS_A)], WORDS_B[i % len(WORDS_B)]
     foreign = ALL_WORDS - {wa, wb}
@@ -112,20 +114,21 @@ async def session(browser, url: str, i: int, seconds: float, pause: float,
         return not (missing or leaked)
 
     try:
-        await page.goto(url, timeout=TIMEOUT)
-        await page.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
-        for name, text, word in (
-                ("Text A (queries)", f"The old fisherman walked along the bank with a {wa}.",
-                 wa),
-                ("Text B (keys)", f"A {wb} rested near the quiet water.", wb)):
-            box = page.get_by_role("textbox", name=name)
-            await box.fill(text)
-            await box.press("Control+Enter")
-            await wait_js(f"w => ({JS_TOKENS})().includes(' ' + w + ' ')", word)
-        ok = await check_own_texts("after typing")
+        async with gate:  # a few visitors arrive at a time; then all move together
+            await page.goto(url, timeout=TIMEOUT)
+            await page.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
+            for name, text, word in (
+                    ("Text A (queries)",
+                     f"The old fisherman walked along the bank with a {wa}.", wa),
+                    ("Text B (keys)", f"A {wb} rested near the quiet water.", wb)):
+                box = page.get_by_role("textbox", name=name)
+                await box.fill(text)
+                await box.press("Control+Enter")
+                await wait_js(f"w => ({JS_TOKENS})().includes(' ' + w + ' ')", word)
+            ok = await check_own_texts("after typing")
         barrier.arrive()
         arrived = True
-        await asyncio.wait_for(barrier.event.wait(), timeout=TIMEOUT / 1000)
+        await asyncio.wait_for(barrier.event.wait(), timeout=BARRIER_TIMEOUT)
         if not ok:
             return
         sliders = page.get_by_role("slider")
@@ -179,7 +182,8 @@ async def run_sessions(url: str, n: int, seconds: float, pause: float,
         holder["barrier"] = barrier
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-        await asyncio.gather(*(session(browser, url, i, seconds, pause, barrier, out)
+        gate = asyncio.Semaphore(ARRIVING)
+        await asyncio.gather(*(session(browser, url, i, seconds, pause, barrier, gate, out)
                                for i in range(n)))
         await browser.close()
     return out, barrier
