@@ -9,6 +9,7 @@ each caller its own unpickled copy, so nothing shared can be mutated by one sess
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import threading
@@ -34,6 +35,17 @@ def model_names() -> tuple[str, ...]:
     return (DEFAULT_MODEL, *names)
 
 
+def freeze_heap() -> None:
+    """Move every object alive now (modules, the model) out of the garbage collector's reach.
+
+    Python's full collections walk every tracked object: with torch, transformers, plotly
+    and UMAP loaded that is ~640k objects and ~0.5 s, and building figures triggers one
+    every other slider move, stalling the server mid-response. Objects loaded once per
+    process never become garbage, so they are frozen; later garbage is still collected.
+    """
+    gc.freeze()
+
+
 @st.cache_resource(show_spinner=False)
 def encoder(model: str) -> Encoder:
     """The model, loaded once per process (shared, read-only)."""
@@ -41,7 +53,9 @@ def encoder(model: str) -> Encoder:
     if threads > 0:
         import torch
         torch.set_num_threads(threads)
-    return Encoder(model)
+    enc = Encoder(model)
+    freeze_heap()
+    return enc
 
 
 @st.cache_resource(show_spinner=False)
@@ -59,6 +73,7 @@ def umap_warmup() -> threading.Thread | None:
             warm_up_umap()
         except Exception as e:  # warm-up is an optimisation only
             log.warning("UMAP warm-up failed: %s", e)
+        freeze_heap()  # numba, UMAP and pynndescent's modules too
 
     t = threading.Thread(target=work, name="sinkscope-umap-warmup", daemon=True)
     t.start()

@@ -175,11 +175,21 @@ def all_builders(rel, proj):
     }
 
 
-def traces_in(fig, row, col):
-    """The traces drawn in subplot (row, col)."""
+def traces_in(fig, axes):
+    """The traces drawn on the (x, y) axes ``axes``, e.g. ("x3", "y3")."""
+    return [t for t in fig.data if (t.xaxis or "x", t.yaxis or "y") == tuple(axes)]
+
+
+def traces_at(fig, row, col):
+    """The traces drawn in subplot (row, col) of a make_subplots figure."""
     sp = fig.get_subplot(row, col)
-    x, y = sp.xaxis.plotly_name.replace("axis", ""), sp.yaxis.plotly_name.replace("axis", "")
-    return [t for t in fig.data if (t.xaxis or "x") == x and (t.yaxis or "y") == y]
+    return traces_in(fig, (sp.xaxis.plotly_name.replace("axis", ""),
+                           sp.yaxis.plotly_name.replace("axis", "")))
+
+
+def compare_part(plan, part):
+    """Axes of compare's "map", "cols" (bars above) or "rows" (bars beside) for a plan."""
+    return heatmaps.AXES[plan][("map", "cols", "rows").index(part)]
 
 
 def bar_values(traces, axis):
@@ -253,18 +263,21 @@ def test_compare_structure_values_and_shared_scale(rel):
 
 def test_compare_ticks_keep_repeated_tokens(rel):
     fig = heatmaps.compare(rel)
-    xa, ya = fig.get_subplot(2, 1).xaxis, fig.get_subplot(2, 1).yaxis
+    xa, ya = fig.layout.xaxis, fig.layout.yaxis
     assert list(ya.ticktext) == theme.escape_all(TOKENS_A) and len(ya.ticktext) == 7
     assert list(ya.tickvals) == list(range(7)) and list(ya.range) == [6.5, -0.5]
     assert list(xa.tickvals) == list(range(9)) and list(xa.ticktext).count("the") == 2
     assert heatmap_traces(fig)[0].y.tolist() == list(range(7))  # numeric, not categorical
 
 
-@pytest.mark.parametrize("k, plan_of", [(0, lambda r: r.softmax_plan), (1, lambda r: r.coupling.plan)])
-def test_compare_marginal_bars_equal_plan_sums_and_targets(rel, k, plan_of):
+@pytest.mark.parametrize("name, plan_of", [("softmax", lambda r: r.softmax_plan),
+                                           ("sinkhorn", lambda r: r.coupling.plan)])
+def test_compare_marginal_bars_equal_plan_sums_and_targets(rel, name, plan_of):
     fig = heatmaps.compare(rel)
     plan = plan_of(rel)
-    col_traces, row_traces = traces_in(fig, 1, 1 + 2 * k), traces_in(fig, 2, 2 + 2 * k)
+    col_traces = traces_in(fig, compare_part(name, "cols"))
+    row_traces = traces_in(fig, compare_part(name, "rows"))
+    assert [t.type for t in traces_in(fig, compare_part(name, "map"))] == ["heatmap"]
     np.testing.assert_allclose(bar_values(col_traces, "x"), plan.sum(0))
     np.testing.assert_allclose(bar_values(row_traces, "y"), plan.sum(1))
     col_target = [t for t in col_traces if t.name == "target b"][0]
@@ -275,13 +288,15 @@ def test_compare_marginal_bars_equal_plan_sums_and_targets(rel, k, plan_of):
 
 def test_compare_colours_over_and_under_attended_columns(rel):
     fig = heatmaps.compare(rel)
-    bars = {t.name: t for t in traces_in(fig, 1, 1) if isinstance(t, go.Bar)}
+    bars = {t.name: t for t in traces_in(fig, compare_part("softmax", "cols"))
+            if isinstance(t, go.Bar)}
     over, under = bars["above target"], bars["below target"]
     diff = rel.softmax_plan.sum(0) - rel.b
     assert over.marker.color == theme.COLOR_OVER and under.marker.color == theme.COLOR_UNDER
     assert set(np.asarray(over.x).tolist()) == set(np.nonzero(diff > 0.05 * rel.b + 0.01 / 9)[0].tolist())
     assert len(over.x) > 0 and len(under.x) > 0  # softmax over- and under-attends here
-    sink = {t.name: t for t in traces_in(fig, 1, 3) if isinstance(t, go.Bar)}
+    sink = {t.name: t for t in traces_in(fig, compare_part("sinkhorn", "cols"))
+            if isinstance(t, go.Bar)}
     assert len(sink["on target"].x) == 9  # the coupling meets b everywhere
 
 
@@ -292,7 +307,8 @@ def test_compare_conditional_view_is_row_normalised(rel):
     z = np.asarray(sink.z)
     np.testing.assert_allclose(z[rel.a > 0].sum(1), 1.0)
     assert np.all(z[rel.a == 0] == 0) and np.isfinite(z).all()
-    np.testing.assert_allclose(bar_values(traces_in(fig, 1, 3), "x"), rel.coupling.plan.sum(0))
+    np.testing.assert_allclose(bar_values(traces_in(fig, compare_part("sinkhorn", "cols")), "x"),
+                               rel.coupling.plan.sum(0))
     with pytest.raises(ValueError, match="view"):
         heatmaps.compare(rel, view="marginal")
 
@@ -350,10 +366,10 @@ def test_graph_top_k_edges_count(rel):
     fig = bipartite.graph(rel, top_k=3)
     n_pos = int((rel.a > 0).sum())
     for col in (1, 2):
-        assert edge_count(traces_in(fig, 1, col)) == n_pos * 3
-    assert edge_count(traces_in(bipartite.graph(rel, top_k=1), 1, 2)) == n_pos
+        assert edge_count(traces_at(fig, 1, col)) == n_pos * 3
+    assert edge_count(traces_at(bipartite.graph(rel, top_k=1), 1, 2)) == n_pos
     # None keeps every positive edge: Sinkhorn puts mass on all (a_i > 0, b_j > 0) pairs
-    assert edge_count(traces_in(bipartite.graph(rel, top_k=None), 1, 2)) == n_pos * int((rel.b > 0).sum())
+    assert edge_count(traces_at(bipartite.graph(rel, top_k=None), 1, 2)) == n_pos * int((rel.b > 0).sum())
 
 
 def test_graph_threshold_and_bins(rel):
@@ -541,10 +557,10 @@ def test_builders_accept_any_small_shape(n, m, seed):
     r = make_relation(n, m, seed=seed)
     cmp = heatmaps.compare(r)
     assert [np.asarray(t.z).shape for t in heatmap_traces(cmp)] == [(n, m), (n, m)]
-    assert len(cmp.get_subplot(2, 1).yaxis.ticktext) == n
+    assert len(cmp.layout.yaxis.ticktext) == n
     assert np.asarray(heatmaps.difference(r, view="conditional").data[0].z).shape == (n, m)
     g = bipartite.graph(r, top_k=2)
-    assert edge_count(traces_in(g, 1, 2)) == int((r.a > 0).sum()) * min(2, int((r.b > 0).sum()))
+    assert edge_count(traces_at(g, 1, 2)) == int((r.a > 0).sum()) * min(2, int((r.b > 0).sum()))
     for fig in (cmp, g, clouds.cloud(r, make_projection(n, m, dim=2 + seed % 2)),
                 diagnostics.eps_path([1.0], r.coupling.plan[None], r.exact_plan)):
         assert_finite(fig)

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from viz import theme as th
 from viz._data import as_array, as_plan, l1, labels, limits, row_normalise, symmetric_limit
@@ -44,7 +43,7 @@ LARGE = 64 * 64  # cells; above this, hover names positions, not tokens (keeps J
 
 
 def map_trace(z: np.ndarray, la: list[str], lb: list[str], *, zname: str,
-               fields: Sequence[tuple[str, np.ndarray]] = (), **kw) -> go.Heatmap:
+              fields: Sequence[tuple[str, np.ndarray]] = (), **kw) -> go.Heatmap:
     """One heatmap on numeric axes whose hover names both tokens and extra fields.
 
     Above ``LARGE`` cells (e.g. two 512-token texts) hover shows positions A[i], B[j]
@@ -55,17 +54,43 @@ def map_trace(z: np.ndarray, la: list[str], lb: list[str], *, zname: str,
         z: (n, m) values; la, lb: n and m escaped labels; zname: what z holds;
         fields: (name, (n, m) array) pairs shown on hover; kw: more Heatmap settings.
     """
+    return go.Heatmap(map_trace_dict(z, la, lb, zname=zname, fields=fields, **kw))
+
+
+def map_trace_dict(z: np.ndarray, la: list[str], lb: list[str], *, zname: str,
+                   fields: Sequence[tuple[str, np.ndarray]] = (), **kw) -> dict:
+    """:func:`map_trace` as a plain dict, for figures built in one ``go.Figure`` call."""
     x, y = np.arange(z.shape[1]), np.arange(z.shape[0])
     if z.size > LARGE:
-        return go.Heatmap(z=np.asarray(z, dtype=np.float32), x=x, y=y,
-                          hovertemplate=f"A[%{{y}}] → B[%{{x}}]<br>{zname} %{{z:.4g}}"
-                                        "<extra></extra>", **kw)
+        return dict(type="heatmap", z=np.asarray(z, dtype=np.float32), x=x, y=y,
+                    hovertemplate=f"A[%{{y}}] → B[%{{x}}]<br>{zname} %{{z:.4g}}"
+                                  "<extra></extra>", **kw)
     lines = ["A[%{y}] %{customdata[0]}", "B[%{x}] %{customdata[1]}", zname + " %{z:.4g}"]
     lines += [f"{name} %{{customdata[{2 + k}]:.4g}}" for k, (name, _) in enumerate(fields)]
-    return go.Heatmap(
-        z=z, x=x, y=y,
-        customdata=_customdata(la, lb, [f for _, f in fields]),
-        hovertemplate="<br>".join(lines) + "<extra></extra>", **kw)
+    return dict(type="heatmap", z=z, x=x, y=y,
+                customdata=_customdata(la, lb, [f for _, f in fields]),
+                hovertemplate="<br>".join(lines) + "<extra></extra>", **kw)
+
+
+def _figure(data: list[dict], layout: dict, theme: str, height: int,
+            width: int | None) -> go.Figure:
+    """One ``go.Figure`` from trace and layout dicts in our theme.
+
+    Building the whole figure in one call is several times faster than make_subplots and
+    update_* calls, which re-validate the layout each time; it runs on every slider move.
+    """
+    layout = {**layout, "template": th.TEMPLATES[th.check_theme(theme)], "height": int(height)}
+    if width is not None:
+        layout["width"] = int(width)
+    return go.Figure(data=data, layout=layout)
+
+
+def _map_layout(la: list[str], lb: list[str], title: str, *, top: int = 80) -> dict:
+    """Layout of a single map: token axes, margins that fit their labels, a title."""
+    xa = th.token_axis(lb, title="text B", rotate=True)
+    ya = th.token_axis(la, title="text A", reverse=True)
+    return dict(xaxis=xa, yaxis=ya, title=dict(text=title),
+                margin=th.token_margins(xa, ya, top=top, right=40))
 
 
 def _score_fields(scores: np.ndarray | None, shape: tuple[int, int]):
@@ -112,14 +137,13 @@ def heatmap(plan: object, tokens_a: Sequence[str] | None = None,
         lo, hi, scale = (zmin if zmin is not None else lo), (zmax if zmax is not None else hi), th.MASS_SCALE
     if not hi > lo:
         hi = lo + 1.0
-    fig = go.Figure(map_trace(
+    trace = map_trace_dict(
         z, la, lb, zname=zlabel, fields=_score_fields(scores, z.shape), colorscale=scale,
-        zmin=lo, zmax=hi, zmid=0.0 if diverging else None,
-        colorbar=dict(title=dict(text=zlabel), thickness=14)))
-    fig.update_xaxes(**th.token_axis(lb, title="text B", rotate=True))
-    fig.update_yaxes(**th.token_axis(la, title="text A", reverse=True))
-    fig.update_layout(title=dict(text=title))
-    return th.apply(fig, theme, height=height or default_height(n), width=width)
+        zmin=lo, zmax=hi, colorbar=dict(title=dict(text=zlabel), thickness=14))
+    if diverging:
+        trace["zmid"] = 0.0
+    return _figure([trace], _map_layout(la, lb, title), theme, height or default_height(n),
+                   width)
 
 
 def _view_plans(relation: Relation, view: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -145,12 +169,13 @@ def _classes(sums: np.ndarray, target: np.ndarray) -> list[np.ndarray]:
 
 
 def _marginal_traces(sums: np.ndarray, target: np.ndarray, tokens: list[str], *,
-                     side: str, legend_seen: set[str], fg: str) -> list[go.BaseTraceType]:
+                     side: str, axes: tuple[str, str], legend_seen: set[str],
+                     fg: str) -> list[dict]:
     """Bars of the plan's marginal (split into above / below / on target) and target marks.
 
     ``side`` "b" draws vertical bars over columns j (sums over A); "a" horizontal bars
-    beside rows i. A class enters the legend the first time it is non-empty
-    (``legend_seen`` records which did).
+    beside rows i. ``axes`` names the (x, y) axes to draw on. A class enters the legend
+    the first time it is non-empty (``legend_seen`` records which did).
     """
     name = "b" if side == "b" else "a"
     idx = np.arange(len(sums))
@@ -160,35 +185,51 @@ def _marginal_traces(sums: np.ndarray, target: np.ndarray, tokens: list[str], *,
     hover = (f"{side.upper()}[{pos}] %{{customdata[0]}}<br>receives {val}" if side == "b"
              else f"{side.upper()}[{pos}] %{{customdata[0]}}<br>sends {val}")
     hover += f"<br>target {name} %{{customdata[1]:.4g}}<br>difference %{{customdata[2]:+.3g}}<extra></extra>"
-    traces: list[go.BaseTraceType] = []
+    on = dict(xaxis=axes[0], yaxis=axes[1])
+    traces: list[dict] = []
     for (label, color), sel in zip(_CLASSES, _classes(sums, target)):
         xy = dict(x=idx[sel], y=sums[sel]) if side == "b" else dict(x=sums[sel], y=idx[sel], orientation="h")
-        traces.append(go.Bar(**xy, width=0.8, marker=dict(color=color, line=dict(width=0)),
-                             name=label, legendgroup=label, customdata=cd[sel],
-                             showlegend=label not in legend_seen and sel.size > 0,
-                             hovertemplate=hover))
-        if traces[-1].showlegend:
+        show = label not in legend_seen and sel.size > 0
+        traces.append(dict(type="bar", **xy, **on, width=0.8,
+                           marker=dict(color=color, line=dict(width=0)), name=label,
+                           legendgroup=label, customdata=cd[sel], showlegend=show,
+                           hovertemplate=hover))
+        if show:
             legend_seen.add(label)
     size = float(np.clip(360 / max(1, len(sums)), 5, 16))
     mark = dict(symbol="line-ew-open" if side == "b" else "line-ns-open", size=size,
                 color=fg, line=dict(width=2.5, color=fg))
     xy = dict(x=idx, y=target) if side == "b" else dict(x=target, y=idx)
-    traces.append(go.Scatter(**xy, mode="markers", marker=mark, name=f"target {name}",
-                             legendgroup=f"target {name}",
-                             showlegend=f"target {name}" not in legend_seen,
-                             hovertemplate=f"target {name} %{{{'y' if side == 'b' else 'x'}:.4g}}<extra></extra>"))
-    if traces[-1].showlegend:
+    show = f"target {name}" not in legend_seen
+    traces.append(dict(type="scatter", **xy, **on, mode="markers", marker=mark,
+                       name=f"target {name}", legendgroup=f"target {name}", showlegend=show,
+                       hovertemplate=f"target {name} %{{{'y' if side == 'b' else 'x'}:.4g}}<extra></extra>"))
+    if show:
         legend_seen.add(f"target {name}")
     return traces
 
 
-def _axis_ref(fig: go.Figure, row: int, col: int) -> tuple[str, str]:
-    sp = fig.get_subplot(row, col)
-    return sp.xaxis.plotly_name.replace("axis", ""), sp.yaxis.plotly_name.replace("axis", "")
-
-
 def _settings(relation: Relation) -> str:
     return f"layer {relation.layer}, head {relation.head}"
+
+
+def _domains(sizes: Sequence[float], spacing: float) -> list[list[float]]:
+    """Paper-coordinate [start, end] of cells with relative ``sizes`` and a gap between."""
+    free, total, out, at = 1.0 - spacing * (len(sizes) - 1), float(sum(sizes)), [], 0.0
+    for size in sizes:
+        out.append([round(at, 6), min(1.0, round(at + free * size / total, 6))])
+        at = out[-1][1] + spacing
+    return out
+
+
+# compare's grid: columns map | row bars | map | row bars; rows column bars / maps.
+_COLS = _domains((0.39, 0.09, 0.39, 0.09), 0.012)
+_ROWS = _domains((0.8, 0.2), 0.03)  # from the bottom: maps, then the column bars above
+
+
+# (map, column bars, row bars) axes of each plan in :func:`compare`'s figure
+AXES = {"softmax": (("x", "y"), ("x3", "y3"), ("x5", "y5")),
+        "sinkhorn": (("x2", "y2"), ("x4", "y4"), ("x6", "y6"))}
 
 
 def compare(relation: Relation, *, view: str = "joint", height: int | None = None,
@@ -209,8 +250,10 @@ def compare(relation: Relation, *, view: str = "joint", height: int | None = Non
         theme: "light" or "dark".
 
     Returns:
-        A 2 × 4 subplot figure: ``Heatmap`` traces for softmax then Sinkhorn (sharing
-        ``coloraxis``), and per map 4 column-marginal and 4 row-marginal traces.
+        A figure with ``Heatmap`` traces for softmax (axes x, y) then Sinkhorn (x2, y2),
+        sharing ``coloraxis``; per map 4 column-marginal traces above it (x3, y3 and
+        x4, y4) and 4 row-marginal traces beside it (x5, y5 and x6, y6). :data:`AXES`
+        names them.
     """
     shown_soft, shown_sink, soft, sink = _view_plans(relation, view)
     n, m = soft.shape
@@ -226,58 +269,61 @@ def compare(relation: Relation, *, view: str = "joint", height: int | None = Non
     titles = (f"Softmax (ε={th.fmt(relation.eps)}) · column error {th.fmt(soft_col)}",
               f"Sinkhorn (ε={th.fmt(c.eps)}, {c.half_steps} half-steps) · max error "
               f"{th.fmt(sink_err)}" + ("" if converged else " · not converged"))
-    fig = make_subplots(
-        rows=2, cols=4, column_widths=[0.39, 0.09, 0.39, 0.09], row_heights=[0.2, 0.8],
-        horizontal_spacing=0.012, vertical_spacing=0.03,
-        specs=[[{}, None, {}, None], [{}, {}, {}, {}]],
-        subplot_titles=(titles[0], titles[1], "", "", "", ""))
     fg = th.foreground(theme)
     legend_seen: set[str] = set()
     zlabel = "mass π(i, j)" if view == "joint" else "π(j | i)"
-    traces, rows, cols = [], [], []  # added in one call: add_trace per trace is slow
+    data: list[dict] = []
     for k, (z, joint) in enumerate(((shown_soft, soft), (shown_sink, sink))):
-        col = 1 + 2 * k
-        traces.append(map_trace(z, la, lb, zname="mass" if view == "joint" else "π(j|i)",
-                                fields=fields, coloraxis="coloraxis"))
-        rows.append(2)
-        cols.append(col)
-        for tr in _marginal_traces(joint.sum(0), b, lb, side="b", legend_seen=legend_seen, fg=fg):
-            traces.append(tr)
-            rows.append(1)
-            cols.append(col)
-        for tr in _marginal_traces(joint.sum(1), a, la, side="a", legend_seen=legend_seen, fg=fg):
-            traces.append(tr)
-            rows.append(2)
-            cols.append(col + 1)
-    fig.add_traces(traces, rows=rows, cols=cols)
+        maps, cols, rows = AXES[("softmax", "sinkhorn")[k]]
+        data.append(map_trace_dict(z, la, lb, zname="mass" if view == "joint" else "π(j|i)",
+                                   fields=fields, coloraxis="coloraxis",
+                                   xaxis=maps[0], yaxis=maps[1]))
+        data += _marginal_traces(joint.sum(0), b, lb, side="b", axes=cols,
+                                 legend_seen=legend_seen, fg=fg)
+        data += _marginal_traces(joint.sum(1), a, la, side="a", axes=rows,
+                                 legend_seen=legend_seen, fg=fg)
     lo, hi = limits(shown_soft, shown_sink)
-    fig.update_layout(
+    col_hi = 1.08 * max(1e-12, float(np.max([soft.sum(0), sink.sum(0), b])))
+    row_hi = 1.08 * max(1e-12, float(np.max([soft.sum(1), sink.sum(1), a])))
+    x_tokens = th.token_axis(lb, title="text B", rotate=True)
+    y_tokens = th.token_axis(la, title="text A", reverse=True)
+    bottom, top = _ROWS
+    layout = dict(
         coloraxis=dict(colorscale=th.MASS_SCALE, cmin=lo, cmax=hi,
                        colorbar=dict(title=dict(text=zlabel, side="right"), thickness=14,
                                      len=0.75, y=0.4)),
         barmode="overlay", bargap=0.15,
         legend=dict(orientation="h", yanchor="bottom", y=1.06, x=1.0, xanchor="right"),
-        title=dict(text=f"How text A relates to text B · {_settings(relation)}"))
-    # Axes: maps on numeric token axes; bars share the map's token axis and one mass axis.
-    _, y_soft = _axis_ref(fig, 2, 1)
-    xr_soft, _ = _axis_ref(fig, 2, 2)
-    _, yc_soft = _axis_ref(fig, 1, 1)
-    col_hi = 1.08 * max(1e-12, float(np.max([soft.sum(0), sink.sum(0), b])))
-    row_hi = 1.08 * max(1e-12, float(np.max([soft.sum(1), sink.sum(1), a])))
-    for k in range(2):
-        col = 1 + 2 * k
-        xmap, _ = _axis_ref(fig, 2, col)
-        fig.update_xaxes(th.token_axis(lb, title="text B", rotate=True), row=2, col=col)
-        fig.update_yaxes(th.token_axis(la, title="text A" if k == 0 else "", reverse=True),
-                         row=2, col=col, matches=None if k == 0 else y_soft,
-                         showticklabels=k == 0)
-        fig.update_xaxes(matches=xmap, showticklabels=False, showgrid=False, row=1, col=col)
-        fig.update_yaxes(title=dict(text="B receives" if k == 0 else ""), range=[0, col_hi],
-                         matches=None if k == 0 else yc_soft, nticks=3, row=1, col=col)
-        fig.update_yaxes(matches=y_soft, showticklabels=False, showgrid=False, row=2, col=col + 1)
-        fig.update_xaxes(title=dict(text="A sends"), range=[0, row_hi], nticks=3, tickangle=0,
-                         matches=None if k == 0 else xr_soft, row=2, col=col + 1)
-    return th.apply(fig, theme, height=height or default_height(n, extra=140), width=width)
+        title=dict(text=f"How text A relates to text B · {_settings(relation)}"),
+        margin=th.token_margins(x_tokens, y_tokens, top=120, right=110),
+        annotations=[dict(text=t, x=sum(_COLS[2 * k]) / 2, y=1.0, xref="paper", yref="paper",
+                          xanchor="center", yanchor="bottom", showarrow=False,
+                          font=dict(size=16)) for k, t in enumerate(titles)],
+        # the maps, on numeric token axes; Sinkhorn's rows follow softmax's
+        xaxis=dict(x_tokens, domain=_COLS[0], anchor="y"),
+        yaxis=dict(y_tokens, domain=bottom, anchor="x"),
+        xaxis2=dict(x_tokens, domain=_COLS[2], anchor="y2"),
+        yaxis2=dict(y_tokens, domain=bottom, anchor="x2", matches="y", showticklabels=False,
+                    title=dict(text="")),
+        # column bars above the maps share their token axis and one mass axis
+        xaxis3=dict(domain=_COLS[0], anchor="y3", matches="x", showticklabels=False,
+                    showgrid=False),
+        yaxis3=dict(domain=top, anchor="x3", range=[0, col_hi], nticks=3,
+                    title=dict(text="B receives")),
+        xaxis4=dict(domain=_COLS[2], anchor="y4", matches="x2", showticklabels=False,
+                    showgrid=False),
+        yaxis4=dict(domain=top, anchor="x4", range=[0, col_hi], nticks=3, matches="y3"),
+        # row bars beside the maps share their rows and one mass axis
+        xaxis5=dict(domain=_COLS[1], anchor="y5", range=[0, row_hi], nticks=3, tickangle=0,
+                    title=dict(text="A sends")),
+        yaxis5=dict(domain=bottom, anchor="x5", matches="y", showticklabels=False,
+                    showgrid=False),
+        xaxis6=dict(domain=_COLS[3], anchor="y6", range=[0, row_hi], nticks=3, tickangle=0,
+                    matches="x5", title=dict(text="A sends")),
+        yaxis6=dict(domain=bottom, anchor="x6", matches="y", showticklabels=False,
+                    showgrid=False),
+    )
+    return _figure(data, layout, theme, height or default_height(n, extra=140), width)
 
 
 def difference(relation: Relation, *, view: str = "joint", height: int | None = None,
@@ -301,14 +347,13 @@ def difference(relation: Relation, *, view: str = "joint", height: int | None = 
     la, lb = labels(relation.tokens_a, n, "tokens_a"), labels(relation.tokens_b, m, "tokens_b")
     lim = symmetric_limit(z)
     fields = [("Sinkhorn", shown_sink), ("softmax", shown_soft)] + _score_fields(relation.scores, (n, m))
-    fig = go.Figure(map_trace(
+    trace = map_trace_dict(
         z, la, lb, zname="Sinkhorn − softmax", fields=fields, colorscale=th.DIFF_SCALE,
         zmin=-lim, zmax=lim, zmid=0.0,
-        colorbar=dict(title=dict(text="Δ mass" if view == "joint" else "Δ π(j|i)"), thickness=14)))
-    fig.update_xaxes(**th.token_axis(lb, title="text B", rotate=True))
-    fig.update_yaxes(**th.token_axis(la, title="text A", reverse=True))
+        colorbar=dict(title=dict(text="Δ mass" if view == "joint" else "Δ π(j|i)"), thickness=14))
     c = relation.coupling
-    fig.update_layout(title=dict(text=f"Sinkhorn − softmax · {_settings(relation)} · "
-                                      f"ε={th.fmt(relation.eps)}, {c.half_steps} half-steps"
-                                      "<br><sup>red: the coupling puts more mass here; blue: less</sup>"))
-    return th.apply(fig, theme, height=height or default_height(n), width=width)
+    title = (f"Sinkhorn − softmax · {_settings(relation)} · ε={th.fmt(relation.eps)}, "
+             f"{c.half_steps} half-steps"
+             "<br><sup>red: the coupling puts more mass here; blue: less</sup>")
+    return _figure([trace], _map_layout(la, lb, title, top=90), theme,
+                   height or default_height(n), width)

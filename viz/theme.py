@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import math
+import unicodedata
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
@@ -176,7 +177,7 @@ def token_axis(labels: Sequence[str], *, title: str, max_ticks: int = 40,
     """
     vals, text = thin_ticks(labels, max_ticks)
     axis = dict(tickmode="array", tickvals=vals, ticktext=text, title=dict(text=title),
-                showgrid=False, zeroline=False)
+                showgrid=False, zeroline=False, automargin=False)
     lo, hi = -0.5, len(labels) - 0.5
     axis["range"] = [hi, lo] if reverse else [lo, hi]
     if rotate:
@@ -184,6 +185,36 @@ def token_axis(labels: Sequence[str], *, title: str, max_ticks: int = 40,
         if n > 10 or max((len(t) for t in labels), default=0) > 8:
             axis["tickangle"] = -90 if n > 30 else -45
     return axis
+
+
+FONT_SIZE = 13  # the template's font size; tick labels use it
+
+
+def text_px(label: str, size: int = FONT_SIZE) -> float:
+    """Rough rendered width in pixels of an escaped label (wide CJK characters count double)."""
+    raw = html.unescape(label)
+    return sum(size * (1.0 if unicodedata.east_asian_width(ch) in "WF" else 0.62) for ch in raw)
+
+
+def token_margins(x_axis: dict, y_axis: dict, *, top: int = 80, right: int = 30) -> dict:
+    """Margins that fit the tick labels of two :func:`token_axis` dicts, computed here.
+
+    Token axes turn plotly's ``automargin`` off: measuring every label in the browser and
+    drawing twice made each redraw about twice as slow. Labels are at most 16 characters
+    (:func:`shorten`), so the margins stay bounded.
+
+    Args:
+        x_axis: the horizontal token axis (bottom labels, maybe rotated).
+        y_axis: the vertical token axis (left labels).
+        top, right: margins for what sits there (titles, legend, colour bar).
+    """
+    widest_y = max((text_px(t) for t in y_axis.get("ticktext", ())), default=0.0)
+    widest_x = max((text_px(t) for t in x_axis.get("ticktext", ())), default=0.0)
+    angle = abs(x_axis.get("tickangle", 0) or 0)
+    below = {0: FONT_SIZE * 1.4, 45: 0.71 * (widest_x + FONT_SIZE), 90: widest_x}.get(angle, widest_x)
+    title = 2.2 * FONT_SIZE if (y_axis.get("title") or {}).get("text") else 0
+    return dict(l=int(max(50, widest_y + title + 14)), b=int(below + 2.2 * FONT_SIZE + 14),
+                t=int(top), r=int(right), autoexpand=True)
 
 
 def fmt(value: float) -> str:
