@@ -17,6 +17,7 @@ from viz import bipartite, clouds, diagnostics, grid as vgrid, heatmaps
 
 from . import compute
 from .about import ABOUT
+from .live import chart as live_chart
 from .state import (CVIEWS, EDGES_MAX, GRAPH_WHICH, GRID_PLANS, GRID_VALUES, METHODS,
                     SPACES, TOPK_MAX)
 
@@ -42,12 +43,19 @@ class Ctx:
                 self.pool)
 
 
-def chart(fig: go.Figure, name: str, img: str, **kw):
-    """A plotly chart in our theme (not Streamlit's), with a PNG/SVG download button."""
+def chart(fig: go.Figure, name: str, img: str, *, key: str, live: bool = True, **kw):
+    """A plotly chart in our theme (not Streamlit's), with a PNG/SVG download button.
+
+    ``live`` charts update in place when a slider moves (:mod:`.live`); charts that send
+    selection events back (the All heads grid) or animate (ε path) use ``st.plotly_chart``.
+    """
     config = {"displaylogo": False,
+              "modeBarButtonsToRemove": ["lasso2d", "select2d", "sendDataToCloud"],
               "toImageButtonOptions": {"format": img, "filename": f"sinkscope_{name}",
                                        "scale": 2 if img == "png" else 1}}
-    return st.plotly_chart(fig, theme=None, width="stretch", config=config, **kw)
+    if live:
+        return live_chart(fig, key=key, config=config)
+    return st.plotly_chart(fig, theme=None, width="stretch", config=config, key=key, **kw)
 
 
 def _radio(label: str, options: dict, key: str, **kw):
@@ -175,7 +183,7 @@ def render_heads(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]
     # The key names the selected head: a new selection gets a fresh, empty widget, so an
     # old click can never fight a head chosen in the sidebar.
     event = chart(fig, "heads", img, key=f"fig_heads_{ctx.layer}_{ctx.head}",
-                  on_select="rerun", selection_mode="points")
+                  live=False, on_select="rerun", selection_mode="points")
     st.caption("Click a tile's centre to open that layer and head in every view. "
                f"Currently: layer {ctx.layer}, "
                + (f"head {ctx.head}." if isinstance(ctx.head, int) else "mean over heads."))
@@ -213,7 +221,7 @@ def render_path(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]:
     with st.spinner("Solving along the ε path…"):
         eps, plans, exact = compute.eps_path(*ctx.geometry)
     fig = diagnostics.eps_path(eps, plans, exact, r.tokens_a, r.tokens_b, theme=theme)
-    chart(fig, "eps_path", img, key="fig_eps_path")
+    chart(fig, "eps_path", img, key="fig_eps_path", live=False)
     st.caption("Press ▶ play: at large ε every pair gets aᵢ·bⱼ (the product measure); as ε "
                "falls the coupling concentrates onto the exact optimal transport plan, the "
                "last frame. Each frame is solved to convergence (up to 4000 half-steps).")

@@ -39,7 +39,10 @@ def run(query: dict | None = None, **state) -> AppTest:
 
 
 def figures(at: AppTest) -> list[dict]:
-    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+    """Every figure on the page: live charts (updated in place) then st.plotly_chart ones."""
+    live = [json.loads(json.loads(el.proto.json)["spec"]) for el in at.get("bidi_component")
+            if el.proto.component_name == "sinkscope_live_chart"]
+    return live + [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
 
 
 def metric(at: AppTest, label: str) -> str:

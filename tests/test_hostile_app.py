@@ -23,6 +23,13 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tests.hostile import CASES, HTML_PAYLOADS  # noqa: E402
 
+
+def charts(at: AppTest) -> list[str]:
+    """The plotly JSON of every chart on the page (live charts and st.plotly_chart)."""
+    live = [json.loads(el.proto.json)["spec"] for el in at.get("bidi_component")
+            if el.proto.component_name == "sinkscope_live_chart"]
+    return live + [el.proto.spec for el in at.get("plotly_chart")]
+
 pytestmark = pytest.mark.model
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -98,22 +105,22 @@ def test_corpus_through_the_app(app):
             if case.expect:
                 msgs = messages(at)
                 assert any(case.expect in m for m in msgs), msgs
-                assert not at.get("plotly_chart"), "charts drawn for rejected input"
+                assert not charts(at), "charts drawn for rejected input"
                 continue
             assert not at.error, [e.value for e in at.error]
-            figs = at.get("plotly_chart")
+            figs = charts(at)
             assert len(figs) >= 2, f"{len(figs)} charts"
             numbers = metric_numbers(at)
             assert len(numbers) == 8, list(numbers)
             if case.truncated:
                 notes = [i.value for i in at.info] + [w.value for w in at.warning]
                 assert any("cut" in n or "limit" in n for n in notes), notes
-            blob = " ".join(el.proto.spec for el in figs)
+            blob = " ".join(figs)
             for payload in HTML_PAYLOADS:  # HTML never reaches plotly unescaped
                 for tag in ("<script", "<img", "<iframe", "<a href", "<b>"):
                     if tag in payload:
                         assert tag not in blob, (tag, case.id)
-            for fig in (json.loads(el.proto.spec) for el in figs):
+            for fig in (json.loads(spec) for spec in figs):
                 title = json.dumps(fig["layout"].get("title", {}), ensure_ascii=False)
                 assert not NON_FINITE.search(title), title  # numbers in titles too
         except AssertionError as e:
@@ -130,7 +137,7 @@ def test_app_recovers_after_hostile_input(app):
     at = app
     type_texts(at, "The cat sat on the mat.", "A dog lay on the rug.")
     assert not at.exception and not at.error
-    assert len(at.get("plotly_chart")) >= 2
+    assert len(charts(at)) >= 2
     assert at.session_state["ex"] == "custom"
 
 
@@ -170,7 +177,7 @@ def test_crafted_url_is_clamped_with_a_message(query, message, key, value):
     at.query_params.update(query)
     at.run()
     assert not at.exception, [e.value for e in at.exception]  # never a traceback, even
-    assert len(at.get("plotly_chart")) >= 2
+    assert len(charts(at)) >= 2
     assert not at.error, [e.value for e in at.error]
     warnings = [w.value for w in at.warning]
     assert any(message in w for w in warnings), warnings
@@ -180,7 +187,7 @@ def test_crafted_url_is_clamped_with_a_message(query, message, key, value):
     else:
         assert got == (getattr(LIMITS, value) if value in ("eps_max", "max_half_steps")
                        else value)
-    assert len(at.get("plotly_chart")) >= 2, "the page still works after a crafted link"
+    assert len(charts(at)) >= 2, "the page still works after a crafted link"
     metric_numbers(at)
     # The URL the app writes back holds the safe value, not the crafted one.
     q = {k: (v[-1] if isinstance(v, list) else v) for k, v in at.query_params.items()}
@@ -199,7 +206,7 @@ def test_megabyte_url_opens_the_default_view_with_a_message():
     at.run()
     assert not at.exception and not at.error
     assert any("too long to open" in w.value for w in at.warning), [w.value for w in at.warning]
-    assert len(at.get("plotly_chart")) >= 2
+    assert len(charts(at)) >= 2
     assert at.session_state["a"] != MB_TEXT and len(at.session_state["a"]) < 1000
     metric_numbers(at)
 
@@ -213,4 +220,4 @@ def test_unlisted_model_in_a_link_is_refused(name):
     assert not at.exception and not at.error
     assert any("Unknown model" in w.value for w in at.warning), [w.value for w in at.warning]
     assert at.session_state["model"] == "all-MiniLM-L6-v2"
-    assert len(at.get("plotly_chart")) >= 2
+    assert len(charts(at)) >= 2
