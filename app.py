@@ -22,7 +22,7 @@ import streamlit as st
 
 from engine import SinkscopeError
 from engine.export import marginals_csv, plans_csv, to_npz
-from sinkscope_app import compute, examples, metrics, report, views
+from sinkscope_app import compute, examples, live, metrics, report, views
 from sinkscope_app.state import (DEFAULTS, EPS_OPTIONS, HALF_STEP_OPTIONS, IMAGE_FORMATS,
                                  KEYS, LIMITS, MODES, VIEWS, WEIGHTS, parse_query, to_query,
                                  valid_text)
@@ -96,7 +96,6 @@ try:
 except SinkscopeError as e:
     st.error(f"The model could not be loaded. {e}")
     st.stop()
-compute.umap_warmup()  # compiles UMAP in a background thread, once per process
 
 if "_init" not in ss:
     init_state(enc.n_layers, enc.n_heads)
@@ -151,6 +150,7 @@ with st.sidebar:
               help="Merge word pieces (##ing) into words: labels joined, vectors averaged.")
     st.radio("Figure download format", IMAGE_FORMATS, key="img", horizontal=True,
              format_func=str.upper, help="What the camera button on each chart saves.")
+    live.preload()  # fetch plotly.js while the texts are encoded
     st.caption(f"Limits: {LIMITS.max_chars:,} characters per text (the model reads at most "
                f"{enc.max_tokens} tokens), ε {LIMITS.eps_min:g}–{LIMITS.eps_max:g}, up to "
                f"{LIMITS.max_half_steps:,} half-steps. Device: {enc.device}.")
@@ -266,3 +266,5 @@ def _share_url() -> str:
 
 explore(ctx)
 sync_url()
+compute.umap_warmup()  # compiles UMAP in a background thread once per process, after the
+# first page is out (compiling during the first run slowed it by seconds on 2 cores)

@@ -39,6 +39,10 @@ const loadPlotly = (src) => {
 };
 
 export default async function ({ parentElement, data }) {
+  if (!data.spec) {  // preload: start fetching plotly.js, draw nothing
+    loadPlotly(data.src).catch(() => {});
+    return;
+  }
   let gd = parentElement.querySelector(":scope > div.sinkscope-chart");
   if (!gd) {
     gd = document.createElement("div");
@@ -87,3 +91,9 @@ def chart(fig: go.Figure, *, key: str, config: dict) -> None:
     height = int(fig.layout.height or 450)
     mount(key=key, data={"spec": pio.to_json(fig, validate=False), "src": src,
                          "config": config, "height": height})
+
+
+def preload() -> None:
+    """Start fetching plotly.js in the browser now (an empty element), before any chart."""
+    src, mount = _registered()
+    mount(key="sinkscope_plotly_preload", data={"spec": "", "src": src})
