@@ -40,8 +40,9 @@ def run(query: dict | None = None, **state) -> AppTest:
 
 def figures(at: AppTest) -> list[dict]:
     """Every figure on the page: live charts (updated in place) then st.plotly_chart ones."""
-    live = [json.loads(json.loads(el.proto.json)["spec"]) for el in at.get("bidi_component")
-            if el.proto.component_name == "sinkscope_live_chart"]
+    specs = [json.loads(el.proto.json)["spec"] for el in at.get("bidi_component")
+             if el.proto.component_name == "sinkscope_live_chart"]
+    live = [json.loads(spec) for spec in specs if spec]  # "" is plotly.js's preload
     return live + [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
 
 

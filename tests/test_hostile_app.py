@@ -28,7 +28,8 @@ def charts(at: AppTest) -> list[str]:
     """The plotly JSON of every chart on the page (live charts and st.plotly_chart)."""
     live = [json.loads(el.proto.json)["spec"] for el in at.get("bidi_component")
             if el.proto.component_name == "sinkscope_live_chart"]
-    return live + [el.proto.spec for el in at.get("plotly_chart")]
+    return [spec for spec in live if spec] + [el.proto.spec for el in at.get("plotly_chart")]
+
 
 pytestmark = pytest.mark.model
 
