@@ -128,6 +128,11 @@ def test_02_type_a_pair(page):
 def test_03_move_eps_with_keyboard(page):
     eps = page.locator('[data-testid="stSlider"] input[type="range"]').first
     assert eps.get_attribute("aria-valuetext") == "1"
+    # Mark the chart divs: a slider move must update them in place (Plotly.react), not
+    # unmount and redraw them, which cost ~100 ms a move.
+    marked = page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')]
+        .map((g, i) => (g.dataset.sinkscopeMark = String(i)))""")
+    assert len(marked) >= 2
     latencies = []
     # 1 → 0.8 → 0.6 → 0.5 (ten log-spaced stops per decade); time each chart update.
     for expect in ("0.8", "0.6", "0.5"):
@@ -141,6 +146,8 @@ def test_03_move_eps_with_keyboard(page):
     assert eps.get_attribute("aria-valuetext") == "0.5"
     assert any("Softmax (ε=0.5)" in t for t in titles(page))
     assert query(page)["eps"] == "0.5"
+    assert page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')]
+        .map(g => g.dataset.sinkscopeMark)""") == marked, "charts were redrawn, not updated"
     print(f"\nε key press → charts updated: median {statistics.median(latencies) * 1000:.0f} ms "
           f"(each: {', '.join(f'{x * 1000:.0f}' for x in latencies)} ms)")
     assert statistics.median(latencies) < 10, latencies
