@@ -11,20 +11,16 @@ re-runs only them and never re-encodes the texts.
 from __future__ import annotations
 
 import logging
-import os
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-os.environ.setdefault("NUMBA_THREADING_LAYER", "omp")
+from engine import settings  # first: sets the offline environment the libraries read
 
-import streamlit as st
+import streamlit as st  # noqa: E402
 
 from engine import SinkscopeError
 from engine.export import marginals_csv, plans_csv, to_npz
 from sinkscope_app import compute, examples, live, metrics, report, views
 from sinkscope_app.state import (DEFAULTS, EPS_OPTIONS, HALF_STEP_OPTIONS, IMAGE_FORMATS,
-                                 KEYS, LIMITS, MODES, VIEWS, WEIGHTS, parse_query, to_query,
+                                 KEYS, MODES, VIEWS, WEIGHTS, parse_query, to_query,
                                  valid_text)
 
 log = logging.getLogger("sinkscope.app")
@@ -55,7 +51,7 @@ def init_state(n_layers: int, n_heads: int) -> None:
         parsed.warnings.append(
             "This link was too long to open (over 512 Ki characters, the most Streamlit "
             f"accepts), so the default view is shown. Texts keep at most "
-            f"{LIMITS.max_chars:,} characters: share a link with shorter texts.")
+            f"{settings.CONFIG.max_chars:,} characters: share a link with shorter texts.")
     ss["_url_warnings"] = parsed.warnings
     ss["_init"] = True
 
@@ -119,10 +115,10 @@ with st.sidebar:
     ex_opts = {**{k: v["title"] for k, v in EXAMPLES.items()}, "custom": "Your own texts"}
     st.selectbox("Example", list(ex_opts), format_func=ex_opts.get, key="ex",
                  on_change=on_example)
-    st.text_area("Text A (queries)", key="a", max_chars=LIMITS.max_chars, height=90,
+    st.text_area("Text A (queries)", key="a", max_chars=settings.CONFIG.max_chars, height=90,
                  on_change=on_text, help="Rows of every map. Press Ctrl+Enter or click "
                  "outside the box to apply.")
-    st.text_area("Text B (keys)", key="b", max_chars=LIMITS.max_chars, height=90,
+    st.text_area("Text B (keys)", key="b", max_chars=settings.CONFIG.max_chars, height=90,
                  on_change=on_text, disabled=ss["mode"] == "self",
                  help="Columns of every map. Not used in self mode.")
     note = EXAMPLES.get(ss["ex"], {}).get("note")
@@ -151,9 +147,9 @@ with st.sidebar:
     st.radio("Figure download format", IMAGE_FORMATS, key="img", horizontal=True,
              format_func=str.upper, help="What the camera button on each chart saves.")
     live.preload()  # fetch plotly.js while the texts are encoded
-    st.caption(f"Limits: {LIMITS.max_chars:,} characters per text (the model reads at most "
-               f"{enc.max_tokens} tokens), ε {LIMITS.eps_min:g}–{LIMITS.eps_max:g}, up to "
-               f"{LIMITS.max_half_steps:,} half-steps. Device: {enc.device}.")
+    st.caption(f"Limits: {settings.CONFIG.max_chars:,} characters per text (the model reads at most "
+               f"{enc.max_tokens} tokens), ε {settings.CONFIG.eps_min:g}–{settings.CONFIG.eps_max:g}, up to "
+               f"{settings.CONFIG.max_half_steps:,} half-steps. Device: {enc.device}.")
 
 for w in ss.pop("_url_warnings", []):
     st.warning(w)
@@ -203,13 +199,12 @@ def explore(ctx: views.Ctx) -> None:
         sync_url()
         return
     for n in r.notices:
-        (st.warning if "converged" in n else st.info)(n)
+        (st.warning if n.level == "warning" else st.info)(n.message)
 
-    items = metrics.items(r)
     cols = st.columns(4) + st.columns(4)
-    for col, m in zip(cols, items):
-        col.metric(m["label"], m["value"], delta=m.get("delta"), delta_color="off",
-                   delta_arrow="off", help=metrics.HELP[m["key"]], border=True)
+    for col, m in zip(cols, metrics.rows(r)):
+        col.metric(m.label, m.value, delta=m.detail or None, delta_color="off",
+                   delta_arrow="off", help=m.help, border=True)
     if r.half_steps == 1:
         st.caption("Half-step 1: the Sinkhorn plan **is** softmax, diag(a)·softmax(S/ε) — rows "
                    "right, columns off by the softmax column error.")

@@ -65,8 +65,7 @@ def engine_rows(quick: bool) -> list[tuple[str, list[float]]]:
         "figure: bipartite graph": lambda: viz.bipartite.graph(r),
         "figure: point cloud (PCA)": lambda: viz.clouds.cloud(r, pr),
         "figure: convergence": lambda: viz.diagnostics.convergence(
-            r.coupling, current=r.half_steps, hist_steps=r.hist_steps,
-            cost_hist=r.cost_hist, entropy_hist=r.entropy_hist),
+            r.coupling, current=r.half_steps),
         "figure: 6 × 12 grid": lambda: vgrid.grid(g.coupling.plan, g.summary.softmax_col_err),
         "figure: ε path animation": lambda: viz.diagnostics.eps_path(
             ev, plans, r.exact_plan, r.tokens_a, r.tokens_b),

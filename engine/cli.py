@@ -10,6 +10,8 @@ import numpy as np
 
 from .errors import SinkscopeError
 from .export import relation_to_dict
+from .settings import DEFAULT_EPS, DEFAULT_HALF_STEPS, MODES, WEIGHTS
+from .summary import half_steps_text, rows
 
 
 def _layer_or_all(x: str) -> int | str:
@@ -32,11 +34,12 @@ def parser() -> argparse.ArgumentParser:
                    help="layer index (negative from the end) or 'all' (default -1)")
     r.add_argument("--head", type=_head, default="mean",
                    help="head index, 'mean' or 'all' (default mean)")
-    r.add_argument("--eps", type=float, default=1.0, help="entropy ε > 0 (default 1)")
-    r.add_argument("--half-steps", type=int, default=100,
-                   help="Sinkhorn half-steps; 1 = softmax (default 100)")
-    r.add_argument("--mode", default="separate", choices=["separate", "joint", "self"])
-    r.add_argument("--weights", default="content", choices=["content", "uniform", "norm"])
+    r.add_argument("--eps", type=float, default=DEFAULT_EPS,
+                   help=f"entropy ε > 0 (default {DEFAULT_EPS:g})")
+    r.add_argument("--half-steps", type=int, default=DEFAULT_HALF_STEPS,
+                   help=f"Sinkhorn half-steps; 1 = softmax (default {DEFAULT_HALF_STEPS})")
+    r.add_argument("--mode", default="separate", choices=list(MODES))
+    r.add_argument("--weights", default="content", choices=list(WEIGHTS))
     r.add_argument("--pool-words", action="store_true", help="merge subwords into words")
     r.add_argument("--json", action="store_true", help="print JSON instead of a table")
     sub.add_parser("warmup", help="load the model and compile UMAP once (set-up)")
@@ -46,25 +49,18 @@ def parser() -> argparse.ArgumentParser:
 def _table(r) -> str:
     s = r.summary
     lines = [f"{r.model} · layer {r.layer} · head {r.head} · ε = {r.eps:g} · "
-             f"{r.half_steps} half-steps · {r.mode}",
+             f"{half_steps_text(r.half_steps)} · {r.mode}",
              f"A: {' '.join(r.tokens_a)}", f"B: {' '.join(r.tokens_b)}", ""]
     if np.ndim(s.cost) == 0:
-        rows = [("softmax column-marginal error", s.softmax_col_err),
-                ("Sinkhorn row error", s.sinkhorn_row_err),
-                ("Sinkhorn column error", s.sinkhorn_col_err),
-                ("cost ⟨−S, π⟩", s.cost), ("softmax cost", s.softmax_cost),
-                ("exact OT cost", s.exact_cost), ("entropy H(π)", s.entropy),
-                ("KL(π ‖ a⊗b)", s.kl_to_product), ("‖π − π*‖₁", s.l1_to_exact),
-                ("converged", s.converged)]
-        w = max(len(k) for k, _ in rows)
-        lines += [f"{k:<{w}}  {v:.4g}" if not isinstance(v, bool) else f"{k:<{w}}  {v}"
-                  for k, v in rows]
+        table = [(m.label, m.value + (f"  ({m.detail})" if m.detail else "")) for m in rows(r)]
+        w = max(len(k) for k, _ in table)
+        lines += [f"{k:<{w}}  {v}" for k, v in table]
         lines += ["", "Sinkhorn plan (rows A, columns B):"]
-        lines += [_matrix(r.coupling.plan, r.tokens_a, r.tokens_b)]
+        lines += [_matrix(r.sinkhorn_plan, r.tokens_a, r.tokens_b)]
     else:
         lines.append("softmax column-marginal error per layer (rows) and head (columns):")
         lines += ["  ".join(f"{v:5.2f}" for v in row) for row in s.softmax_col_err]
-    lines += [f"note: {n}" for n in r.notices]
+    lines += [f"{n.level}: {n.message}" for n in r.notices]
     return "\n".join(lines)
 
 

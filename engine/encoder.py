@@ -12,22 +12,16 @@ import json
 import os
 import unicodedata
 from pathlib import Path
+from typing import NamedTuple
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np
 import torch
 
+from . import settings
 from .errors import ModelError, TextError
+from .settings import DEFAULT_MODEL
 from .types import Encoding
-
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
-PAIR_SEP = "\x00"  # joins a pair's texts in Encoding.text; clean_text removes NULs
-MAX_CHARS = int(os.environ.get("SINKSCOPE_MAX_CHARS", "20000"))
 
 
 def default_model_path() -> Path:
@@ -47,13 +41,13 @@ def allowed_models() -> dict[str, Path]:
         models[DEFAULT_MODEL] = default_model_path()
     except ModelError:
         pass
-    spec = os.environ.get("SINKSCOPE_MODELS", "")
+    spec = settings.CONFIG.models
     for item in filter(None, (s.strip() for s in spec.split(";"))):
         name, sep, path = item.partition("=")
         if not sep or not name.strip() or not path.strip():
             raise ModelError(f"SINKSCOPE_MODELS entry {item!r} is not of the form name=path.")
         models[name.strip()] = Path(path.strip()).expanduser()
-    file = os.environ.get("SINKSCOPE_MODELS_FILE")
+    file = settings.CONFIG.models_file
     if file:
         try:
             extra = json.loads(Path(file).read_text())
@@ -67,7 +61,7 @@ def allowed_models() -> dict[str, Path]:
 
 def pick_device(device: str | None = None) -> torch.device:
     """CUDA > MPS > CPU unless ``device`` or ``SINKSCOPE_DEVICE`` says otherwise."""
-    device = device or os.environ.get("SINKSCOPE_DEVICE") or None
+    device = device or settings.CONFIG.device or None
     if device:
         return torch.device(device)
     if torch.cuda.is_available():
@@ -91,13 +85,24 @@ def _transformer_folder(path: Path) -> Path:
     raise ModelError(f"No config.json under {path}: is this a transformer model folder?")
 
 
-def clean_text(text: object, *, max_chars: int = MAX_CHARS,
-               name: str = "The text") -> tuple[str, bool]:
-    """Normalise a user's text for the tokenizer; returns (text, cut to max_chars).
+class CleanText(NamedTuple):
+    """A user's text normalised for the tokenizer, and whether it was cut to max_chars."""
+
+    text: str
+    cut: bool
+
+
+def clean_text(text: object, *, max_chars: int | None = None,
+               name: str = "The text") -> CleanText:
+    """Normalise a user's text for the tokenizer (NFC, control characters → spaces, cut to
+    ``max_chars``, default ``SINKSCOPE_MAX_CHARS``). A :class:`CleanText` passes through.
 
     Raises TextError for a non-string, or a text that is empty or blank once control
     characters and unpaired surrogates are removed.
     """
+    if isinstance(text, CleanText):
+        return text
+    max_chars = settings.CONFIG.max_chars if max_chars is None else max_chars
     if not isinstance(text, str):
         raise TextError(f"{name} must be a string, got {type(text).__name__}.")
     text = text.encode("utf-8", "replace").decode("utf-8")  # unpaired surrogates → '?'
@@ -109,7 +114,7 @@ def clean_text(text: object, *, max_chars: int = MAX_CHARS,
         text = text[:max_chars]
     if not text.strip():
         raise TextError(f"{name} is empty: type a word or a sentence.")
-    return text, cut
+    return CleanText(text, cut)
 
 
 class Encoder:
@@ -162,7 +167,7 @@ class Encoder:
         """The packaged all-MiniLM-L6-v2 (6 layers, 12 heads, d_head 32), loaded offline."""
         return cls(DEFAULT_MODEL, device=device)
 
-    def encode(self, text: str, *, attentions: bool = True) -> Encoding:
+    def encode(self, text: str | CleanText, *, attentions: bool = True) -> Encoding:
         """Encode one text in its own context.
 
         Returns an :class:`Encoding` with hidden (L+1, n, d), q / k (L, H, n, d_head) and
@@ -171,11 +176,12 @@ class Encoder:
         """
         return self.encode_many([text], attentions=attentions)[0]
 
-    def encode_many(self, texts: list[str], *, attentions: bool = True) -> list[Encoding]:
+    def encode_many(self, texts: list[str | CleanText], *,
+                    attentions: bool = True) -> list[Encoding]:
         """Encode several texts, each in its own context, in one padded forward pass.
 
         Text is text: "[CLS]" typed by a user is tokenised as characters, never as the
-        special token.
+        special token. Texts already cleaned (:class:`CleanText`) are not cleaned again.
         """
         cleaned = [clean_text(t) for t in texts]
         enc = self.tokenizer([c for c, _ in cleaned], padding=True, truncation=True,
@@ -187,11 +193,12 @@ class Encoder:
         result = []
         for i, (text, cut) in enumerate(cleaned):
             n = int(enc["attention_mask"][i].sum())
-            result.append(self._encoding(enc, outs, i, n, text, cut or full[i] > n,
+            result.append(self._encoding(enc, outs, i, n, (text,), cut or full[i] > n,
                                          max(0, full[i] - n), cut))
         return result
 
-    def encode_pair(self, text_a: str, text_b: str, *, attentions: bool = True) -> Encoding:
+    def encode_pair(self, text_a: str | CleanText, text_b: str | CleanText, *,
+                    attentions: bool = True) -> Encoding:
         """Encode two texts jointly as [CLS] A [SEP] B [SEP]; ``segment`` tells them apart."""
         (ta, cut_a), (tb, cut_b) = clean_text(text_a), clean_text(text_b)
         enc = self.tokenizer(ta, tb, truncation="longest_first", max_length=self.max_tokens,
@@ -199,8 +206,8 @@ class Encoder:
         full = len(self.tokenizer(ta, tb, truncation=False, split_special_tokens=True)["input_ids"])
         n = int(enc["attention_mask"][0].sum())
         outs = self._forward(enc, attentions)
-        return self._encoding(enc, outs, 0, n, ta + PAIR_SEP + tb, cut_a or cut_b or full > n,
-                              max(0, full - n))
+        return self._encoding(enc, outs, 0, n, (ta, tb), cut_a or cut_b or full > n,
+                              max(0, full - n), cut_a or cut_b)
 
     @torch.inference_mode()
     def _forward(self, enc, attentions: bool = True) -> dict[str, torch.Tensor]:
@@ -220,7 +227,7 @@ class Encoder:
         return {"hidden": hidden, "q": torch.stack(qs, 1), "k": torch.stack(ks, 1),
                 "att": att}
 
-    def _encoding(self, enc, outs, i, n, text, truncated, n_dropped,
+    def _encoding(self, enc, outs, i, n, texts, truncated, n_dropped,
                   chars_cut=False) -> Encoding:
         ids = enc["input_ids"][i, :n].tolist()
         tokens = tuple(self.tokenizer.convert_ids_to_tokens(ids))
@@ -244,9 +251,9 @@ class Encoder:
             return arr
 
         return Encoding(
-            text=text, tokens=tokens, word_ids=word_ids, special=special, segment=segment,
+            texts=tuple(texts), tokens=tokens, word_ids=word_ids, special=special, segment=segment,
             hidden=np_(outs["hidden"][i, :, :n]), q=np_(outs["q"][i, :, :, :n]),
             k=np_(outs["k"][i, :, :, :n]),
             attentions=None if outs["att"] is None else np_(outs["att"][i, :, :, :n, :n]),
             truncated=bool(truncated), n_dropped=int(n_dropped), model=self.name,
-            chars_cut=bool(chars_cut))
+            chars_cut=bool(chars_cut), max_tokens=self.max_tokens)

@@ -9,20 +9,35 @@ from typing import Any
 
 import numpy as np
 
-from .types import Relation
+from .types import Coupling, History, Notice, Relation, Summary
+
+SCHEMA = "sinkscope.relation/1"
+# Fields whose null means −inf (potentials of zero-weight tokens) or +inf (a KL that is
+# infinite because the plan puts mass on a zero-weight token); elsewhere null means NaN.
+_NEG_INF = ("f", "g")
+_POS_INF = ("kl_to_product",)
 
 
 def relation_to_dict(r: Relation) -> dict[str, Any]:
-    """Everything a client needs from a Relation, as JSON-safe values (−inf → null)."""
+    """A Relation as a JSON-safe document: the CLI's ``--json`` and the HTTP API's body.
+
+    Every field of the Relation is there (``product`` is a ⊗ b and is rebuilt), so
+    :func:`relation_from_dict` gives back an equal Relation. Non-finite numbers become
+    null: −inf in ``f``/``g`` (zero-weight tokens), +inf in ``summary.kl_to_product``.
+    """
     c = r.coupling
+    h = c.history
     return {
+        "schema": SCHEMA,
         "model": r.model,
         "settings": {"layer": r.layer, "head": r.head, "eps": r.eps,
                      "half_steps": r.half_steps, "mode": r.mode, "weights": r.weights,
-                     "pool_words": r.pool_words},
+                     "pool_words": r.pool_words, "tol": c.tol},
+        "text_a": r.text_a, "text_b": r.text_b,
         "tokens_a": list(r.tokens_a), "tokens_b": list(r.tokens_b),
         "a": _js(r.a), "b": _js(r.b),
         "scores": _js(r.scores),
+        "attention": _js(r.attention),
         "softmax_plan": _js(r.softmax_plan),
         "sinkhorn_plan": _js(c.plan),
         "exact_plan": _js(r.exact_plan),
@@ -34,25 +49,89 @@ def relation_to_dict(r: Relation) -> dict[str, Any]:
             "sinkhorn_cols": _js(c.plan.sum(-2)),
         },
         "row_err": _js(c.row_err), "col_err": _js(c.col_err),
-        "half_steps_run": c.half_steps,
+        "converged": _js(c.converged), "cost": _js(c.cost), "entropy": _js(c.entropy),
+        "half_steps_run": c.half_steps_run,
+        "history": None if h is None else {"steps": _js(h.steps), "cost": _js(h.cost),
+                                           "entropy": _js(h.entropy)},
         "summary": {k: _js(v) for k, v in r.summary.__dict__.items()},
+        "model_attention": _opt(r.model_attention),
+        "points_a": _opt(r.points_a), "points_b": _opt(r.points_b),
+        "hidden_a": _opt(r.hidden_a), "hidden_b": _opt(r.hidden_b),
         "truncated": {"a": r.truncated_a, "b": r.truncated_b},
-        "notices": list(r.notices),
+        "notices": [{"kind": n.kind, "level": n.level, "message": n.message}
+                    for n in r.notices],
     }
 
 
+def relation_from_dict(d: dict[str, Any]) -> Relation:
+    """The Relation a :func:`relation_to_dict` document describes (numpy arrays)."""
+    if d.get("schema") != SCHEMA:
+        raise ValueError(f"not a {SCHEMA} document (schema {d.get('schema')!r})")
+    s = d["settings"]
+    a, b = _np(d["a"]), _np(d["b"])
+    h = d["history"]
+    coupling = Coupling(
+        plan=_np(d["sinkhorn_plan"]), f=_np(d["f"], -math.inf), g=_np(d["g"], -math.inf),
+        row_err=_np(d["row_err"]), col_err=_np(d["col_err"]),
+        converged=np.asarray(d["converged"], dtype=bool), cost=_np(d["cost"]),
+        entropy=_np(d["entropy"]), eps=float(s["eps"]), half_steps_run=int(d["half_steps_run"]),
+        tol=float(s["tol"]),
+        history=None if h is None else History(
+            steps=np.asarray(h["steps"], dtype=np.int64), cost=_np(h["cost"]),
+            entropy=_np(h["entropy"])))
+    summary = Summary(**{k: _summary_value(k, v) for k, v in d["summary"].items()})
+    return Relation(
+        text_a=d["text_a"], text_b=d["text_b"], tokens_a=tuple(d["tokens_a"]),
+        tokens_b=tuple(d["tokens_b"]), a=a, b=b, scores=_np(d["scores"]),
+        attention=_np(d["attention"]), softmax_plan=_np(d["softmax_plan"]),
+        coupling=coupling, exact_plan=_np(d["exact_plan"]), product=np.outer(a, b),
+        summary=summary, layer=s["layer"], head=s["head"], eps=float(s["eps"]),
+        half_steps=int(s["half_steps"]), mode=s["mode"], weights=s["weights"],
+        pool_words=bool(s["pool_words"]), model=d["model"],
+        model_attention=_np_opt(d["model_attention"]), points_a=_np_opt(d["points_a"]),
+        points_b=_np_opt(d["points_b"]), hidden_a=_np_opt(d["hidden_a"]),
+        hidden_b=_np_opt(d["hidden_b"]), truncated_a=bool(d["truncated"]["a"]),
+        truncated_b=bool(d["truncated"]["b"]),
+        notices=tuple(Notice(n["kind"], n["level"], n["message"]) for n in d["notices"]))
+
+
 def _js(x):
-    """numpy / float → JSON-safe lists and floats; non-finite values (−inf f) → None."""
+    """numpy / float → JSON-safe lists and floats; non-finite values → None."""
     arr = np.asarray(x)
     if arr.dtype == bool:
         return arr.tolist()
+    if arr.dtype.kind in "iu":
+        return arr.tolist()
     return _finite(arr.astype(np.float64).tolist())
+
+
+def _opt(x):
+    return None if x is None else _js(x)
 
 
 def _finite(v):
     if isinstance(v, list):
         return [_finite(x) for x in v]
     return v if math.isfinite(v) else None
+
+
+def _np(v, null: float = math.nan) -> np.ndarray:
+    """Lists (None for a non-finite value) → float64 array, None → ``null``."""
+    arr = np.asarray(v, dtype=np.float64)  # None → NaN
+    if not math.isnan(null):
+        arr[np.isnan(arr)] = null
+    return arr
+
+
+def _np_opt(v):
+    return None if v is None else _np(v)
+
+
+def _summary_value(key: str, v):
+    if key == "converged":
+        return v if isinstance(v, bool) else np.asarray(v, dtype=bool)
+    arr = _np(v, math.inf if key in _POS_INF else math.nan)
+    return float(arr) if arr.ndim == 0 else arr
 
 
 def plans_csv(r: Relation) -> str:
@@ -68,7 +147,7 @@ def plans_csv(r: Relation) -> str:
             w.writerow([i, ta, f"{r.a[i]:.10g}", j, tb, f"{r.b[j]:.10g}",
                         f"{r.scores[i, j]:.10g}", f"{-r.scores[i, j]:.10g}",
                         f"{r.attention[i, j]:.10g}", f"{r.softmax_plan[i, j]:.10g}",
-                        f"{r.coupling.plan[i, j]:.10g}", f"{r.exact_plan[i, j]:.10g}"])
+                        f"{r.sinkhorn_plan[i, j]:.10g}", f"{r.exact_plan[i, j]:.10g}"])
     return out.getvalue()
 
 
@@ -80,8 +159,8 @@ def marginals_csv(r: Relation) -> str:
     w = csv.writer(out)
     w.writerow(["text", "index", "token", "weight", "softmax_marginal", "sinkhorn_marginal"])
     for side, toks, wt, sm, sk in (
-            ("A", r.tokens_a, r.a, r.softmax_plan.sum(1), r.coupling.plan.sum(1)),
-            ("B", r.tokens_b, r.b, r.softmax_plan.sum(0), r.coupling.plan.sum(0))):
+            ("A", r.tokens_a, r.a, r.softmax_plan.sum(1), r.sinkhorn_plan.sum(1)),
+            ("B", r.tokens_b, r.b, r.softmax_plan.sum(0), r.sinkhorn_plan.sum(0))):
         for i, t in enumerate(toks):
             w.writerow([side, i, t, f"{wt[i]:.10g}", f"{sm[i]:.10g}", f"{sk[i]:.10g}"])
     return out.getvalue()

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import threading
 
 import numpy as np
 
+from . import settings  # noqa: F401  (sets NUMBA_THREADING_LAYER before umap loads numba)
 from .errors import SettingsError
 from .types import Projection, Relation
 
-os.environ.setdefault("NUMBA_THREADING_LAYER", "omp")
 _umap_lock = threading.Lock()
 _cache_enabled = False
 

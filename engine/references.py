@@ -37,25 +37,45 @@ def product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.outer(a, b)
 
 
-def l1(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """‖p − q‖₁ over the last two axes: (...)."""
-    return np.abs(p - q).sum((-2, -1))
+def cost(plan: np.ndarray, S: np.ndarray) -> np.ndarray:
+    """Transport cost ⟨−S, π⟩ over the last two axes: (...)."""
+    return -(plan * S).sum((-2, -1))
+
+
+def entropy(plan: np.ndarray) -> np.ndarray:
+    """H(π) = −Σ π log π over the last two axes, with 0 log 0 = 0: (...)."""
+    pos = plan > 0
+    return -np.where(pos, plan * np.log(np.where(pos, plan, 1.0)), 0.0).sum((-2, -1))
+
+
+def l1(p: np.ndarray, q: np.ndarray, axes: int | tuple[int, ...] = (-2, -1)) -> np.ndarray:
+    """‖p − q‖₁ over ``axes`` (the last two by default, one for marginals)."""
+    return np.abs(p - q).sum(axes)
 
 
 def kl(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """KL(p ‖ q) = Σ p log(p / q) over the last two axes, with 0 log 0 = 0: (...).
 
-    q must be positive wherever p is.
+    +inf where p puts mass on a cell where q has none (p is not absolutely continuous
+    with respect to q).
     """
     pos = p > 0
-    ratio = np.where(pos, p, 1.0) / np.where(pos, q, 1.0)
-    return np.where(pos, p * np.log(ratio), 0.0).sum((-2, -1))
+    off = (pos & (q <= 0)).any((-2, -1))
+    ratio = np.where(pos, p, 1.0) / np.where(pos & (q > 0), q, 1.0)
+    out = np.where(pos, p * np.log(ratio), 0.0).sum((-2, -1))
+    return np.where(off, np.inf, out)
 
 
 def mutual_information(p: np.ndarray) -> np.ndarray:
-    """KL(π ‖ π1 ⊗ πᵀ1): how far a plan is from independence, over its own marginals: (...).
+    """KL(π ‖ π1 ⊗ πᵀ1): how far a plan is from independence over its own marginals: (...).
 
     Equals KL(π ‖ a ⊗ b) for π ∈ Π(a, b), and stays finite for plans that are not
     couplings yet (softmax puts mass on tokens whose weight is 0).
     """
     return kl(p, p.sum(-1)[..., :, None] * p.sum(-2)[..., None, :])
+
+
+def zero_weight_mass(p: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Mass of a plan (..., n, m) on rows with a_i = 0 or columns with b_j = 0: (...)."""
+    off = (a <= 0)[:, None] | (b <= 0)[None, :]
+    return np.where(off, p, 0.0).sum((-2, -1))

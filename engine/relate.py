@@ -8,21 +8,19 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import math
 import threading
 
 import numpy as np
 import torch
 
-from . import references
-from .encoder import MAX_CHARS, PAIR_SEP, Encoder, clean_text
+from . import references, settings
+from .encoder import Encoder, clean_text
 from .errors import SettingsError
-from .scores import Side, check_layer_head, scores, side, weights as make_weights, WEIGHTS
-from .sinkhorn import check_eps, check_half_steps, sinkhorn
-from .types import Encoding, Relation, Summary
+from .scores import Side, check_layer_head, scores, side, weights as make_weights
+from .settings import DEFAULT_EPS, DEFAULT_HALF_STEPS, DEFAULT_TOL, MODES, WEIGHTS
+from .sinkhorn import check_eps, check_half_steps, sinkhorn, softmax_attention, to_numpy
+from .types import Encoding, Notice, Relation, Summary
 
-MODES = ("separate", "joint", "self")
-MAX_HALF_STEPS = 100_000
 _default: dict[str, Encoder] = {}
 _default_lock = threading.Lock()
 
@@ -35,20 +33,25 @@ def default_encoder() -> Encoder:
         return _default["enc"]
 
 
-def encode_texts(encoder: Encoder, text_a: str, text_b: str | None,
+def encode_texts(encoder: Encoder | None, text_a: str, text_b: str | None,
                  mode: str = "separate") -> tuple[Encoding, ...]:
     """Encode what ``mode`` needs: (enc_a, enc_b) for separate, (pair,) for joint,
     (enc_a,) for self. Separate texts share one padded forward pass; only joint mode
-    keeps the model's attentions (the A→B block)."""
+    keeps the model's attentions (the A→B block).
+
+    Texts are cleaned once, before the model (the packaged one when ``encoder`` is None)
+    is loaded, so an empty text is reported at once.
+    """
     mode = check_mode(mode)
-    clean_text(text_a, name="Text A")
-    if mode != "self":
-        clean_text(text_b if text_b is not None else "", name="Text B")
+    a = clean_text(text_a, name="Text A")
+    b = None if mode == "self" else clean_text(text_b if text_b is not None else "",
+                                               name="Text B")
+    encoder = encoder or default_encoder()
     if mode == "separate":
-        return tuple(encoder.encode_many([text_a, text_b], attentions=False))
+        return tuple(encoder.encode_many([a, b], attentions=False))
     if mode == "joint":  # the model's own A→B block is shown beside the coupling
-        return (encoder.encode_pair(text_a, text_b if text_b is not None else ""),)
-    return (encoder.encode(text_a, attentions=False),)
+        return (encoder.encode_pair(a, b),)
+    return (encoder.encode(a, attentions=False),)
 
 
 def check_mode(mode: str) -> str:
@@ -57,10 +60,19 @@ def check_mode(mode: str) -> str:
     return mode
 
 
+def check_settings(eps: float, half_steps: int, mode: str, weights: str) -> tuple[float, int]:
+    """Check the per-relation settings once; returns (ε, half-steps) normalised."""
+    check_mode(mode)
+    if weights not in WEIGHTS:
+        raise SettingsError(f"weights must be one of {', '.join(WEIGHTS)}; got {weights!r}.")
+    return check_eps(eps), check_half_steps(half_steps)
+
+
 def relate(text_a: str, text_b: str | None = None, *, encoder: Encoder | None = None,
-           layer: int | str = -1, head: int | str = "mean", eps: float = 1.0,
-           half_steps: int = 100, mode: str = "separate", weights: str = "content",
-           pool_words: bool = False, tol: float = 1e-6) -> Relation:
+           layer: int | str = -1, head: int | str = "mean", eps: float = DEFAULT_EPS,
+           half_steps: int = DEFAULT_HALF_STEPS, mode: str = "separate",
+           weights: str = "content", pool_words: bool = False,
+           tol: float = DEFAULT_TOL) -> Relation:
     """Relate two texts: softmax attention and the Sinkhorn coupling at one setting.
 
     Texts are measures μ = Σ a_i δ_{x_i}, ν = Σ b_j δ_{y_j}; scores S = Q(μ,x) K(ν,y)ᵀ/√d.
@@ -83,31 +95,24 @@ def relate(text_a: str, text_b: str | None = None, *, encoder: Encoder | None = 
         A :class:`Relation` (numpy arrays). Raises a ``SinkscopeError`` (a ValueError)
         whose message says what to change.
     """
-    mode = check_mode(mode)
-    clean_text(text_a, name="Text A")  # say what is wrong before loading a model
-    if mode != "self":
-        clean_text(text_b if text_b is not None else "", name="Text B")
-    check_eps(eps)
-    check_half_steps(half_steps)
-    enc = encoder or default_encoder()
-    encodings = encode_texts(enc, text_a, text_b, mode)
-    return relate_encodings(encodings, layer=layer, head=head, eps=eps,
-                            half_steps=half_steps, mode=mode, weights=weights,
-                            pool_words=pool_words, tol=tol)
+    eps, half_steps = check_settings(eps, half_steps, mode, weights)
+    encodings = encode_texts(encoder, text_a, text_b, mode)
+    return _relate(encodings, layer, head, eps, half_steps, mode, weights, pool_words, tol)
 
 
 def relate_encodings(encodings: tuple[Encoding, ...], *, layer: int | str = -1,
-                     head: int | str = "mean", eps: float = 1.0, half_steps: int = 100,
-                     mode: str = "separate", weights: str = "content",
-                     pool_words: bool = False, tol: float = 1e-6) -> Relation:
+                     head: int | str = "mean", eps: float = DEFAULT_EPS,
+                     half_steps: int = DEFAULT_HALF_STEPS, mode: str = "separate",
+                     weights: str = "content", pool_words: bool = False,
+                     tol: float = DEFAULT_TOL) -> Relation:
     """:func:`relate` on encodings from :func:`encode_texts` (no model call)."""
-    mode = check_mode(mode)
-    eps = check_eps(eps)
-    half_steps = check_half_steps(half_steps)
-    if half_steps > MAX_HALF_STEPS:
-        raise SettingsError(f"half_steps must be at most {MAX_HALF_STEPS}, got {half_steps}.")
-    if weights not in WEIGHTS:
-        raise SettingsError(f"weights must be one of {', '.join(WEIGHTS)}; got {weights!r}.")
+    eps, half_steps = check_settings(eps, half_steps, mode, weights)
+    return _relate(encodings, layer, head, eps, half_steps, mode, weights, pool_words, tol)
+
+
+def _relate(encodings, layer, head, eps, half_steps, mode, weights, pool_words,
+            tol) -> Relation:
+    """:func:`relate_encodings` on checked settings."""
     first = encodings[0]
     layer, head = check_layer_head(layer, head, first.n_layers, first.n_heads)
     sa, sb, model_att = _sides(encodings, mode, pool_words, layer, head)
@@ -118,46 +123,49 @@ def relate_encodings(encodings: tuple[Encoding, ...], *, layer: int | str = -1,
     qa, kb = _head_vectors(sa.q, sb.k, layer, head)  # (..., n, p), (..., m, p)
     S = scores(qa, kb)  # float64
     St = torch.from_numpy(S)
-    attention = torch.softmax(St / eps, -1).numpy()
+    attention = softmax_attention(St, eps, check_inputs=False).numpy()
     softmax_plan = a[:, None] * attention
-    c = sinkhorn(St, torch.from_numpy(a), torch.from_numpy(b), eps, half_steps, tol=tol)
-    coupling = type(c)(**{k: (v.numpy() if isinstance(v, torch.Tensor) else v)
-                          for k, v in c.__dict__.items()})
+    record = None if grid else history_steps(half_steps, S.size)
+    coupling = to_numpy(sinkhorn(St, torch.from_numpy(a), torch.from_numpy(b), eps,
+                                 half_steps, tol=tol, record=record, check_inputs=False))
     exact = _exact_cached(S, a, b)
     prod = references.product(a, b)
+    summary = summarise(S, a, b, softmax_plan, coupling, exact)
+    pa = pb = ha = hb = None
+    if not grid:
+        pa, pb = qa.astype(np.float64), kb.astype(np.float64)
+        ha, hb = sa.hidden[layer].astype(np.float64), sb.hidden[layer].astype(np.float64)
+    texts = [t for e in encodings for t in e.texts]
+    return Relation(
+        text_a=texts[0], text_b=texts[-1], tokens_a=sa.tokens, tokens_b=sb.tokens, a=a,
+        b=b, scores=S, attention=attention, softmax_plan=softmax_plan, coupling=coupling,
+        exact_plan=exact, product=prod, summary=summary, layer=layer, head=head, eps=eps,
+        half_steps=half_steps, mode=mode, weights=weights, pool_words=pool_words,
+        model=first.model, model_attention=model_att, points_a=pa, points_b=pb,
+        hidden_a=ha, hidden_b=hb, truncated_a=encodings[0].truncated,
+        truncated_b=encodings[-1].truncated,
+        notices=tuple(_notices(encodings, coupling, grid, half_steps)))
+
+
+def summarise(S: np.ndarray, a: np.ndarray, b: np.ndarray, softmax_plan: np.ndarray,
+              coupling, exact: np.ndarray) -> Summary:
+    """The metrics strip's numbers for plans (..., n, m) on scores S (..., n, m)."""
     plan = coupling.plan
-    summary = Summary(
-        softmax_col_err=_num(np.abs(softmax_plan.sum(-2) - b).sum(-1)),
+    return Summary(
+        softmax_col_err=_num(references.l1(softmax_plan.sum(-2), b, axes=-1)),
         sinkhorn_row_err=_num(coupling.row_err[..., -1]),
         sinkhorn_col_err=_num(coupling.col_err[..., -1]),
         cost=_num(coupling.cost),
         entropy=_num(coupling.entropy),
-        kl_to_product=_num(references.mutual_information(plan)),
-        exact_cost=_num(-(exact * S).sum((-2, -1))),
+        kl_to_product=_num(references.kl(plan, references.product(a, b))),
+        mutual_information=_num(references.mutual_information(plan)),
+        zero_weight_mass=_num(references.zero_weight_mass(plan, a, b)),
+        exact_cost=_num(references.cost(exact, S)),
         l1_to_exact=_num(references.l1(plan, exact)),
-        l1_to_product=_num(references.l1(plan, prod)),
-        softmax_cost=_num(-(softmax_plan * S).sum((-2, -1))),
-        converged=coupling.converged if grid else bool(coupling.converged),
+        l1_to_product=_num(references.l1(plan, references.product(a, b))),
+        softmax_cost=_num(references.cost(softmax_plan, S)),
+        converged=_num(coupling.converged) if plan.ndim > 2 else bool(coupling.converged),
     )
-    hist = (None, None, None) if grid else _history(S, a, b, eps, coupling.half_steps)
-    notices = _notices(encodings, coupling, grid, half_steps)
-    pa = pb = ha = hb = None
-    if not grid:
-        pa, pb = qa, kb
-        ha, hb = sa.hidden[layer], sb.hidden[layer]
-    texts = encodings[0].text.split(PAIR_SEP) + [e.text for e in encodings[1:]]
-    text_a, text_b = texts[0], texts[-1]
-    trunc_a = encodings[0].truncated
-    trunc_b = encodings[-1].truncated
-    return Relation(
-        text_a=text_a, text_b=text_b, tokens_a=sa.tokens, tokens_b=sb.tokens, a=a, b=b,
-        scores=S, attention=attention, softmax_plan=softmax_plan, coupling=coupling,
-        exact_plan=exact, product=prod, summary=summary, layer=layer, head=head, eps=eps,
-        half_steps=half_steps, mode=mode, weights=weights, pool_words=pool_words,
-        model=first.model, model_attention=model_att, points_a=pa, points_b=pb,
-        hidden_a=ha, hidden_b=hb, hist_steps=hist[0], cost_hist=hist[1],
-        entropy_hist=hist[2], truncated_a=trunc_a, truncated_b=trunc_b,
-        notices=tuple(notices))
 
 
 def _num(x):
@@ -231,60 +239,38 @@ def _exact_cached(S, a, b) -> np.ndarray:
     return _exact_by_key(_key(S, a, b), S.tobytes(), S.shape, a.tobytes(), b.tobytes())
 
 
-def _history(S, a, b, eps, T, points: int = 400, budget: float = 4e6):
-    """Cost ⟨−S, π_t⟩ and entropy H(π_t) of the plan after half-steps t (single head).
-
-    Records every half-step up to ``points`` of them (fewer for large texts, so that
-    points · n · m stays within ``budget``), else a log-spaced subset.
-    Returns (steps (K,), cost (K,), entropy (K,)).
-    """
-    points = int(max(12, min(points, budget // max(1, S.size))))
-    if T <= points:
-        steps = np.arange(1, T + 1)
-    else:
-        steps = np.unique(np.geomspace(1, T, points).round().astype(int))
-    want = set(steps.tolist())
-    Se = torch.from_numpy(S / eps)
-    St = torch.from_numpy(S)
-    log_a = torch.from_numpy(np.log(np.where(a > 0, a, 1.0))).masked_fill(torch.from_numpy(a == 0), -math.inf)
-    log_b = torch.from_numpy(np.log(np.where(b > 0, b, 1.0))).masked_fill(torch.from_numpy(b == 0), -math.inf)
-    alpha = torch.zeros(S.shape[0], dtype=torch.float64)
-    beta = torch.zeros(S.shape[1], dtype=torch.float64)
-    cost, ent = [], []
-    for t in range(1, T + 1):
-        if t % 2:
-            alpha = log_a - torch.logsumexp(Se + beta[None, :], 1)
-        else:
-            beta = log_b - torch.logsumexp(Se + alpha[:, None], 0)
-        if t in want:
-            lp = Se + alpha[:, None] + beta[None, :]
-            p = torch.exp(lp)
-            cost.append(float(-(p * St).sum()))
-            ent.append(float(-(p * torch.where(p > 0, lp, 0)).sum()))
-    return steps, np.array(cost), np.array(ent)
+def history_steps(half_steps: int, cells: int, points: int = 400,
+                  budget: float = 4e6) -> np.ndarray:
+    """Half-steps at which a single head's cost and entropy are recorded: every one up to
+    ``points`` of them (fewer for large texts, so that points · cells ≤ ``budget``), else
+    a log-spaced subset from 1 to ``half_steps``. Returns (K,) increasing ints."""
+    points = int(max(12, min(points, budget // max(1, cells))))
+    if half_steps <= points:
+        return np.arange(1, half_steps + 1)
+    return np.unique(np.geomspace(1, half_steps, points).round().astype(int))
 
 
-def _notices(encodings, coupling, grid, half_steps) -> list[str]:
+def _notices(encodings, coupling, grid, half_steps) -> list[Notice]:
     out = []
     names = ("Text A", "Text B") if len(encodings) == 2 else (
-        ("Text A",) if len(encodings[0].segment) and encodings[0].segment.max() == 0
-        else ("The pair",))
+        "The pair" if len(encodings[0].texts) == 2 else "Text A",)
     for name, e in zip(names, encodings):
         if e.chars_cut:
-            out.append(f"{name} was cut to its first {MAX_CHARS:,} characters "
-                       f"(SINKSCOPE_MAX_CHARS).")
+            out.append(Notice("chars_cut", "info", f"{name} was cut to its first "
+                              f"{settings.CONFIG.max_chars:,} characters (SINKSCOPE_MAX_CHARS)."))
         if e.n_dropped:
-            out.append(f"{name} was cut to the model's limit of {e.n} tokens: the next "
-                       f"{e.n_dropped:,} tokens were dropped.")
+            out.append(Notice("tokens_cut", "info", f"{name} was cut to the model's limit of "
+                              f"{e.n} tokens: the next {e.n_dropped:,} tokens were dropped."))
     conv = np.asarray(coupling.converged)
     if half_steps > 1 and not conv.all():
         if grid:
-            out.append(f"Sinkhorn has not converged on {int((~conv).sum())} of {conv.size} "
-                       f"heads after {half_steps} half-steps: raise half-steps or ε.")
+            msg = (f"Sinkhorn has not converged on {int((~conv).sum())} of {conv.size} heads "
+                   f"after {half_steps} half-steps: raise half-steps or ε.")
         else:
             err = max(float(coupling.row_err[-1]), float(coupling.col_err[-1]))
-            out.append(f"Sinkhorn has not converged after {half_steps} half-steps "
-                       f"(marginal error {err:.2g} > {coupling.tol:g}): raise half-steps or ε.")
+            msg = (f"Sinkhorn has not converged after {half_steps} half-steps (marginal "
+                   f"error {err:.2g} > {coupling.tol:g}): raise half-steps or ε.")
+        out.append(Notice("not_converged", "warning", msg))
     return out
 
 
@@ -305,8 +291,7 @@ def eps_path(r: Relation, eps_values=None, *, half_steps: int = 4000,
     if r.scores.ndim != 2:
         raise SettingsError("The ε path is for one layer and head; choose a head first.")
     eps = np.geomspace(10, 0.03, 12) if eps_values is None else np.asarray(eps_values, float)
-    for e in eps:
-        check_eps(e)
+    eps = np.array([check_eps(e) for e in eps.ravel()])
     S = torch.from_numpy(r.scores[None] / eps[:, None, None])
     c = sinkhorn(S, torch.from_numpy(r.a), torch.from_numpy(r.b), 1.0, half_steps,
                  tol=tol, early_stop=True)

@@ -14,10 +14,8 @@ import numpy as np
 import torch
 
 from .errors import SettingsError
-from .types import Coupling
-
-EPS_MIN = 1e-6
-EPS_MAX = 1e6
+from .settings import EPS_MAX, EPS_MIN, HALF_STEPS_CAP
+from .types import Coupling, History
 
 
 def _as_tensor(x: Any, *, dtype: torch.dtype | None = None, device=None) -> torch.Tensor:
@@ -54,6 +52,8 @@ def check_half_steps(half_steps: int) -> int:
             raise SettingsError(f"half_steps must be a whole number ≥ 1, got {half_steps!r}.")
     if half_steps < 1:
         raise SettingsError(f"half_steps must be ≥ 1 (1 = softmax), got {half_steps}.")
+    if half_steps > HALF_STEPS_CAP:
+        raise SettingsError(f"half_steps must be at most {HALF_STEPS_CAP:,}, got {half_steps:,}.")
     return int(half_steps)
 
 
@@ -74,7 +74,7 @@ def check_weights(w: torch.Tensor, name: str, size: int) -> torch.Tensor:
     return w
 
 
-def softmax_attention(S: Any, eps: float = 1.0) -> Any:
+def softmax_attention(S: Any, eps: float = 1.0, *, check_inputs: bool = True) -> Any:
     """Row-stochastic softmax attention at temperature ε.
 
     P_ij = exp(S_ij / ε) / Σ_k exp(S_ik / ε).
@@ -82,14 +82,16 @@ def softmax_attention(S: Any, eps: float = 1.0) -> Any:
     Args:
         S: (..., n, m) scores, numpy or torch.
         eps: temperature ε > 0; ε = 1 is the model's own attention for S = QKᵀ/√d.
+        check_inputs: validate ε and the shape (disable only on checked data).
 
     Returns:
         (..., n, m) rows summing to 1, the same kind of array as S.
     """
-    eps = check_eps(eps)
     t = _as_tensor(S)
-    if t.shape[-1] == 0:
-        raise SettingsError("The scores have no columns: text B has no tokens.")
+    if check_inputs:
+        eps = check_eps(eps)
+        if t.shape[-1] == 0:
+            raise SettingsError("The scores have no columns: text B has no tokens.")
     P = torch.softmax(t / eps, dim=-1)
     return P if isinstance(S, torch.Tensor) else P.cpu().numpy()
 
@@ -105,6 +107,7 @@ def sinkhorn(
     early_stop: bool = False,
     method: str = "auto",
     block: int = 50,
+    record: Any = None,
     check_inputs: bool = True,
 ) -> Coupling:
     """Entropic optimal transport between a and b for cost −S, by Sinkhorn half-steps.
@@ -125,6 +128,8 @@ def sinkhorn(
             with matrix–vector products, falling back to log steps where it would under-
             or overflow; same result, several times faster).
         block: half-steps between stability checks in "auto".
+        record: half-steps t (1-based) after which to record the plan's cost ⟨−S, π_t⟩
+            and entropy H(π_t) into ``Coupling.history``; None records nothing.
         check_inputs: validate ε, a and b (disable only in tight loops on checked data).
 
     Returns:
@@ -154,7 +159,10 @@ def sinkhorn(
         check_weights(at, "a", n)
         check_weights(bt, "b", m)
     batch = St.shape[:-2]
-    args = (float(eps), int(half_steps), float(tol), early_stop, method, block)
+    steps = () if record is None else tuple(sorted(
+        {int(t) for t in np.asarray(record).ravel() if 1 <= int(t) <= half_steps}))
+    args = (float(eps), int(half_steps), float(tol), early_stop, method, block, steps,
+            record is not None)
     if at.dim() == 1 and (at == 0).any():
         # One row support for the whole batch: solve on it and put zero rows back. (Zero
         # columns stay: half-step 1 is softmax over all of B, zero weights included.)
@@ -165,10 +173,19 @@ def sinkhorn(
     else:
         out = _solve(St, at.expand(*batch, n).contiguous(), bt.expand(*batch, m).contiguous(),
                      *args)
-    if isinstance(S, torch.Tensor):
-        return out
-    return Coupling(**{k: (v.cpu().numpy() if isinstance(v, torch.Tensor) else v)
-                       for k, v in out.__dict__.items()})
+    return out if isinstance(S, torch.Tensor) else to_numpy(out)
+
+
+def to_numpy(c: Coupling) -> Coupling:
+    """The same coupling with every tensor (history included) as a numpy array."""
+    def np_(v):
+        return v.cpu().numpy() if isinstance(v, torch.Tensor) else v
+
+    fields = {k: np_(v) for k, v in c.__dict__.items()}
+    if c.history is not None:
+        fields["history"] = History(*(np_(x) for x in (c.history.steps, c.history.cost,
+                                                        c.history.entropy)))
+    return Coupling(**fields)
 
 
 def _scatter_rows(c: Coupling, ia: torch.Tensor, n: int) -> Coupling:
@@ -180,17 +197,27 @@ def _scatter_rows(c: Coupling, ia: torch.Tensor, n: int) -> Coupling:
     f[..., ia] = c.f
     return Coupling(plan=plan, f=f, g=c.g, row_err=c.row_err, col_err=c.col_err,
                     converged=c.converged, cost=c.cost, entropy=c.entropy, eps=c.eps,
-                    half_steps=c.half_steps, tol=c.tol)
+                    half_steps_run=c.half_steps_run, tol=c.tol, history=c.history)
 
 
-def _solve(S, a, b, eps, half_steps, tol, early_stop, method, block) -> Coupling:
+def _cost_entropy(log_plan: torch.Tensor, S: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(⟨−S, π⟩, H(π)) of plans given by their logs, (B, n, m) → (B,), (B,)."""
+    plan = torch.exp(log_plan)
+    cost = -(plan * S).sum((-2, -1))
+    entropy = -(plan * torch.where(plan > 0, log_plan, 0)).sum((-2, -1))
+    return cost, entropy
+
+
+def _solve(S, a, b, eps, half_steps, tol, early_stop, method, block, record,
+           keep_history) -> Coupling:
     """Run the half-steps on checked tensors; see :func:`sinkhorn`.
 
     S (..., n, m) is flattened to (B, n, m); a (B, n, 1) and b (B, 1, m) are kept as
     column and row vectors so every step is one batched matrix–vector product.
     """
     batch, n, m = S.shape[:-2], S.shape[-2], S.shape[-1]
-    Se = (S / eps).reshape(-1, n, m)
+    Sf = S.reshape(-1, n, m)
+    Se = Sf / eps
     a, b = a.reshape(-1, n, 1), b.reshape(-1, 1, m)
     log_a, log_b = a.log(), b.log()  # −inf on zero weights
     on_a, on_b = a > 0, b > 0
@@ -207,6 +234,9 @@ def _solve(S, a, b, eps, half_steps, tol, early_stop, method, block) -> Coupling
     beta = torch.zeros_like(b)  # g / ε, (B, 1, m)
     rows.append(_err(torch.exp(alpha + lse), a, -2)[None])
     t = 1
+    # The history: (cost, entropy) of state t for each t in ``record``.
+    pending = [s for s in record if s > 1]
+    recorded = [_cost_entropy(Se + alpha, Sf)] if record and record[0] == 1 else []
     use_kernel = method == "auto" and half_steps > 1
     K = Kt = u = v = None
     if use_kernel:
@@ -215,6 +245,8 @@ def _solve(S, a, b, eps, half_steps, tol, early_stop, method, block) -> Coupling
         u, v = on_a.to(S.dtype), torch.ones_like(b)  # state 1 puts mass on all of B
     while t < half_steps:
         nb = min(block, half_steps - t)
+        if pending:  # stop the block where the history records a state
+            nb = min(nb, pending[0] - t)
         if use_kernel:
             res = _kernel_block(K, Kt, a, b, u, v, t, nb, zeros, big)
             if res is not None:
@@ -236,6 +268,12 @@ def _solve(S, a, b, eps, half_steps, tol, early_stop, method, block) -> Coupling
             rows.append(r_chunk)
             cols.append(c_chunk)
             t += nb
+        if pending and pending[0] == t:
+            pending.pop(0)
+            log_state = Se + alpha + beta
+            if use_kernel:  # state t is diag(u) K diag(v)
+                log_state = log_state + u.log() + v.log()
+            recorded.append(_cost_entropy(log_state, Sf))
         if early_stop and t < half_steps:
             # errors of state t − 1, whose two marginals are both known now
             err = torch.maximum(torch.cat(rows)[t - 2], torch.cat(cols)[t - 2])
@@ -254,13 +292,21 @@ def _solve(S, a, b, eps, half_steps, tol, early_stop, method, block) -> Coupling
     col_err = torch.cat(cols).T.reshape(*batch, t)
     f = torch.where(on_a, eps * alpha, -math.inf)[..., 0].reshape(*batch, n)
     g = torch.where(on_b, eps * beta, -math.inf)[:, 0].reshape(*batch, m)
-    Sf = S.reshape(-1, n, m)
-    cost = -(plan * Sf).sum((-2, -1)).reshape(batch)
-    entropy = -(plan * torch.where(plan > 0, log_plan, 0)).sum((-2, -1)).reshape(batch)
+    cost, entropy = _cost_entropy(log_plan, Sf)
     converged = torch.maximum(row_err[..., -1], col_err[..., -1]) <= tol
+    history = None
+    if keep_history:
+        k = len(recorded)  # fewer than asked after an early stop
+        costs = ents = Sf.new_zeros(Sf.shape[0], 0)
+        if k:
+            costs = torch.stack([c for c, _ in recorded], -1)
+            ents = torch.stack([e for _, e in recorded], -1)
+        history = History(steps=torch.tensor(record[:k], dtype=torch.int64),
+                          cost=costs.reshape(*batch, k), entropy=ents.reshape(*batch, k))
     return Coupling(plan=plan.reshape(*batch, n, m), f=f, g=g, row_err=row_err,
-                    col_err=col_err, converged=converged, cost=cost, entropy=entropy,
-                    eps=eps, half_steps=t, tol=tol)
+                    col_err=col_err, converged=converged, cost=cost.reshape(batch),
+                    entropy=entropy.reshape(batch), eps=eps, half_steps_run=t, tol=tol,
+                    history=history)
 
 
 def _log_block(Se, a, b, log_a, log_b, alpha, beta, t, nb):

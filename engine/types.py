@@ -18,7 +18,8 @@ class Encoding:
     """One text (or a jointly encoded pair) run through the model.
 
     Attributes:
-        text: the text as given (after truncation bookkeeping, before tokenisation).
+        texts: the text as the model read it (cleaned, cut to ``max_chars``): one text, or
+            the two texts of a jointly encoded pair.
         tokens: n token strings, special tokens included (``[CLS] ... [SEP]``).
         word_ids: n word indices from the tokenizer; ``-1`` for special tokens.
         special: (n,) bool, True for special tokens.
@@ -30,10 +31,11 @@ class Encoding:
         truncated: True when the text was cut (characters or tokens).
         n_dropped: how many tokens the model's token limit removed from the text it got.
         chars_cut: True when the text was first cut to ``SINKSCOPE_MAX_CHARS`` characters.
+        max_tokens: the model's token limit the text was cut at.
         model: the model's name in the allow-list.
     """
 
-    text: str
+    texts: tuple[str, ...]
     tokens: tuple[str, ...]
     word_ids: np.ndarray
     special: np.ndarray
@@ -46,6 +48,7 @@ class Encoding:
     n_dropped: int = 0
     model: str = ""
     chars_cut: bool = False
+    max_tokens: int = 512
 
     @property
     def n(self) -> int:
@@ -62,6 +65,20 @@ class Encoding:
 
 
 @dataclass(frozen=True)
+class History:
+    """Cost and entropy of the plan after chosen half-steps, recorded by the solver.
+
+    Attributes:
+        steps: (K,) half-steps t (1-based, increasing) that were recorded.
+        cost: (..., K) ⟨−S, π_t⟩; entropy: (..., K) H(π_t).
+    """
+
+    steps: Any
+    cost: Any
+    entropy: Any
+
+
+@dataclass(frozen=True)
 class Coupling:
     """The output of :func:`engine.sinkhorn`: a plan with its own diagnostics.
 
@@ -69,7 +86,7 @@ class Coupling:
     (and columns with b_j = 0 have g_j = -inf), so their mass is exactly 0.
 
     Attributes:
-        plan: (..., n, m) the plan after ``half_steps`` half-steps.
+        plan: (..., n, m) the plan after ``half_steps_run`` half-steps.
         f: (..., n) row potential; g: (..., m) column potential.
         row_err, col_err: (..., T) L1 marginal errors ‖π1 − a‖₁ and ‖πᵀ1 − b‖₁ of the
             plan after each half-step t = 1..T.
@@ -77,8 +94,11 @@ class Coupling:
         cost: (...) transport cost ⟨−S, π⟩.
         entropy: (...) H(π) = −Σ π log π.
         eps: the entropy ε used.
-        half_steps: T, the number of half-steps run (fewer than asked after an early stop).
+        half_steps_run: T, the number of half-steps run (fewer than asked after an early
+            stop).
         tol: the tolerance ``converged`` was judged by.
+        history: cost and entropy after the half-steps the caller asked to record
+            (``sinkhorn(..., record=...)``), else None.
 
     Arrays are numpy when the scores were numpy and torch tensors when they were torch.
     """
@@ -92,8 +112,9 @@ class Coupling:
     cost: Any
     entropy: Any
     eps: float
-    half_steps: int
+    half_steps_run: int
     tol: float
+    history: History | None = None
 
     @property
     def max_err(self) -> Any:
@@ -103,17 +124,37 @@ class Coupling:
 
 
 @dataclass(frozen=True)
+class Notice:
+    """A plain-language note for the user about one relation.
+
+    Attributes:
+        kind: what it is about: "chars_cut", "tokens_cut" or "not_converged".
+        level: "info" (the result is right, the input was changed) or "warning" (the
+            result is not what was asked for, e.g. Sinkhorn has not converged).
+        message: the sentence shown, saying what to change.
+    """
+
+    kind: str
+    level: str
+    message: str
+
+
+@dataclass(frozen=True)
 class Summary:
-    """Numbers the metrics strip shows; each is a float (or a (L, H) array for a grid).
+    """The numbers the metrics strip shows: floats for one head, (L, H) arrays for a grid.
 
     Attributes:
         softmax_col_err: ‖(diag(a)·softmax)ᵀ1 − b‖₁, how far attention is from a coupling.
-        sinkhorn_row_err, sinkhorn_col_err: the coupling's final L1 marginal errors.
-        cost: ⟨−S, π⟩; entropy: H(π); softmax_cost: ⟨−S, diag(a)·softmax⟩.
-        kl_to_product: KL(π ‖ π1 ⊗ πᵀ1), = KL(π ‖ a ⊗ b) once π ∈ Π(a, b).
+        sinkhorn_row_err, sinkhorn_col_err: the Sinkhorn plan's final L1 marginal errors.
+        cost: ⟨−S, π⟩ of the Sinkhorn plan; entropy: H(π); softmax_cost: ⟨−S, diag(a)·P⟩.
+        kl_to_product: KL(π ‖ a ⊗ b) of the Sinkhorn plan; +inf when π puts mass on a
+            token of weight 0 (softmax, at half-step 1, sends mass to [CLS] and [SEP]).
+        mutual_information: KL(π ‖ π1 ⊗ πᵀ1), the plan's dependence over its own
+            marginals; equals ``kl_to_product`` once π ∈ Π(a, b).
+        zero_weight_mass: the Sinkhorn plan's mass on rows or columns of weight 0.
         exact_cost: ⟨−S, π*⟩ of the exact OT plan; l1_to_exact: ‖π − π*‖₁;
         l1_to_product: ‖π − a ⊗ b‖₁.
-        converged: the coupling met its tolerance.
+        converged: both marginal errors of the Sinkhorn plan are within the tolerance.
     """
 
     softmax_col_err: Any
@@ -122,6 +163,8 @@ class Summary:
     cost: Any
     entropy: Any
     kl_to_product: Any
+    mutual_information: Any
+    zero_weight_mass: Any
     exact_cost: Any
     l1_to_exact: Any
     l1_to_product: Any
@@ -137,26 +180,28 @@ class Relation:
     score-like arrays carry leading (L, H) dimensions.
 
     Attributes:
+        text_a, text_b: the texts as the model read them (``text_b`` is text A in self mode).
         tokens_a, tokens_b: token (or word) labels; repeated labels stay separate.
         a: (n,) weights of text A; b: (m,) weights of text B (each sums to 1).
         scores: (..., n, m) S = Q Kᵀ / √d_head.
         attention: (..., n, m) row-stochastic softmax(S / ε) (rows of A attend over B).
         softmax_plan: (..., n, m) diag(a)·attention, softmax as a joint measure.
-        coupling: the Sinkhorn :class:`Coupling` on the same scores.
+        coupling: the Sinkhorn :class:`Coupling` on the same scores after ``half_steps``
+            half-steps; ``coupling.history`` holds its cost and entropy along the way
+            (one head only).
         exact_plan: (..., n, m) exact optimal transport plan for cost −S (ε → 0).
         product: (n, m) the product measure a ⊗ b (ε → ∞).
+        summary: the metrics strip's numbers.
+        layer, head, eps, half_steps, mode, weights, pool_words: the settings asked for
+            (``coupling.half_steps_run`` is how many half-steps ran).
+        model: the model's name.
         model_attention: (..., n, m) in ``joint`` mode the model's own A→B attention block
             renormalised over B; None otherwise.
-        summary: the metrics strip's numbers.
         points_a, points_b: (n, p), (m, p) the head's queries of A and keys of B
-            (heads concatenated / √H for ``head="mean"``); None for a grid.
+            (heads concatenated / H^¼ for ``head="mean"``); None for a grid.
         hidden_a, hidden_b: (n, d), (m, d) hidden states entering ``layer``; None for a grid.
-        hist_steps, cost_hist, entropy_hist: (K,) half-steps (1-based) at which the
-            coupling's cost and entropy were recorded, and those values; None for a grid.
-        layer, head, eps, half_steps, mode, weights, pool_words: the settings.
-        truncated_a, truncated_b: whether each text was cut at the model's limit.
-        model: the model's name.
-        notices: plain-language notes for the user (truncation, non-convergence).
+        truncated_a, truncated_b: whether each text was cut (characters or tokens).
+        notices: :class:`Notice` s for the user (truncation, non-convergence).
     """
 
     text_a: str
@@ -185,16 +230,14 @@ class Relation:
     points_b: np.ndarray | None = None
     hidden_a: np.ndarray | None = None
     hidden_b: np.ndarray | None = None
-    hist_steps: np.ndarray | None = None
-    cost_hist: np.ndarray | None = None
-    entropy_hist: np.ndarray | None = None
     truncated_a: bool = False
     truncated_b: bool = False
-    notices: tuple[str, ...] = field(default_factory=tuple)
+    notices: tuple[Notice, ...] = field(default_factory=tuple)
 
     @property
-    def plan(self) -> np.ndarray:
-        """(..., n, m) the Sinkhorn coupling's plan."""
+    def sinkhorn_plan(self) -> np.ndarray:
+        """(..., n, m) the Sinkhorn plan after ``half_steps`` half-steps (= softmax_plan
+        at half-step 1)."""
         return self.coupling.plan
 
 

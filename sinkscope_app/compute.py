@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gc
 import logging
-import os
 import threading
 import time
 
@@ -19,7 +18,9 @@ import numpy as np
 import streamlit as st
 
 from engine import Encoder, encode_texts, eps_path as _eps_path, project, relate_encodings
-from engine.encoder import DEFAULT_MODEL, allowed_models
+from engine import settings
+from engine.encoder import allowed_models
+from engine.settings import DEFAULT_MODEL
 
 log = logging.getLogger("sinkscope.app")
 
@@ -49,10 +50,9 @@ def freeze_heap() -> None:
 @st.cache_resource(show_spinner=False)
 def encoder(model: str) -> Encoder:
     """The model, loaded once per process (shared, read-only)."""
-    threads = int(os.environ.get("SINKSCOPE_TORCH_THREADS", "1") or 1)
-    if threads > 0:
+    if settings.CONFIG.torch_threads > 0:
         import torch
-        torch.set_num_threads(threads)
+        torch.set_num_threads(settings.CONFIG.torch_threads)
     enc = Encoder(model)
     freeze_heap()
     return enc
@@ -64,7 +64,7 @@ def umap_warmup() -> threading.Thread | None:
 
     Off when ``SINKSCOPE_WARM_UMAP=0`` (tests do this to keep cores free).
     """
-    if os.environ.get("SINKSCOPE_WARM_UMAP", "1") == "0":
+    if not settings.CONFIG.warm_umap:
         return None
 
     def work():
@@ -108,15 +108,12 @@ def relation(model: str, text_a: str, text_b: str, mode: str, layer: int, head,
                             mode=mode, weights=weights, pool_words=pool)
 
 
-GRID_MAX_CELLS = int(os.environ.get("SINKSCOPE_GRID_MAX_CELLS", str(160 * 160)))
-
-
 @st.cache_data(show_spinner=False, max_entries=8)
 def grid(model: str, text_a: str, text_b: str, mode: str, eps: float, half_steps: int,
          weights: str, pool: bool):
     """Every layer and head at once: plans (L, H, n, m) and (L, H) summaries.
 
-    The caller checks n·m ≤ ``GRID_MAX_CELLS`` first (SINKSCOPE_GRID_MAX_CELLS): at 512
+    The caller checks n·m ≤ ``CONFIG.grid_max_cells`` first (SINKSCOPE_GRID_MAX_CELLS): at 512
     tokens a side the grid's arrays alone would take about a gigabyte.
     """
     enc = encodings(model, text_a, text_b, mode)

@@ -37,14 +37,14 @@ def html_report(r: Relation, figures: Sequence[go.Figure], metrics: Sequence[tup
     the current view's figures. Every user-supplied string is escaped."""
     settings = [("model", r.model), ("mode", r.mode), ("layer", str(r.layer)),
                 ("head", str(r.head)), ("ε", f"{r.eps:g}"),
-                ("half-steps", f"{r.half_steps} (run: {r.coupling.half_steps})"),
+                ("half-steps", f"{r.half_steps} (run: {r.coupling.half_steps_run})"),
                 ("weights", r.weights), ("word pooling", str(r.pool_words)),
                 ("tokens", f"A: {len(r.tokens_a)}, B: {len(r.tokens_b)}")]
     parts = []
     for k, fig in enumerate(figures):
         parts.append(pio.to_html(fig, include_plotlyjs=(k == 0), full_html=False,
                                  config={"displaylogo": False}))
-    notices = "".join(f"<li>{html.escape(n)}</li>" for n in r.notices)
+    notices = "".join(f"<li>{html.escape(n.message)}</li>" for n in r.notices)
     link = (f'<p>Open this view: <a href="{html.escape(url, quote=True)}">'
             f"{html.escape(url)}</a></p>" if url else "")
     stamp = _dt.datetime.now().strftime("%Y-%m-%d %H:%M")

@@ -8,65 +8,24 @@ checked, clamped or replaced by its default, and every change is reported in pla
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
 
-
-def _env_float(name: str, default: float) -> float:
-    try:
-        v = float(os.environ.get(name, default))
-    except ValueError:
-        return default
-    return v if math.isfinite(v) and v > 0 else default
+from engine import settings
+from engine.settings import (DEFAULT_EPS, DEFAULT_HALF_STEPS, DEFAULT_MODEL, MODES, WEIGHTS,
+                             Config)
 
 
-def _env_int(name: str, default: int) -> int:
-    try:
-        v = int(os.environ.get(name, default))
-    except ValueError:
-        return default
-    return v if v >= 1 else default
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Operator limits (environment variables, read once per process).
-
-    Attributes:
-        max_chars: characters per text (``SINKSCOPE_MAX_CHARS``, default 20000; the engine
-            reads the same variable).
-        max_half_steps: the half-step slider's end (``SINKSCOPE_MAX_HALF_STEPS``, 1000).
-        eps_min, eps_max: the ε slider's range (``SINKSCOPE_EPS_MIN`` / ``_MAX``, 0.01..100).
-        url_chars: the most characters of a text taken from a URL.
-    """
-
-    max_chars: int = 20000
-    max_half_steps: int = 1000
-    eps_min: float = 0.01
-    eps_max: float = 100.0
-
-    @classmethod
-    def from_env(cls) -> "Limits":
-        lo = _env_float("SINKSCOPE_EPS_MIN", 0.01)
-        hi = _env_float("SINKSCOPE_EPS_MAX", 100.0)
-        if lo >= hi:
-            lo, hi = 0.01, 100.0
-        return cls(max_chars=_env_int("SINKSCOPE_MAX_CHARS", 20000),
-                   max_half_steps=min(_env_int("SINKSCOPE_MAX_HALF_STEPS", 1000), 100_000),
-                   eps_min=lo, eps_max=hi)
-
-
-LIMITS = Limits.from_env()
 
 # "Nice" numbers, ten per decade, so the ε slider has a log scale with round stops
 # (0.1, 0.5, 1, 2 …) and the arrow keys move it one stop at a time.
 _MANTISSAS = (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8)
 
 
-def eps_options(lo: float = LIMITS.eps_min, hi: float = LIMITS.eps_max) -> tuple[float, ...]:
+def eps_options(lo: float = settings.CONFIG.eps_min,
+                hi: float = settings.CONFIG.eps_max) -> tuple[float, ...]:
     """Log-spaced ε stops from ``lo`` to ``hi`` (both included), with 1 always present."""
     vals = {round(m * 10.0 ** d, 10) for d in range(-8, 9) for m in _MANTISSAS}
     vals = {v for v in vals if lo <= v <= hi} | {lo, hi}
@@ -75,7 +34,7 @@ def eps_options(lo: float = LIMITS.eps_min, hi: float = LIMITS.eps_max) -> tuple
     return tuple(sorted(vals))
 
 
-def half_step_options(hi: int = LIMITS.max_half_steps) -> tuple[int, ...]:
+def half_step_options(hi: int = settings.CONFIG.max_half_steps) -> tuple[int, ...]:
     """Half-step stops: every value to 10 (1 = softmax, 2 = one Sinkhorn iteration),
     then roughly log-spaced round numbers up to ``hi``."""
     base = list(range(1, 11)) + [12, 15, 20, 25, 30, 40, 50, 60, 80]
@@ -89,12 +48,6 @@ def half_step_options(hi: int = LIMITS.max_half_steps) -> tuple[int, ...]:
 EPS_OPTIONS = eps_options()
 HALF_STEP_OPTIONS = half_step_options()
 
-MODES = {"separate": "Separate texts (the paper's view)",
-         "joint": "Joint pair (one forward pass)",
-         "self": "Self (text A with itself)"}
-WEIGHTS = {"content": "Content tokens (special tokens weigh 0)",
-           "uniform": "All tokens equally",
-           "norm": "Embedding norm"}
 VIEWS = {"compare": "Compare", "graph": "Graph", "cloud": "Cloud",
          "convergence": "Convergence", "heads": "All heads", "path": "ε path",
          "about": "About"}
@@ -115,14 +68,14 @@ DEFAULTS: dict[str, Any] = {
     "a": "I sat on the bank of the river and watched the water.",
     "b": "She went to the bank to deposit her money.",
     "ex": "bank",
-    "model": "all-MiniLM-L6-v2",
+    "model": DEFAULT_MODEL,
     "mode": "separate",
     "layer": -1,  # resolved to the last layer once the model is known
     "head": "mean",
     "weights": "content",
     "pool": False,
-    "eps": 1.0,
-    "steps": 100,
+    "eps": DEFAULT_EPS,
+    "steps": DEFAULT_HALF_STEPS,
     "view": "compare",
     "cview": "joint",
     "gwhich": "both",
@@ -189,12 +142,13 @@ def nearest(options: tuple[float, ...], x: float, *, log: bool = False) -> float
 
 def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
                 models: tuple[str, ...], examples: Mapping[str, Any],
-                limits: Limits = LIMITS) -> Parsed:
+                limits: Config | None = None) -> Parsed:
     """Turn untrusted query parameters into safe control values.
 
     Unknown keys are ignored; a bad value falls back to its default (or is clamped into
     range) and adds a warning that says what happened. Never raises.
     """
+    limits = limits or settings.CONFIG
     out = Parsed()
     v, warn = out.values, out.warnings.append
     p = {str(k): _first(val) for k, val in params.items() if str(k) in KEYS}

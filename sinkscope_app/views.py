@@ -12,6 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
+from engine import settings
 from engine.types import Relation
 from viz import bipartite, clouds, diagnostics, grid as vgrid, heatmaps
 
@@ -145,9 +146,7 @@ def render_cloud(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]
 
 def render_convergence(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]:
     c = r.coupling
-    fig = diagnostics.convergence(c, current=c.half_steps, hist_steps=r.hist_steps,
-                                  cost_hist=r.cost_hist, entropy_hist=r.entropy_hist,
-                                  theme=theme)
+    fig = diagnostics.convergence(c, current=c.half_steps_run, theme=theme)
     chart(fig, "convergence", img, key="fig_convergence")
     st.caption("Odd half-steps fix the rows (error ‖π1 − a‖₁ drops to 0), even ones the "
                "columns. Half-step 1 is softmax. If the errors stall above the tolerance, "
@@ -164,10 +163,10 @@ def render_heads(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]
                      key="gval")
     eps, steps = float(st.session_state["eps"]), int(st.session_state["steps"])
     n, m = len(r.tokens_a), len(r.tokens_b)
-    if n * m > compute.GRID_MAX_CELLS:
+    if n * m > settings.CONFIG.grid_max_cells:
         st.info(f"The texts have {n} × {m} tokens: too many to show all "
                 f"{ctx.n_layers * ctx.n_heads} heads at once (the limit is "
-                f"{compute.GRID_MAX_CELLS:,} token pairs, SINKSCOPE_GRID_MAX_CELLS). "
+                f"{settings.CONFIG.grid_max_cells:,} token pairs, SINKSCOPE_GRID_MAX_CELLS). "
                 "Shorten the texts, or pick a layer and head in the sidebar.")
         return []
     with st.spinner(f"Relating all {ctx.n_layers * ctx.n_heads} heads…"):

@@ -20,7 +20,8 @@ os.environ["SINKSCOPE_WARM_UMAP"] = "0"  # keep both cores for the tests
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from sinkscope_app import examples, metrics, report  # noqa: E402
-from sinkscope_app.state import (DEFAULTS, EPS_OPTIONS, HALF_STEP_OPTIONS, KEYS, LIMITS,  # noqa: E402
+from engine.settings import CONFIG as LIMITS  # noqa: E402
+from sinkscope_app.state import (DEFAULTS, EPS_OPTIONS, HALF_STEP_OPTIONS, KEYS,  # noqa: E402
                                  VIEWS, eps_options, half_step_options, parse_query,
                                  to_query)
 

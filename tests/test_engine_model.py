@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from engine import (Encoder, ModelError, SettingsError, TextError, encode_texts, relate,
-                    relate_encodings, softmax_attention)
+                    relate_encodings, settings, softmax_attention)
 from engine.relate import default_encoder
 
 A = "The bank of the river."
@@ -74,7 +74,15 @@ def test_relate_separate_defaults(enc):
     assert r.summary.softmax_col_err > 0.1
     assert r.summary.sinkhorn_col_err < 1e-6 and r.summary.converged
     assert r.summary.exact_cost <= r.summary.cost + 1e-9
-    assert r.hist_steps[0] == 1 and len(r.cost_hist) == len(r.hist_steps)
+    h = r.coupling.history
+    np.testing.assert_array_equal(h.steps, np.arange(1, 101))
+    # the solver's own record ends where the coupling ends
+    assert h.cost[-1] == pytest.approx(r.coupling.cost, rel=1e-12, abs=1e-12)
+    assert h.entropy[-1] == pytest.approx(r.coupling.entropy, rel=1e-12, abs=1e-12)
+    # ... and starts at softmax: cost and entropy of diag(a)·softmax(S)
+    P = r.softmax_plan
+    assert h.cost[0] == pytest.approx(-(P * r.scores).sum(), rel=1e-12)
+    assert h.entropy[0] == pytest.approx(-(P[P > 0] * np.log(P[P > 0])).sum(), rel=1e-12)
     assert r.points_a.shape[0] == n and r.hidden_a.shape == (n, 384)
 
 
@@ -120,7 +128,8 @@ def test_long_text_is_truncated_with_notice(enc):
     r = relate("word " * 800, "short text", encoder=enc)
     assert r.truncated_a and not r.truncated_b
     assert len(r.tokens_a) == 512
-    assert any("cut" in n for n in r.notices)
+    assert [(n.kind, n.level) for n in r.notices] == [("tokens_cut", "info")]
+    assert "Text A was cut to the model's limit of 512 tokens" in r.notices[0].message
 
 
 @pytest.mark.parametrize("kwargs, error, message", [
@@ -152,10 +161,15 @@ def test_special_token_strings_are_text(enc):
     assert r.a[1:-1].sum() == pytest.approx(1.0)
 
 
+def allow(monkeypatch, models: str) -> None:
+    """The operator's allow-list for one test (settings are read once per process)."""
+    monkeypatch.setattr(settings, "CONFIG", settings.Config.from_env({"SINKSCOPE_MODELS": models}))
+
+
 def test_unlisted_model_is_refused(monkeypatch, tmp_path):
     with pytest.raises(ModelError, match="not on the allow-list"):
         Encoder("bert-base-uncased")
-    monkeypatch.setenv("SINKSCOPE_MODELS", f"broken={tmp_path}")
+    allow(monkeypatch, f"broken={tmp_path}")
     with pytest.raises(ModelError, match="config.json"):
         Encoder("broken")
 
@@ -172,8 +186,14 @@ def test_cli_json_matches_api(enc):
     assert np.abs(np.array(d["sinkhorn_plan"]) - r.coupling.plan).max() <= 1e-12
     assert np.abs(np.array(d["softmax_plan"]) - r.softmax_plan).max() <= 1e-12
     assert len(d["row_err"]) == 50 and d["summary"]["converged"] is True
+    from engine.export import relation_from_dict
+
+    back = relation_from_dict(d)  # the document describes the whole relation
+    np.testing.assert_array_equal(back.sinkhorn_plan, r.sinkhorn_plan)
+    np.testing.assert_array_equal(back.coupling.history.cost, r.coupling.history.cost)
+    assert back.summary == r.summary and back.notices == r.notices
     table = subprocess.run(cmd[:-1], capture_output=True, text=True, timeout=120, check=True)
-    assert "softmax column-marginal error" in table.stdout
+    assert "Softmax column error" in table.stdout and "50 half-steps" in table.stdout
     bad = subprocess.run(cmd[:4] + ["", "x"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "Text A is empty" in bad.stderr and "Traceback" not in bad.stderr
 
@@ -186,19 +206,32 @@ def test_corrupt_model_file_gives_clear_error(monkeypatch, tmp_path):
     folder = tmp_path / "corrupt"
     shutil.copytree(default_model_path(), folder)
     (folder / "model.safetensors").write_bytes(b"not a model")
-    monkeypatch.setenv("SINKSCOPE_MODELS", f"corrupt={folder}")
+    allow(monkeypatch, f"corrupt={folder}")
     with pytest.raises(ModelError, match="Could not load model 'corrupt'"):
         Encoder("corrupt")
 
 
-def test_listed_model_loads_by_path_and_never_trusts_remote_code(monkeypatch, tmp_path):
+def test_listed_model_loads_by_path_and_never_runs_remote_code(monkeypatch, tmp_path):
+    """A model folder that asks for its own Python code (``auto_map``) loads the library's
+    own architecture: the folder's code never runs."""
+    import shutil
+
     from engine.encoder import default_model_path
 
-    monkeypatch.setenv("SINKSCOPE_MODELS", f"minilm-copy={default_model_path()}")
-    e = Encoder("minilm-copy")
+    folder = tmp_path / "custom"
+    shutil.copytree(default_model_path(), folder)
+    marker = tmp_path / "remote_code_ran"
+    code = f"open({str(marker)!r}, 'w').write('ran')\n"
+    for sub in [folder, *[p.parent for p in folder.rglob("config.json")]]:
+        (sub / "custom_bert.py").write_text(code + "from transformers import BertModel as "
+                                            "CustomModel\nfrom transformers import BertConfig "
+                                            "as CustomConfig\n")
+    for cfg in folder.rglob("config.json"):
+        d = json.loads(cfg.read_text())
+        d["auto_map"] = {"AutoConfig": "custom_bert.CustomConfig",
+                         "AutoModel": "custom_bert.CustomModel"}
+        cfg.write_text(json.dumps(d))
+    allow(monkeypatch, f"custom={folder}")
+    e = Encoder("custom")
     assert e.n_layers == 6 and e.encode("hello").n == 3
-    import inspect
-
-    import engine.encoder as mod
-    code = inspect.getsource(mod)
-    assert "trust_remote_code=True" not in code and code.count("trust_remote_code=False") >= 2
+    assert not marker.exists(), "the model folder's own code ran"

@@ -173,7 +173,7 @@ HALF_MB_TEXT = "word " * 100_000  # 500,000: under Streamlit's own 512 Ki query-
 ], ids=["eps-0", "eps-neg", "eps-1e300", "eps-nan", "steps-1e9", "layer-99", "mode-unknown",
         "text-500KB"])
 def test_crafted_url_is_clamped_with_a_message(query, message, key, value):
-    from sinkscope_app.state import LIMITS
+    from engine.settings import CONFIG as LIMITS
     at = AppTest.from_file(APP, default_timeout=120)
     at.query_params.update(query)
     at.run()

@@ -32,7 +32,7 @@ def test_half_step_one_is_softmax(method, zeros):
         c = sinkhorn(S, a, b, eps=eps, half_steps=1, method=method)
         expected = a[:, None] * softmax_attention(S, eps)
         assert np.abs(c.plan - expected).max() <= 1e-12
-        assert c.half_steps == 1 and c.row_err.shape == (1,)
+        assert c.half_steps_run == 1 and c.row_err.shape == (1,)
 
 
 def test_softmax_rows_sum_to_one_and_match_torch():
@@ -100,8 +100,8 @@ def test_errors_alternate_and_decrease():
 def test_early_stop_stops_within_tolerance():
     S, a, b = problem()
     c = sinkhorn(S, a, b, eps=1.0, half_steps=5000, tol=1e-9, early_stop=True)
-    assert c.converged and c.half_steps < 500
-    assert c.row_err.shape == (c.half_steps,)
+    assert c.converged and c.half_steps_run < 500
+    assert c.row_err.shape == (c.half_steps_run,)
     assert max(c.row_err[-1], c.col_err[-1]) <= 1e-9
 
 

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.types import Coupling, Projection, Relation, Summary
+from engine.types import Coupling, History, Projection, Relation, Summary
 from viz import bipartite, clouds, diagnostics, grid, heatmaps, theme
 
 TOKENS_A = ("[CLS]", "the", "bank", "of", "the", "<b>river</b>", "[SEP]")
@@ -55,7 +55,10 @@ def sinkhorn_np(S, a, b, eps, half_steps):
     return Coupling(plan=plan, f=f, g=g, row_err=np.array(row_err), col_err=np.array(col_err),
                     converged=np.array(max(row_err[-1], col_err[-1]) < 1e-6),
                     cost=float(np.sum(-S * plan)), entropy=float(-np.sum(plan * logp)),
-                    eps=eps, half_steps=half_steps, tol=1e-6)
+                    eps=eps, half_steps_run=half_steps, tol=1e-6,
+                    history=History(steps=np.arange(1, half_steps + 1),
+                                    cost=np.linspace(1.0, 0.5, half_steps),
+                                    entropy=np.linspace(2.0, 3.0, half_steps)))
 
 
 def northwest(a, b):
@@ -93,19 +96,17 @@ def make_relation(n=7, m=9, *, seed=0, eps=0.5, half_steps=20, tokens_a=None, to
     exact = northwest(a, b)
     summary = Summary(softmax_col_err=1.0, sinkhorn_row_err=0.0, sinkhorn_col_err=0.0,
                       cost=coupling.cost, entropy=coupling.entropy, kl_to_product=0.0,
+                      mutual_information=0.0, zero_weight_mass=0.0,
                       exact_cost=float(np.sum(-S * exact)), l1_to_exact=0.0,
                       l1_to_product=0.0, softmax_cost=0.0, converged=True)
     ta = tokens_a if tokens_a is not None else ([f"a{i}" for i in range(n)] if n != 7 else TOKENS_A)
     tb = tokens_b if tokens_b is not None else ([f"b{j}" for j in range(m)] if m != 9 else TOKENS_B)
-    hist = np.arange(1, half_steps + 1)
     return Relation(
         text_a="A", text_b="B", tokens_a=tuple(ta), tokens_b=tuple(tb), a=a, b=b, scores=S,
         attention=attention, softmax_plan=a[:, None] * attention, coupling=coupling,
         exact_plan=exact, product=np.outer(a, b), summary=summary, layer=2, head=5, eps=eps,
         half_steps=half_steps, mode="separate", weights="uniform", pool_words=False,
-        points_a=rng.normal(size=(n, 4)), points_b=rng.normal(size=(m, 4)),
-        hist_steps=hist, cost_hist=np.linspace(1.0, 0.5, half_steps),
-        entropy_hist=np.linspace(2.0, 3.0, half_steps))
+        points_a=rng.normal(size=(n, 4)), points_b=rng.normal(size=(m, 4)))
 
 
 def make_projection(n=7, m=9, *, dim=2, corr=0.8, seed=1):
@@ -166,9 +167,7 @@ def all_builders(rel, proj):
         "graph_one": bipartite.graph(rel, which="softmax", highlight=("a", 2)),
         "cloud2": clouds.cloud(rel, make_projection(len(rel.a), len(rel.b))),
         "cloud3": clouds.cloud(rel, proj),
-        "convergence": diagnostics.convergence(c, current=3, hist_steps=rel.hist_steps,
-                                               cost_hist=rel.cost_hist,
-                                               entropy_hist=rel.entropy_hist),
+        "convergence": diagnostics.convergence(c, current=3),
         "eps_path": diagnostics.eps_path([2.0, 1.0, 0.5, 0.1], plans, rel.exact_plan,
                                          rel.tokens_a, rel.tokens_b),
         "grid": grid.grid(np.ones((2, 3, 4, 5)), np.arange(6.0).reshape(2, 3), selected=(1, 2)),
@@ -427,10 +426,9 @@ def test_cloud_3d_uses_scatter3d_with_safe_labels(rel):
 
 def test_convergence_errors_on_log_axis_with_floor(rel):
     c = rel.coupling
-    fig = diagnostics.convergence(c, current=4, hist_steps=rel.hist_steps,
-                                  cost_hist=rel.cost_hist, entropy_hist=rel.entropy_hist)
+    fig = diagnostics.convergence(c, current=4)
     row, col = fig.data[0], fig.data[1]
-    np.testing.assert_array_equal(row.x, np.arange(1, c.half_steps + 1))
+    np.testing.assert_array_equal(row.x, np.arange(1, c.half_steps_run + 1))
     np.testing.assert_allclose(row.y, np.maximum(c.row_err, diagnostics.FLOOR))
     np.testing.assert_allclose(col.y, np.maximum(c.col_err, diagnostics.FLOOR))
     assert min(row.y) >= diagnostics.FLOOR and fig.layout.yaxis.type == "log"
@@ -441,13 +439,13 @@ def test_convergence_errors_on_log_axis_with_floor(rel):
     assert "cost ⟨−S, π⟩" in names and "entropy H(π)" in names and "half-step 4" in names
     assert sum(s.type == "line" and s.x0 == 4 for s in fig.layout.shapes) == 2
     cost = [t for t in fig.data if t.name.startswith("cost")][0]
-    np.testing.assert_allclose(cost.y, rel.cost_hist)
+    np.testing.assert_allclose(cost.y, c.history.cost)
 
 
 def test_convergence_exact_zero_and_batched_input():
     c = Coupling(plan=np.eye(2) / 2, f=np.zeros(2), g=np.zeros(2), row_err=np.array([0.0, 0.3]),
                  col_err=np.array([0.5, 0.0]), converged=np.array(False), cost=1.0, entropy=0.7,
-                 eps=1.0, half_steps=2, tol=1e-6)
+                 eps=1.0, half_steps_run=2, tol=1e-6)
     fig = diagnostics.convergence(c)
     assert fig.data[0].y[0] == diagnostics.FLOOR and "floor" in fig.data[0].customdata[0][2]
     assert "not converged" in fig.layout.title.text
@@ -538,10 +536,11 @@ def test_every_builder_renders_strict_json_escaped_and_finite(rel):
 
 
 def test_viz_imports_neither_torch_nor_streamlit():
+    """viz reads engine's torch-free modules only (types, summary, references, settings)."""
     import subprocess
     import sys
     code = ("import sys, viz; bad = [m for m in sys.modules if m.split('.')[0] in "
-            "('torch', 'streamlit', 'engine')]; print(bad); sys.exit(bool(bad))")
+            "('torch', 'streamlit', 'transformers', 'ot')]; print(bad); sys.exit(bool(bad))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=".")
     assert out.returncode == 0, out.stdout + out.stderr
 

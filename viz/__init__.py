@@ -1,8 +1,8 @@
 """Pure figure builders: engine results (or numpy arrays) in, ``plotly`` figures out.
 
-Never imports torch or streamlit (``engine.types`` only under TYPE_CHECKING). Every
-builder takes the data first, then keyword-only options including ``height``,
-``width`` and ``theme`` ("light" or "dark").
+Never imports torch or streamlit; reads engine's torch-free modules (types, summary,
+references). Every builder takes the data first, then keyword-only options including
+``height``, ``width`` and ``theme`` ("light" or "dark").
 
 The layers × heads builder is ``viz.grid.grid``: the function is not re-exported as
 ``viz.grid`` so that name keeps meaning the module.

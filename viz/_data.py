@@ -67,11 +67,6 @@ def row_normalise(plan: np.ndarray) -> np.ndarray:
     return np.divide(plan, sums, out=np.zeros_like(plan), where=sums > 0)
 
 
-def l1(x: np.ndarray, target: np.ndarray) -> float:
-    """‖x − target‖₁."""
-    return float(np.abs(x - target).sum())
-
-
 def limits(*arrays: np.ndarray, floor: float = 0.0) -> tuple[float, float]:
     """(zmin, zmax) shared by ``arrays`` for a mass scale starting at ``floor``.
 

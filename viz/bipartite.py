@@ -7,7 +7,6 @@ figure stays light however many edges it shows.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 import numpy as np
 import plotly.graph_objects as go
@@ -16,8 +15,7 @@ from plotly.subplots import make_subplots
 from viz import theme as th
 from viz._data import as_array, as_plan, bin_edges, bin_style, labels, segments, top_edges
 
-if TYPE_CHECKING:  # engine's package imports torch; viz only reads the fields
-    from engine.types import Relation
+from engine.types import Relation
 
 N_BINS = 5
 _WHICH = ("both", "softmax", "sinkhorn")
@@ -121,7 +119,7 @@ def graph(relation: Relation, *, which: str = "both", top_k: int | None = 3,
     scale = max(float(plans[k].max()) for k in keys)
     c = relation.coupling
     titles = {"softmax": f"Softmax diag(a)·softmax(S/ε), ε={th.fmt(relation.eps)}",
-              "sinkhorn": f"Sinkhorn coupling, ε={th.fmt(c.eps)}, {c.half_steps} half-steps"}
+              "sinkhorn": f"Sinkhorn coupling, ε={th.fmt(c.eps)}, {th.half_steps_text(c.half_steps_run)}"}
     fig = make_subplots(rows=1, cols=len(keys), subplot_titles=[titles[k] for k in keys],
                         horizontal_spacing=0.14)
     fade = 0.3 if highlight is not None else 1.0

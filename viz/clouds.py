@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 import numpy as np
 import plotly.graph_objects as go
@@ -11,8 +10,7 @@ from viz import theme as th
 from viz._data import as_array, as_plan, bin_edges, bin_style, segments, top_edges
 from viz._data import labels as _labels
 
-if TYPE_CHECKING:  # engine's package imports torch; viz only reads the fields
-    from engine.types import Projection, Relation
+from engine.types import Projection, Relation
 
 N_BINS = 5
 LOW_CORR = 0.3

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from engine.references import entropy as _entropy
 from viz import theme as th
 from viz._data import as_array, as_plan, labels, limits
 from viz.heatmaps import default_height, map_trace
 
-if TYPE_CHECKING:  # engine's package imports torch; viz only reads the fields
-    from engine.types import Coupling
+from engine.types import Coupling
 
 FLOOR = 1e-16  # errors below this (exact zeros after their own half-step) are drawn here
 COLOR_COST = "#009E73"  # Okabe–Ito bluish green
@@ -34,9 +33,8 @@ def _error_trace(t: np.ndarray, err: np.ndarray, name: str, color: str) -> go.Sc
 
 
 def convergence(coupling: Coupling, *, current: int | None = None,
-                hist_steps: object = None, cost_hist: object = None,
-                entropy_hist: object = None, height: int | None = None,
-                width: int | None = None, theme: str = "light") -> go.Figure:
+                height: int | None = None, width: int | None = None,
+                theme: str = "light") -> go.Figure:
     """L1 marginal errors per half-step (log axis) above cost and entropy.
 
     The errors alternate: after a row step (odd t) ‖π1 − a‖₁ is 0 up to rounding, after
@@ -45,11 +43,10 @@ def convergence(coupling: Coupling, *, current: int | None = None,
     tolerance, more half-steps or a larger ε are needed.
 
     Args:
-        coupling: a single (unbatched) coupling; ``row_err``, ``col_err`` are (T,).
+        coupling: a single (unbatched) coupling; ``row_err``, ``col_err`` are (T,). Its
+            ``history`` (cost and entropy at K half-steps) is drawn when present; else
+            the final ``cost`` and ``entropy`` at T.
         current: the half-step the app shows (1..T), marked on both panels.
-        hist_steps: (K,) 1-based half-steps at which cost and entropy were recorded.
-        cost_hist, entropy_hist: (K,) ⟨−S, π⟩ and H(π) at those half-steps. Without
-            them the final ``coupling.cost`` and ``coupling.entropy`` are drawn at T.
         height, width: size in pixels.
         theme: "light" or "dark".
 
@@ -73,12 +70,13 @@ def convergence(coupling: Coupling, *, current: int | None = None,
         fig.add_hline(y=float(coupling.tol), line=dict(dash="dot", width=1, color=th.COLOR_MATCH),
                       annotation_text=f"tolerance {th.fmt(coupling.tol)}",
                       annotation_position="top right", row=1, col=1)
-    if hist_steps is not None and cost_hist is not None and entropy_hist is not None:
-        steps = as_array(hist_steps, "hist_steps", 1)
-        cost, ent = as_array(cost_hist, "cost_hist", 1), as_array(entropy_hist, "entropy_hist", 1)
+    h = coupling.history
+    if h is not None:
+        steps = as_array(h.steps, "history.steps", 1)
+        cost, ent = as_array(h.cost, "history.cost", 1), as_array(h.entropy, "history.entropy", 1)
         if not steps.shape == cost.shape == ent.shape:
-            raise ValueError(f"hist_steps {steps.shape}, cost_hist {cost.shape} and "
-                             f"entropy_hist {ent.shape} must have one shape (K,)")
+            raise ValueError(f"history steps {steps.shape}, cost {cost.shape} and entropy "
+                             f"{ent.shape} must have one shape (K,)")
         mode = "lines+markers"
     else:
         steps = np.array([T], dtype=float)
@@ -115,16 +113,11 @@ def convergence(coupling: Coupling, *, current: int | None = None,
     status = (f"converged: max error {th.fmt(final)} ≤ {th.fmt(coupling.tol)}" if converged else
               f"not converged: max error {th.fmt(final)}; run more half-steps or raise ε")
     fig.update_layout(
-        title=dict(text=f"Sinkhorn convergence · ε={th.fmt(coupling.eps)}, {T} half-steps"
+        title=dict(text=f"Sinkhorn convergence · ε={th.fmt(coupling.eps)}, {th.half_steps_text(T)}"
                         f"<br><sup>{status}</sup>"),
         legend=dict(orientation="h", yanchor="top", y=-0.14, x=0.5, xanchor="center"),
         hovermode="closest", margin=dict(b=110))
     return th.apply(fig, theme, height=height or 600, width=width)
-
-
-def _entropy(plan: np.ndarray) -> float:
-    p = plan[plan > 0]
-    return float(-(p * np.log(p)).sum())
 
 
 def eps_path(eps_values: Sequence[float], plans: object, exact_plan: object,
@@ -159,9 +152,9 @@ def eps_path(eps_values: Sequence[float], plans: object, exact_plan: object,
     la, lb = labels(tokens_a, n, "tokens_a"), labels(tokens_b, m, "tokens_b")
     lo, hi = limits(stack, exact)
     names = [f"ε={th.fmt(e)}" for e in eps] + ["exact OT"]
-    titles = [f"Sinkhorn coupling at ε = {th.fmt(e)} · entropy H(π) = {th.fmt(_entropy(p))}"
+    titles = [f"Sinkhorn coupling at ε = {th.fmt(e)} · entropy H(π) = {th.fmt(float(_entropy(p)))}"
               for e, p in zip(eps, stack)]
-    titles.append(f"Exact OT plan (ε → 0) · entropy H(π) = {th.fmt(_entropy(exact))}")
+    titles.append(f"Exact OT plan (ε → 0) · entropy H(π) = {th.fmt(float(_entropy(exact)))}")
     zs = list(stack) + [exact]
     trace = map_trace(zs[0], la, lb, zname="mass", colorscale=th.MASS_SCALE, zmin=lo, zmax=hi,
                       colorbar=dict(title=dict(text="mass π(i, j)", side="right"), thickness=14))

@@ -7,16 +7,15 @@ Axes are numeric (0..n-1) with tick text, so repeated tokens keep their own row/
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import plotly.graph_objects as go
 
+from engine import references
 from viz import theme as th
-from viz._data import as_array, as_plan, l1, labels, limits, row_normalise, symmetric_limit
+from viz._data import as_array, as_plan, labels, limits, row_normalise, symmetric_limit
 
-if TYPE_CHECKING:  # engine's package imports torch; viz only reads the fields
-    from engine.types import Relation
+from engine.types import Relation
 
 _VIEWS = ("joint", "conditional")
 _CLASSES = (("above target", th.COLOR_OVER), ("below target", th.COLOR_UNDER),
@@ -263,11 +262,11 @@ def compare(relation: Relation, *, view: str = "joint", height: int | None = Non
         raise ValueError(f"weights a {a.shape} and b {b.shape} do not match the plan {soft.shape}")
     fields = _score_fields(relation.scores, (n, m))
     c = relation.coupling
-    soft_col = l1(soft.sum(0), b)
-    sink_err = max(l1(sink.sum(1), a), l1(sink.sum(0), b))
+    soft_col = references.l1(soft.sum(0), b, axes=-1)
+    sink_err = max(references.l1(sink.sum(1), a, axes=-1), references.l1(sink.sum(0), b, axes=-1))
     converged = bool(np.all(np.asarray(c.converged)))
     titles = (f"Softmax (ε={th.fmt(relation.eps)}) · column error {th.fmt(soft_col)}",
-              f"Sinkhorn (ε={th.fmt(c.eps)}, {c.half_steps} half-steps) · max error "
+              f"Sinkhorn (ε={th.fmt(c.eps)}, {th.half_steps_text(c.half_steps_run)}) · max error "
               f"{th.fmt(sink_err)}" + ("" if converged else " · not converged"))
     fg = th.foreground(theme)
     legend_seen: set[str] = set()
@@ -353,7 +352,7 @@ def difference(relation: Relation, *, view: str = "joint", height: int | None = 
         colorbar=dict(title=dict(text="Δ mass" if view == "joint" else "Δ π(j|i)"), thickness=14))
     c = relation.coupling
     title = (f"Sinkhorn − softmax · {_settings(relation)} · ε={th.fmt(relation.eps)}, "
-             f"{c.half_steps} half-steps"
+             f"{th.half_steps_text(c.half_steps_run)}"
              "<br><sup>red: the coupling puts more mass here; blue: less</sup>")
     return _figure([trace], _map_layout(la, lb, title, top=90), theme,
                    height or default_height(n), width)

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from engine.summary import fmt, half_steps_text  # one number format everywhere
+
 # Okabe–Ito palette (Okabe & Ito, "Color Universal Design", 2008).
 COLOR_A = "#0072B2"  # blue: text A, rows, queries
 COLOR_B = "#E69F00"  # orange: text B, columns, keys
@@ -217,13 +219,3 @@ def token_margins(x_axis: dict, y_axis: dict, *, top: int = 80, right: int = 30)
                 t=int(top), r=int(right), autoexpand=True)
 
 
-def fmt(value: float) -> str:
-    """A number in three significant digits, scientific when tiny or huge."""
-    v = float(value)
-    if not math.isfinite(v):
-        return str(v)
-    if v == 0.0:
-        return "0"
-    if abs(v) < 1e-3 or abs(v) >= 1e5:
-        return f"{v:.1e}"
-    return f"{v:.3g}"

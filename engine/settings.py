@@ -1,0 +1,122 @@
+"""Every setting in one place: the choices, the limits, the defaults and the environment.
+
+The engine, the command line, the app's URL parser, its help texts and the service import
+these names instead of repeating them. The operator's environment variables are read once,
+into :data:`CONFIG`; code reads ``settings.CONFIG`` at call time, so a test can swap it.
+
+| variable | default | meaning |
+|---|---|---|
+| ``SINKSCOPE_MODELS`` | — | extra allowed models, ``name=/path;name2=/path2`` |
+| ``SINKSCOPE_MODELS_FILE`` | — | a JSON file ``{"name": "/path"}`` with more models |
+| ``SINKSCOPE_DEVICE`` | auto | ``cpu``, ``cuda``, ``cuda:1``, ``mps`` |
+| ``SINKSCOPE_MAX_CHARS`` | 20000 | characters kept per text |
+| ``SINKSCOPE_MAX_HALF_STEPS`` | 1000 | end of the half-step slider |
+| ``SINKSCOPE_EPS_MIN`` / ``_MAX`` | 0.01 / 100 | range of the ε slider |
+| ``SINKSCOPE_GRID_MAX_CELLS`` | 25600 | most token pairs n·m for the all-heads grid |
+| ``SINKSCOPE_TORCH_THREADS`` | 1 | torch threads in the app |
+| ``SINKSCOPE_WARM_UMAP`` | 1 | compile UMAP in the background at start (0: skip) |
+| ``SINKSCOPE_ENGINE`` | embedded | ``embedded``, or the URL of a served engine |
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+# Choices, each with the words the app shows.
+MODES = {"separate": "Separate texts (the paper's view)",
+         "joint": "Joint pair (one forward pass)",
+         "self": "Self (text A with itself)"}
+WEIGHTS = {"content": "Content tokens (special tokens weigh 0)",
+           "uniform": "All tokens equally",
+           "norm": "Embedding norm"}
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+DEFAULT_EPS = 1.0
+DEFAULT_HALF_STEPS = 100
+DEFAULT_TOL = 1e-6  # L1 marginal tolerance for "converged"
+
+# What the engine accepts, whatever the app's sliders offer.
+EPS_MIN, EPS_MAX = 1e-6, 1e6
+HALF_STEPS_CAP = 100_000
+
+EMBEDDED = "embedded"
+
+# What the libraries underneath read: no network, no telemetry, no progress bars, and a
+# numba threading layer that survives UMAP fits from several threads.
+for _k, _v in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+               "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+               "TOKENIZERS_PARALLELISM": "false", "NUMBA_THREADING_LAYER": "omp"}.items():
+    os.environ.setdefault(_k, _v)
+
+
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    try:
+        v = float(env.get(name, default))
+    except ValueError:
+        return default
+    return v if math.isfinite(v) and v > 0 else default
+
+
+def _int(env: Mapping[str, str], name: str, default: int, *, lowest: int = 1) -> int:
+    try:
+        v = int(env.get(name, default))
+    except ValueError:
+        return default
+    return v if v >= lowest else default
+
+
+@dataclass(frozen=True)
+class Config:
+    """The operator's settings (environment variables), read once per process.
+
+    Attributes:
+        models: ``SINKSCOPE_MODELS``, ``name=path`` pairs separated by ``;`` (unparsed).
+        models_file: ``SINKSCOPE_MODELS_FILE``, a JSON object of name → path, or "".
+        device: ``SINKSCOPE_DEVICE``, or "" for auto (CUDA, then MPS, then CPU).
+        max_chars: characters kept per text; longer text is cut with a notice.
+        max_half_steps: the half-step slider's end (at most :data:`HALF_STEPS_CAP`).
+        eps_min, eps_max: the ε slider's range.
+        grid_max_cells: most token pairs n·m for the all-heads grid.
+        torch_threads: torch threads in the app (0 leaves torch's default).
+        warm_umap: compile UMAP in a background thread at app start.
+        engine: "embedded", or the URL of a served engine (``python -m engine serve``).
+    """
+
+    models: str = ""
+    models_file: str = ""
+    device: str = ""
+    max_chars: int = 20000
+    max_half_steps: int = 1000
+    eps_min: float = 0.01
+    eps_max: float = 100.0
+    grid_max_cells: int = 160 * 160
+    torch_threads: int = 1
+    warm_umap: bool = True
+    engine: str = EMBEDDED
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "Config":
+        """Read every ``SINKSCOPE_*`` variable; a bad value falls back to its default."""
+        env = os.environ if env is None else env
+        lo = min(max(_float(env, "SINKSCOPE_EPS_MIN", 0.01), EPS_MIN), EPS_MAX)
+        hi = min(max(_float(env, "SINKSCOPE_EPS_MAX", 100.0), EPS_MIN), EPS_MAX)
+        if lo >= hi:
+            lo, hi = 0.01, 100.0
+        return cls(
+            models=env.get("SINKSCOPE_MODELS", ""),
+            models_file=env.get("SINKSCOPE_MODELS_FILE", ""),
+            device=env.get("SINKSCOPE_DEVICE", "").strip(),
+            max_chars=_int(env, "SINKSCOPE_MAX_CHARS", 20000),
+            max_half_steps=min(_int(env, "SINKSCOPE_MAX_HALF_STEPS", 1000), HALF_STEPS_CAP),
+            eps_min=lo, eps_max=hi,
+            grid_max_cells=_int(env, "SINKSCOPE_GRID_MAX_CELLS", 160 * 160),
+            torch_threads=_int(env, "SINKSCOPE_TORCH_THREADS", 1, lowest=0),
+            warm_umap=env.get("SINKSCOPE_WARM_UMAP", "1").strip() != "0",
+            engine=env.get("SINKSCOPE_ENGINE", "").strip() or EMBEDDED,
+        )
+
+
+CONFIG = Config.from_env()

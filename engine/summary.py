@@ -1,0 +1,103 @@
+"""The summary numbers as people read them: one number format, labels and help texts.
+
+The app's metrics strip, the HTML report and the command line's table all show
+:func:`rows`; the figures use :func:`fmt`. Torch-free.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .settings import DEFAULT_TOL
+from .types import Relation
+
+ZERO_MASS = 1e-12  # mass below this on weight-0 tokens is rounding, not a plan's choice
+
+
+def fmt(x: float) -> str:
+    """Three significant digits; tiny or huge values in scientific notation; 0 as "0";
+    +inf as "∞"; NaN as "n/a"."""
+    x = float(x)
+    if math.isnan(x):
+        return "n/a"
+    if math.isinf(x):
+        return "∞" if x > 0 else "−∞"
+    if x == 0:
+        return "0"
+    if abs(x) < 1e-3 or abs(x) >= 1e5:
+        return f"{x:.2e}"
+    return f"{x:.3g}"
+
+
+def half_steps_text(t: int) -> str:
+    """"1 half-step", "100 half-steps"."""
+    return f"{t:,} half-step" + ("" if t == 1 else "s")
+
+
+HELP = {
+    "softmax_col_err": (
+        "‖(diag(a)·softmax(S/ε))ᵀ1 − b‖₁. Softmax gets every row right but not the columns: "
+        "this is how much mass text B's tokens receive beyond or below their weights b. "
+        "0 would mean softmax is already a coupling; the largest possible value is 2."),
+    "sinkhorn_row_err": (
+        "‖π1 − a‖₁ after the last half-step: how far the Sinkhorn plan's rows are from text "
+        "A's weights. 0 (up to rounding) after a row half-step (odd count)."),
+    "sinkhorn_col_err": (
+        "‖πᵀ1 − b‖₁ after the last half-step: how far the columns are from text B's "
+        "weights. At half-step 1 this equals softmax's column error."),
+    "cost": (
+        "Transport cost ⟨−S, π⟩ = −Σ π_ij S_ij (lower: mass sits on high-score pairs), "
+        "beside the exact OT plan's cost and softmax's."),
+    "entropy": (
+        "H(π) = −Σ π_ij log π_ij. Large ε spreads the plan out (high entropy, up to "
+        "H(a)+H(b)); small ε sharpens it."),
+    "kl_to_product": (
+        "KL(π ‖ a⊗b) = Σ π_ij log(π_ij / a_i b_j): 0 when every pair gets a_i·b_j "
+        "(ε → ∞), large when the pairing is sharp. It is infinite (∞) while π puts mass on "
+        "a token of weight 0 — softmax sends mass to [CLS] and [SEP] — because a⊗b gives "
+        "those tokens none. For a coupling it is the plan's mutual information."),
+    "l1_to_exact": (
+        "‖π − π*‖₁, the distance to the exact optimal transport plan π* (the ε → 0 limit, "
+        "computed with POT's network simplex). Lower ε and more half-steps bring it down."),
+    "converged": (
+        f"Whether both marginal errors are within the tolerance {DEFAULT_TOL:g} after the "
+        "half-steps you asked for. If not, raise half-steps or ε."),
+}
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One number of the summary as shown: ``label`` ``value`` (``detail``), ``help``."""
+
+    key: str
+    label: str
+    value: str
+    detail: str
+    help: str
+
+
+def rows(r: Relation) -> list[Metric]:
+    """The summary of a single-head relation, in display order."""
+    s = r.summary
+
+    def m(key: str, label: str, value: str, detail: str = "") -> Metric:
+        return Metric(key, label, value, detail, HELP[key])
+
+    if math.isinf(s.kl_to_product) and s.zero_weight_mass > ZERO_MASS:
+        kl = m("kl_to_product", "KL(π ‖ a⊗b)", "∞",
+               f"{fmt(s.zero_weight_mass)} of π's mass on weight-0 tokens")
+    else:
+        kl = m("kl_to_product", "KL(π ‖ a⊗b)", fmt(s.kl_to_product))
+    t = r.coupling.half_steps_run
+    return [
+        m("softmax_col_err", "Softmax column error", fmt(s.softmax_col_err)),
+        m("sinkhorn_row_err", "Sinkhorn row error", fmt(s.sinkhorn_row_err)),
+        m("sinkhorn_col_err", "Sinkhorn column error", fmt(s.sinkhorn_col_err)),
+        m("cost", "Cost ⟨−S, π⟩", fmt(s.cost),
+          f"exact OT {fmt(s.exact_cost)} · softmax {fmt(s.softmax_cost)}"),
+        m("entropy", "Entropy H(π)", fmt(s.entropy)),
+        kl,
+        m("l1_to_exact", "‖π − π*‖₁ to exact OT", fmt(s.l1_to_exact)),
+        m("converged", "Converged", "yes" if bool(s.converged) else "no", half_steps_text(t)),
+    ]
