@@ -13,6 +13,7 @@ import plotly.io as pio
 
 from engine.export import relation_to_dict
 from engine.types import Relation
+from viz.theme import plotly_config
 
 
 def slug(r: Relation) -> str:
@@ -43,7 +44,7 @@ def html_report(r: Relation, figures: Sequence[go.Figure], metrics: Sequence[tup
     parts = []
     for k, fig in enumerate(figures):
         parts.append(pio.to_html(fig, include_plotlyjs=(k == 0), full_html=False,
-                                 config={"displaylogo": False}))
+                                 config=plotly_config("png", f"report_{k}")))
     notices = "".join(f"<li>{html.escape(n.message)}</li>" for n in r.notices)
     link = (f'<p>Open this view: <a href="{html.escape(url, quote=True)}">'
             f"{html.escape(url)}</a></p>" if url else "")

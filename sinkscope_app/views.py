@@ -15,6 +15,7 @@ import streamlit as st
 from engine import settings
 from engine.types import Relation
 from viz import bipartite, clouds, diagnostics, grid as vgrid, heatmaps
+from viz.theme import plotly_config as theme_config
 
 from . import compute
 from .about import ABOUT
@@ -50,10 +51,7 @@ def chart(fig: go.Figure, name: str, img: str, *, key: str, live: bool = True, *
     ``live`` charts update in place when a slider moves (:mod:`.live`); charts that send
     selection events back (the All heads grid) or animate (ε path) use ``st.plotly_chart``.
     """
-    config = {"displaylogo": False,
-              "modeBarButtonsToRemove": ["lasso2d", "select2d", "sendDataToCloud"],
-              "toImageButtonOptions": {"format": img, "filename": f"sinkscope_{name}",
-                                       "scale": 2 if img == "png" else 1}}
+    config = theme_config(img, name)
     if live:
         return live_chart(fig, key=key, config=config)
     return st.plotly_chart(fig, theme=None, width="stretch", config=config, key=key, **kw)

@@ -219,3 +219,23 @@ def token_margins(x_axis: dict, y_axis: dict, *, top: int = 80, right: int = 30)
                 t=int(top), r=int(right), autoexpand=True)
 
 
+
+
+# Mode-bar buttons that never appear: plotly.js's "Share chart…" (``sendChartToCloud``, on
+# by default in plotly.js 3) and its older names open plotly's cloud with the chart's
+# data; nothing in sinkscope may leave the machine. Lasso and box select do nothing here.
+MODEBAR_REMOVE = ("sendChartToCloud", "sendDataToCloud", "editInChartStudio", "lasso2d",
+                  "select2d")
+
+
+def plotly_config(image_format: str = "png", name: str = "figure") -> dict:
+    """The plotly.js config of every sinkscope chart (app, live charts, report, Learn).
+
+    No cloud button, no plotly logo or link; the camera button saves ``image_format``
+    ("png" at twice the size, or "svg") as ``sinkscope_<name>``.
+    """
+    return {"displaylogo": False, "showSendToCloud": False, "showEditInChartStudio": False,
+            "showLink": False, "plotlyServerURL": "",
+            "modeBarButtonsToRemove": list(MODEBAR_REMOVE),
+            "toImageButtonOptions": {"format": image_format, "filename": f"sinkscope_{name}",
+                                     "scale": 2 if image_format == "png" else 1}}
