@@ -20,8 +20,8 @@ from engine import SinkscopeError
 from engine.export import marginals_csv, plans_csv, to_npz
 from sinkscope_app import compute, examples, live, metrics, report, views
 from sinkscope_app.state import (DEFAULTS, EPS_OPTIONS, HALF_STEP_OPTIONS, IMAGE_FORMATS,
-                                 KEYS, MODES, VIEWS, WEIGHTS, parse_query, to_query,
-                                 valid_text)
+                                 KEYS, MODES, VIEWS, WEIGHTS, example_values, parse_query,
+                                 to_query, valid_text)
 
 log = logging.getLogger("sinkscope.app")
 st.set_page_config(page_title="sinkscope · softmax vs Sinkhorn", page_icon="🔗",
@@ -40,8 +40,10 @@ def model_from_url() -> str:
 
 def init_state(n_layers: int, n_heads: int) -> None:
     """Once per session: defaults, then whatever a (possibly hostile) URL asks for."""
-    parsed = parse_query(st.query_params.to_dict(), n_layers=n_layers, n_heads=n_heads,
-                         models=MODELS, examples=EXAMPLES)
+    # A bare address opens the default example at the settings that show its point.
+    params = st.query_params.to_dict() or {"ex": DEFAULTS["ex"]}
+    parsed = parse_query(params, n_layers=n_layers, n_heads=n_heads, models=MODELS,
+                         examples=EXAMPLES)
     for k, v in DEFAULTS.items():
         ss.setdefault(k, v)
     ss.update(parsed.values)
@@ -74,8 +76,7 @@ def sync_url() -> None:
 def on_example() -> None:
     ex = EXAMPLES.get(ss["ex"])
     if ex:
-        ss["a"], ss["b"] = ex["a"], ex["b"]
-        ss["mode"] = ex["mode"] or ("separate" if ss["mode"] == "self" else ss["mode"])
+        ss.update(example_values(ex, ss["mode"]))
 
 
 def on_text() -> None:

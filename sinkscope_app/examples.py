@@ -9,12 +9,20 @@ from pathlib import Path
 PATH = Path(__file__).resolve().parent.parent / "assets" / "examples.json"
 
 
+SETTINGS = ("layer", "head", "eps", "steps", "pool")  # what an example may set
+
+
 @functools.lru_cache(maxsize=1)
 def load(path: str = str(PATH)) -> dict[str, dict]:
-    """id → {"title", "a", "b", "mode"?, "note"?}, in file order."""
+    """id → {"title", "a", "b", "mode", "settings", "note"}, in file order.
+
+    ``settings`` holds the controls (layer, head, eps, steps, pool) that show the
+    example's point; ``note`` says what to look at.
+    """
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     out = {}
     for e in data["examples"]:
+        settings = {k: v for k, v in e.get("settings", {}).items() if k in SETTINGS}
         out[e["id"]] = {"title": e["title"], "a": e["a"], "b": e.get("b", ""),
-                        "mode": e.get("mode"), "note": e.get("note", "")}
+                        "mode": e.get("mode"), "settings": settings, "note": e.get("note", "")}
     return out

@@ -104,6 +104,15 @@ class Parsed:
     warnings: list[str] = field(default_factory=list)
 
 
+def example_values(example: Mapping[str, Any], mode: str) -> dict[str, Any]:
+    """The controls an example sets: its texts, its mode (else ``mode``, leaving self mode
+    for separate) and the settings that show its point."""
+    out = {"a": example["a"], "b": example["b"],
+           "mode": example.get("mode") or ("separate" if mode == "self" else mode)}
+    out.update(example.get("settings", {}))
+    return out
+
+
 def valid_text(text: object) -> str:
     """A str that can travel to the browser: unpaired surrogates become U+FFFD."""
     text = text if isinstance(text, str) else ""
@@ -166,10 +175,7 @@ def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
         if p["ex"] in examples or p["ex"] == "custom":
             v["ex"] = p["ex"]
             if p["ex"] in examples:
-                v["a"] = examples[p["ex"]]["a"]
-                v["b"] = examples[p["ex"]]["b"]
-                if examples[p["ex"]].get("mode"):
-                    v["mode"] = examples[p["ex"]]["mode"]
+                v.update(example_values(examples[p["ex"]], v.get("mode", DEFAULTS["mode"])))
         else:
             warn(f"Unknown example {p['ex'][:40]!r} in the link; ignored.")
     for key, name in (("a", "Text A"), ("b", "Text B")):

@@ -138,7 +138,10 @@ def test_examples_cover_the_issue():
     assert {"bank", "paraphrase", "qa", "negation", "lengths", "reordered", "en-es",
             "self"} <= ids
     assert EXAMPLES["self"]["mode"] == "self"
-    assert "English" in EXAMPLES["en-es"]["note"]
+    assert "English" in EXAMPLES["en-es"]["title"]
+    for ex in EXAMPLES.values():  # each example says what to look at, at which settings
+        assert ex["note"] and ex["settings"]["eps"] in EPS_OPTIONS
+        assert ex["settings"]["steps"] in HALF_STEP_OPTIONS
 
 
 def test_metric_format():
@@ -166,7 +169,12 @@ def test_default_page_renders(default_app):
     assert "Sinkhorn − softmax" in figs[1]["layout"]["title"]["text"]
     # The URL carries every control.
     assert set(at.query_params) == set(KEYS)
-    assert at.query_params["eps"] == ["1"] or at.query_params["eps"] == "1"
+    # ... and a bare address opens the default example at its own settings
+    bank = EXAMPLES["bank"]["settings"]
+    assert at.query_params["ex"] in ("bank", ["bank"])
+    for k in ("eps", "steps", "layer"):
+        q = at.query_params[k]
+        assert float(q[0] if isinstance(q, list) else q) == bank[k], k
     # Export buttons exist.
     assert len(at.get("download_button")) == 5
 
@@ -174,15 +182,15 @@ def test_default_page_renders(default_app):
 def test_eps_slider_changes_coupling_and_metrics(default_app):
     at = default_app
     before = (metric(at, "Entropy H(π)"), metric(at, "KL(π ‖ a⊗b)"))
-    at.select_slider(key="eps").set_value(0.1).run()
+    at.select_slider(key="eps").set_value(2.0).run()
     ok(at)
     title = figures(at)[0]["layout"]["annotations"][1]["text"]
-    assert "ε=0.1" in title, title
+    assert "ε=2" in title, title
     after = (metric(at, "Entropy H(π)"), metric(at, "KL(π ‖ a⊗b)"))
     assert after != before
-    assert float(after[0]) < float(before[0])  # smaller ε: sharper plan
+    assert float(after[0]) > float(before[0])  # larger ε: a more spread-out plan
     q = at.query_params["eps"]
-    assert (q[0] if isinstance(q, list) else q) == "0.1"
+    assert (q[0] if isinstance(q, list) else q) == "2"
 
 
 def test_half_step_one_is_softmax(default_app):
@@ -272,6 +280,8 @@ def test_each_example_loads():
         ok(at)
         assert at.sidebar.text_area(key="a").value == ex["a"]
         assert at.session_state["mode"] == (ex["mode"] or "separate")
+        for k, v in ex["settings"].items():  # the settings that show its point
+            assert at.session_state[k] == v, (ex_id, k)
         assert len(figures(at)) >= 2, ex_id
         assert ex["note"] in [c.value for c in at.sidebar.caption]
 

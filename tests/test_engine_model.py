@@ -235,3 +235,37 @@ def test_listed_model_loads_by_path_and_never_runs_remote_code(monkeypatch, tmp_
     e = Encoder("custom")
     assert e.n_layers == 6 and e.encode("hello").n == 3
     assert not marker.exists(), "the model folder's own code ran"
+
+
+@pytest.mark.parametrize("ex_id, pairs", [
+    ("bank", [("bank", "bank")]),
+    ("paraphrase", [("committee", "panel"), ("postponed", "delayed"), ("meeting", "session")]),
+    ("reordered", [("dog", "dog"), ("cat", "cat"), ("chased", "chased"), ("garden", "garden")]),
+    ("en-es", [("cat", "gato"), ("sofa", "sofa")]),
+])
+def test_each_examples_settings_show_what_its_note_says(enc, ex_id, pairs):
+    """At an example's own settings the coupling pairs the words its note names (each sends
+    most of its mass to its partner); softmax sends theirs to [CLS] and [SEP] instead."""
+    from sinkscope_app import examples
+
+    ex = examples.load()[ex_id]
+    s = ex["settings"]
+    r = relate(ex["a"], ex["b"], encoder=enc, layer=s["layer"], head=s["head"], eps=s["eps"],
+               half_steps=s["steps"], pool_words=s.get("pool", False))
+    assert r.summary.converged
+    for x, y in pairs:
+        i, j = r.tokens_a.index(x), r.tokens_b.index(y)
+        assert r.sinkhorn_plan[i].argmax() == j and r.sinkhorn_plan[i, j] > 0.5 * r.a[i], (x, y)
+        assert r.attention[i, [0, -1]].sum() > 0.5, (x, "most of softmax's mass goes to [CLS]/[SEP]")
+
+
+def test_self_example_keeps_words_on_themselves(enc):
+    from sinkscope_app import examples
+
+    ex = examples.load()["self"]
+    s = ex["settings"]
+    r = relate(ex["a"], encoder=enc, mode="self", layer=s["layer"], head=s["head"],
+               eps=s["eps"], half_steps=s["steps"])
+    inner = np.flatnonzero(r.a > 0)
+    on_diagonal = np.mean([r.sinkhorn_plan[i].argmax() == i for i in inner])
+    assert on_diagonal >= 0.8 and all(r.attention[i].argmax() in (0, r.a.size - 1) for i in inner)
