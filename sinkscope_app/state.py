@@ -62,6 +62,7 @@ GRID_VALUES = {"softmax_col_err": "softmax column error",
                "entropy": "entropy H(π)",
                "l1_to_exact": "‖π − π*‖₁ to exact OT",
                "cost": "cost ⟨−S, π⟩"}
+GRID_RANKS = {"high": "highest first", "low": "lowest first"}
 IMAGE_FORMATS = ("png", "svg")
 
 DEFAULTS: dict[str, Any] = {
@@ -89,6 +90,7 @@ DEFAULTS: dict[str, Any] = {
     "cwhich": "sinkhorn",
     "gplan": "sinkhorn",
     "gval": "softmax_col_err",
+    "grank": "high",
     "img": "png",
 }
 KEYS = tuple(DEFAULTS)
@@ -200,6 +202,7 @@ def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
     choice("cwhich", ("sinkhorn", "softmax"), "cloud edges")
     choice("gplan", GRID_PLANS, "grid plan")
     choice("gval", GRID_VALUES, "grid value")
+    choice("grank", GRID_RANKS, "ranking order")
     choice("img", IMAGE_FORMATS, "image format")
 
     if "pool" in p:

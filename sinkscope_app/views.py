@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine import settings
+from engine.summary import fmt
 from engine.types import Relation
 from viz import bipartite, clouds, diagnostics, grid as vgrid, heatmaps
 from viz.theme import plotly_config as theme_config
@@ -20,8 +21,8 @@ from viz.theme import plotly_config as theme_config
 from . import compute
 from .about import ABOUT
 from .live import chart as live_chart
-from .state import (CVIEWS, EDGES_MAX, GRAPH_WHICH, GRID_PLANS, GRID_VALUES, METHODS,
-                    SPACES, TOPK_MAX)
+from .state import (CVIEWS, EDGES_MAX, GRAPH_WHICH, GRID_PLANS, GRID_RANKS, GRID_VALUES,
+                    METHODS, SPACES, TOPK_MAX)
 
 
 @dataclass(frozen=True)
@@ -181,14 +182,41 @@ def render_heads(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]
     # old click can never fight a head chosen in the sidebar.
     event = chart(fig, "heads", img, key=f"fig_heads_{ctx.layer}_{ctx.head}",
                   live=False, on_select="rerun", selection_mode="points")
-    st.caption("Click a tile's centre to open that layer and head in every view. "
-               f"Currently: layer {ctx.layer}, "
+    st.caption("Click a tile's centre, or pick a head from the ranking below, to open that "
+               f"layer and head in every view. Currently: layer {ctx.layer}, "
                + (f"head {ctx.head}." if isinstance(ctx.head, int) else "mean over heads."))
     pick = _picked_head(event, ctx.n_layers, ctx.n_heads)
+    ranked = ranked_heads(values, lowest_first=st.session_state["grank"] == "low")
+    c1, c2 = st.columns([1, 2], vertical_alignment="bottom")
+    with c1:
+        _radio(f"Rank heads by {GRID_VALUES[gval]}", GRID_RANKS, "grank")
+    with c2:  # the keyboard's way to a head: a select box, ranked
+        options = [None, *[(l, h) for l, h, _ in ranked]]
+        value_of = {(l, h): v for l, h, v in ranked}
+        chosen = st.selectbox(
+            "Open a head", options, key=f"head_pick_{gval}_{ctx.layer}_{ctx.head}",
+            format_func=lambda o: "choose a layer and head…" if o is None else
+            f"layer {o[0]} · head {o[1]} — {GRID_VALUES[gval]} {fmt(value_of[o])}")
+    st.dataframe({"rank": list(range(1, len(ranked) + 1)),
+                  "layer": [l for l, _, _ in ranked], "head": [h for _, h, _ in ranked],
+                  GRID_VALUES[gval]: [fmt(v) for _, _, v in ranked]},
+                 hide_index=True, height=247, width="stretch")
+    pick = pick or chosen
     if pick is not None and pick != (ctx.layer, ctx.head):
         st.session_state["_pending_lh"] = pick
         st.rerun(scope="app")
     return [fig]
+
+
+def ranked_heads(values: np.ndarray, *, lowest_first: bool = False
+                 ) -> list[tuple[int, int, float]]:
+    """(layer, head, value) for every head of an (L, H) array, highest value first (or
+    lowest); ties keep layer-then-head order."""
+    v = np.asarray(values, dtype=float)
+    key = v.ravel() if lowest_first else -v.ravel()
+    order = np.argsort(key, kind="stable")
+    H = v.shape[1]
+    return [(int(k // H), int(k % H), float(v.ravel()[k])) for k in order]
 
 
 def _picked_head(event, n_layers: int, n_heads: int) -> tuple[int, int] | None:
@@ -234,4 +262,5 @@ RENDER = {"compare": render_compare, "graph": render_graph, "cloud": render_clou
           "convergence": render_convergence, "heads": render_heads, "path": render_path,
           "about": render_about}
 FRAGMENT_KEYS = ("view", "cview", "gwhich", "topk", "thr", "hl", "space", "method", "dim",
+                 "grank",
                  "edges", "cwhich", "gplan", "gval", "eps", "steps")

@@ -401,3 +401,31 @@ def test_grid_click_event_parsing():
                 {"selection": {"points": [{"customdata": [9, 99]}]}},
                 {"selection": {"points": [{"x": 1}]}}):
         assert _picked_head(bad, L, H) is None
+
+
+def test_heads_ranked_and_opened_without_a_mouse():
+    at = run({"view": "heads", "gval": "entropy", "eps": "1", "steps": "50"})
+    ok(at)
+    table = at.dataframe[0].value
+    values = [float(v) for v in table["entropy H(π)"]]
+    assert len(values) == L * H and values == sorted(values, reverse=True)
+    at.radio(key="grank").set_value("low").run()
+    ok(at)
+    low = at.dataframe[0].value
+    assert [float(v) for v in low["entropy H(π)"]] == sorted(values)
+    assert at.query_params["grank"] in ("low", ["low"])
+    # The select box (keyboard-reachable) opens the head it names, ranked first here
+    first = (int(low["layer"].iloc[0]), int(low["head"].iloc[0]))
+    box = next(s for s in at.selectbox if s.label == "Open a head")
+    box.set_value(first).run()
+    ok(at)
+    assert (at.session_state["layer"], at.session_state["head"]) == first
+    assert any(f"Currently: layer {first[0]}, head {first[1]}." in c.value for c in at.caption)
+    assert len(figures(at)[0]["layout"]["shapes"]) == 1  # its tile is outlined
+
+
+def test_ranked_heads_order_and_ties():
+    from sinkscope_app.views import ranked_heads
+    v = np.array([[0.2, np.inf], [0.2, 0.1]])
+    assert ranked_heads(v) == [(0, 1, np.inf), (0, 0, 0.2), (1, 0, 0.2), (1, 1, 0.1)]
+    assert ranked_heads(v, lowest_first=True)[0] == (1, 1, 0.1)

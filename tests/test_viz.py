@@ -492,6 +492,18 @@ def test_grid_tiles_values_and_clickable_centres():
     (rect,) = fig.layout.shapes
     assert rect.type == "rect" and rect.x0 < 2 * (5 + gx) < rect.x1 and rect.y0 < 4 + gy < rect.y1
     assert heat.hoverinfo == "skip"
+    # each number sits on the top edge of its own tile (y reversed: "top" is above it)
+    tops = np.repeat(np.arange(2) * (4 + gy) - 0.5, 3)
+    np.testing.assert_allclose(text.y, tops)
+    assert text.textposition == "top center"
+
+
+def test_grid_writes_an_infinite_value_as_infinity():
+    values = np.array([[np.inf, 0.5]])
+    fig = grid.grid(np.ones((1, 2, 3, 3)) / 9, values)
+    assert list(fig.data[1].text) == ["∞", "0.5"]
+    assert np.isnan(fig.data[2].customdata[0][2]) and fig.data[2].customdata[1][2] == 0.5
+    json.loads(fig.to_json())  # valid JSON: no Infinity literal
 
 
 def test_grid_scales_and_hover_tokens():

@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz import theme as th
-from viz._data import as_array, labels
+from viz._data import labels
 
 _SCALES = ("auto", "mass", "diverging")
 
@@ -48,7 +48,8 @@ def grid(plans: object, values: object, *, value_name: str = "col. err",
         plans: (L, H, n, m) one matrix per head: Sinkhorn plans, softmax plans, or their
             difference.
         values: (L, H) the number written above each tile (e.g. softmax's column
-            marginal error ‖πᵀ1 − b‖₁ or the coupling's entropy), to pick a head by.
+            marginal error ‖πᵀ1 − b‖₁ or the coupling's entropy), to pick a head by;
+            +inf (a KL where π has mass on weight-0 tokens) is written ∞.
         value_name: what ``values`` are, for the title and hover.
         tokens_a, tokens_b: n and m tokens; when given, hovering a cell names the pair
             (this adds one string per cell to the figure, so leave them out for speed).
@@ -71,8 +72,8 @@ def grid(plans: object, values: object, *, value_name: str = "col. err",
         raise ValueError(f"plans must be (L, H, n, m), got shape {z.shape}")
     z = np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0)
     L, H, n, m = z.shape
-    v = as_array(values, "values", 2)
-    if v.shape != (L, H):
+    v = np.asarray(values, dtype=np.float64)  # ±inf stays: an infinite KL is shown as ∞
+    if v.ndim != 2 or v.shape != (L, H):
         raise ValueError(f"values must be (L, H) = {(L, H)}, got {v.shape}")
     if scale not in _SCALES:
         raise ValueError(f"scale must be one of {_SCALES}, got {scale!r}")
@@ -99,18 +100,21 @@ def grid(plans: object, values: object, *, value_name: str = "col. err",
     cl, ch = np.meshgrid(np.arange(L), np.arange(H), indexing="ij")
     cx, cy = cols_of[ch.ravel()], rows_of[cl.ravel()]
     value_text = [th.fmt(x) for x in v.ravel()]
-    custom = np.stack([cl.ravel(), ch.ravel(), v.ravel()], axis=-1)
+    custom = np.stack([cl.ravel(), ch.ravel(), np.where(np.isfinite(v), v, np.nan).ravel()],
+                      axis=-1)
     fg = th.foreground(theme)
     data = [
         go.Heatmap(**heat),
-        go.Scatter(x=cx, y=cy - (n + gy) / 2.0, mode="text", text=value_text,
-                   textfont=dict(size=11, color=fg), hoverinfo="skip", showlegend=False,
-                   name=value_name),
+        # each number sits on its own tile's top edge, in the gap above it
+        go.Scatter(x=cx, y=cy - n / 2.0, mode="text", text=value_text,
+                   textposition="top center", textfont=dict(size=11, color=fg),
+                   hoverinfo="skip", showlegend=False, name=value_name),
         go.Scatter(x=cx, y=cy, mode="markers", customdata=custom, showlegend=False,
                    name="tiles", marker=dict(size=max(8, min(40, 300 // max(H, L))),
                                              opacity=0.0, symbol="square"),
+                   text=value_text,
                    hovertemplate=("layer %{customdata[0]}, head %{customdata[1]}<br>"
-                                  f"{value_name} %{{customdata[2]:.4g}}<extra></extra>")),
+                                  f"{value_name} %{{text}}<extra></extra>")),
     ]
     shapes = []
     if selected is not None:
