@@ -586,3 +586,46 @@ def test_grid_accepts_any_small_shape(L, H, n, m):
     z = np.asarray(fig.data[0].z)
     assert np.nansum(z) == pytest.approx(plans.sum())
     assert np.isfinite(z).sum() == plans.size and len(fig.data[2].customdata) == L * H
+
+
+# ----------------------------------------------------------------------------- long texts
+
+def _contrast(fg: str, bg: str) -> float:
+    def lum(h):
+        r, g, b = (int(h.lstrip("#")[k:k + 2], 16) / 255 for k in (0, 2, 4))
+        f = (lambda c: c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4)
+        return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b)
+    hi, lo = sorted((lum(fg), lum(bg)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def test_token_label_colours_are_readable_on_both_themes():
+    for name in ("light", "dark"):
+        bg = theme.TEMPLATES[name].layout.paper_bgcolor
+        for side in ("a", "b"):
+            assert _contrast(theme.text_color(side, name), bg) >= 4.5, (name, side)
+
+
+def test_long_texts_thin_graph_and_cloud_labels():
+    n = m = 350
+    r = make_relation(n, m, half_steps=6)
+    fig = bipartite.graph(r, which="sinkhorn", top_k=1)
+    nodes = [t for t in fig.data if t.name in ("text A", "text B")]
+    room = (fig.layout.height - 150) / n
+    for t in nodes:
+        shown = [k for k, s in enumerate(t.text) if s]
+        assert 0 < len(shown) <= n * room / bipartite.LABEL_PX + 1
+        assert min(np.diff(shown)) * room >= bipartite.LABEL_PX  # no two labels overlap
+        assert len(t.hovertext) == n and all(t.hovertext)  # hover still names everyone
+    hl = bipartite.graph(r, which="sinkhorn", highlight=("a", 7))
+    assert hl.data[-2].text[7] != ""  # the highlighted token is always labelled
+    proj = make_projection(n, m)
+    cl = clouds.cloud(r, proj)
+    pa, pb = cl.data[-2], cl.data[-1]
+    xy = np.concatenate([proj.xy_a, proj.xy_b])
+    on = np.array([bool(s) for s in (*pa.text, *pb.text)])
+    assert 0 < on.sum() <= 60
+    unit = (xy - xy.min(0)) / np.ptp(xy, axis=0)
+    d = np.linalg.norm(unit[on][:, None] - unit[on][None], axis=-1)
+    assert d[np.triu_indices(on.sum(), 1)].min() >= 0.045  # labelled points are spread out
+    assert pb.textfont.color == theme.text_color("b", "light")

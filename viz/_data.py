@@ -143,3 +143,31 @@ def segments(x0: np.ndarray, y0: np.ndarray, x1: np.ndarray, y1: np.ndarray,
         c[0::3], c[1::3], c[2::3] = a, b, None
         out.append(c.tolist())
     return out
+
+
+def spread_labels(xy: np.ndarray, priority: np.ndarray, *, max_labels: int = 60,
+                  min_dist: float = 0.045) -> np.ndarray:
+    """Which points of a scatter get a text label, so labels do not pile up.
+
+    Points are taken in order of ``priority`` (highest first); a point is labelled when it
+    lies at least ``min_dist`` (in units of the picture's extent) from every labelled point,
+    up to ``max_labels``. Hover still names every point.
+
+    Args:
+        xy: (N, 2) or (N, 3) coordinates; priority: (N,) larger = label first.
+
+    Returns:
+        (N,) bool mask of the points to label.
+    """
+    xy = np.asarray(xy, dtype=np.float64)
+    span = np.ptp(xy, axis=0)
+    unit = (xy - xy.min(0)) / np.where(span > 0, span, 1.0)
+    keep = np.zeros(len(xy), dtype=bool)
+    chosen: list[int] = []
+    for k in np.argsort(-np.asarray(priority, dtype=np.float64), kind="stable"):
+        if len(chosen) >= max_labels:
+            break
+        if not chosen or np.min(np.linalg.norm(unit[chosen] - unit[k], axis=1)) >= min_dist:
+            chosen.append(int(k))
+            keep[k] = True
+    return keep

@@ -18,6 +18,7 @@ from viz._data import as_array, as_plan, bin_edges, bin_style, labels, segments,
 from engine.types import Relation
 
 N_BINS = 5
+LABEL_PX = 13  # the least vertical room (pixels) a node label needs
 _WHICH = ("both", "softmax", "sinkhorn")
 
 
@@ -49,8 +50,13 @@ def _partners(plan: np.ndarray, index: int, axis: int, names: list[str], top: in
     return "<br>".join(f"  → {names[p]}  {th.fmt(row[p])}" for p in order)
 
 
-def _node_trace(y, w, tokens, partner_names, plan, side, highlight_index, theme, span):
-    """Markers and labels for one side; hover lists the top partners with masses."""
+def _node_trace(y, w, tokens, partner_names, plan, side, highlight_index, theme, span,
+                label_every=1):
+    """Markers and labels for one side; hover lists the top partners with masses.
+
+    Only every ``label_every``-th token (and the highlighted one) is labelled, so labels
+    never overlap on long texts; hover names every token.
+    """
     w_max = float(w.max()) if w.max() > 0 else 1.0
     big = float(np.clip(600 / span, 8, 30))
     size = np.where(w > 0, 5 + (big - 5) * np.sqrt(w / w_max), 5.0)
@@ -68,7 +74,8 @@ def _node_trace(y, w, tokens, partner_names, plan, side, highlight_index, theme,
         hover.append(head + _partners(plan, k, 0 if side == "a" else 1, partner_names))
     return go.Scatter(
         x=np.full(len(w), 0.0 if side == "a" else 1.0), y=y, mode="markers+text",
-        text=[th.shorten(t) for t in tokens],
+        text=[th.shorten(t) if k % label_every == 0 or k == highlight_index else ""
+              for k, t in enumerate(tokens)],
         textposition="middle left" if side == "a" else "middle right",
         marker=dict(size=size, color=color, opacity=1.0, line=dict(width=line_w, color=th.COLOR_ACCENT)),
         hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
@@ -122,6 +129,8 @@ def graph(relation: Relation, *, which: str = "both", top_k: int | None = 3,
               "sinkhorn": f"Sinkhorn coupling, ε={th.fmt(c.eps)}, {th.half_steps_text(c.half_steps_run)}"}
     fig = make_subplots(rows=1, cols=len(keys), subplot_titles=[titles[k] for k in keys],
                         horizontal_spacing=0.14)
+    height = height or int(min(1100, max(380, 150 + 18 * span)))
+    label_every = max(1, int(np.ceil(LABEL_PX / max(1e-9, (height - 150) / span))))
     fade = 0.3 if highlight is not None else 1.0
     edge_col = th.edge_color(theme)
     for col, key in enumerate(keys, start=1):
@@ -138,8 +147,10 @@ def graph(relation: Relation, *, which: str = "both", top_k: int | None = 3,
                 fig.add_trace(tr, row=1, col=col)
         hl_a = int(highlight[1]) if highlight is not None and highlight[0] == "a" else None
         hl_b = int(highlight[1]) if highlight is not None and highlight[0] == "b" else None
-        fig.add_trace(_node_trace(ya, a, la, lb, plan, "a", hl_a, theme, span), row=1, col=col)
-        fig.add_trace(_node_trace(yb, b, lb, la, plan, "b", hl_b, theme, span), row=1, col=col)
+        fig.add_trace(_node_trace(ya, a, la, lb, plan, "a", hl_a, theme, span, label_every),
+                      row=1, col=col)
+        fig.add_trace(_node_trace(yb, b, lb, la, plan, "b", hl_b, theme, span, label_every),
+                      row=1, col=col)
     fig.update_xaxes(range=[-0.55, 1.55], tickvals=[0, 1], ticktext=["text A", "text B"],
                      showgrid=False, zeroline=False, fixedrange=True)
     fig.update_yaxes(range=[span - 0.5, -0.5], visible=False, fixedrange=True)
@@ -151,5 +162,4 @@ def graph(relation: Relation, *, which: str = "both", top_k: int | None = 3,
                         f"{relation.head}<br><sup>node area ∝ weight, edge width ∝ mass; "
                         "grey nodes carry no weight</sup>"),
         hovermode="closest", showlegend=False)
-    height = height or int(min(1100, max(380, 150 + 18 * span)))
     return th.apply(fig, theme, height=height, width=width)

@@ -7,7 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz import theme as th
-from viz._data import as_array, as_plan, bin_edges, bin_style, segments, top_edges
+from viz._data import as_array, as_plan, bin_edges, bin_style, segments, spread_labels, top_edges
 from viz._data import labels as _labels
 
 from engine.types import Projection, Relation
@@ -32,18 +32,22 @@ def _points(xy, w, tokens, raw, side, show_labels, dim, theme):
     """One trace of a text's points: size ∝ √weight, zero-weight tokens small and grey.
 
     ``tokens`` are escaped (SVG text and hover); ``raw`` feed the 3-D WebGL labels.
+    ``show_labels`` is a bool, or an (N,) mask of the points to label.
     """
+    shown = np.broadcast_to(np.asarray(show_labels, dtype=bool), (len(w),))
+    show_labels = bool(shown.any())
     w_max = float(w.max()) if w.max() > 0 else 1.0
     size = np.where(w > 0, 6 + 16 * np.sqrt(w / w_max), 4.0)
     color = np.where(w > 0, th.COLOR_A if side == "a" else th.COLOR_B, th.COLOR_ZERO)
     hover = [f"{side.upper()}[{k}] {t}<br>weight {side} = {th.fmt(w[k])}" for k, t in enumerate(tokens)]
     common = dict(
         mode="markers+text" if show_labels else "markers",
-        text=None if not show_labels else (
-            [th.shorten(t, 14) for t in tokens] if dim == 2 else [th.escape_gl(t) for t in raw]),
+        text=None if not show_labels else [
+            (th.shorten(t, 14) if dim == 2 else th.escape_gl(r)) if on else ""
+            for t, r, on in zip(tokens, raw, shown)],
         textposition="top center", hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
         name="text A" if side == "a" else "text B",
-        textfont=dict(color=th.COLOR_A if side == "a" else th.COLOR_B, size=11))
+        textfont=dict(color=th.text_color(side, theme), size=11))
     marker = dict(size=size, color=color, opacity=1.0,
                   symbol="circle" if side == "a" else "diamond",
                   line=dict(width=1, color=th.TEMPLATES[theme].layout.paper_bgcolor))
@@ -86,7 +90,8 @@ def cloud(relation: Relation, projection: Projection, *, which: str = "sinkhorn"
         projection: the joint projection; ``xy_a`` (n, dim), ``xy_b`` (m, dim), dim 2 or 3.
         which: edges from the "sinkhorn" coupling or the "softmax" joint measure.
         top_edges: how many of the heaviest edges to draw (opacity and width ∝ mass).
-        labels: write tokens next to the points (hover always names them).
+        labels: write tokens next to the points, as many as fit without piling up (the
+            heaviest first); hover always names every point.
         height, width: size in pixels.
         theme: "light" or "dark".
 
@@ -104,8 +109,12 @@ def cloud(relation: Relation, projection: Projection, *, which: str = "sinkhorn"
     lb = _labels(relation.tokens_b, m, "tokens_b")
     a, b = as_array(relation.a, "relation.a", 1), as_array(relation.b, "relation.b", 1)
     fig = go.Figure(_edges(xa, xb, plan, int(top_edges), dim, theme))
-    fig.add_trace(_points(xa, a, la, list(relation.tokens_a), "a", labels, dim, theme))
-    fig.add_trace(_points(xb, b, lb, list(relation.tokens_b), "b", labels, dim, theme))
+    label_a = label_b = labels
+    if labels:  # many points: label the heaviest spread-out ones, so labels do not pile up
+        mask = spread_labels(np.concatenate([xa, xb]), np.concatenate([a, b]))
+        label_a, label_b = mask[:n], mask[n:]
+    fig.add_trace(_points(xa, a, la, list(relation.tokens_a), "a", label_a, dim, theme))
+    fig.add_trace(_points(xb, b, lb, list(relation.tokens_b), "b", label_b, dim, theme))
     rho = float(projection.distance_cost_corr)
     rho_text = th.fmt(rho) if np.isfinite(rho) else "n/a"
     space = _SPACES.get(projection.space, projection.space)

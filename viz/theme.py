@@ -25,6 +25,10 @@ COLOR_OVER = "#D55E00"  # vermillion: a B token receives more than its weight b_
 COLOR_UNDER = "#56B4E9"  # sky blue: a B token receives less than b_j ("left alone")
 COLOR_MATCH = "#999999"  # grey: marginal within tolerance of its target
 COLOR_ZERO = "#BBBBBB"  # zero-weight (special) tokens
+# Text in the texts' colours, at least 4.5:1 against each theme's background (WCAG AA):
+# Okabe–Ito orange on white is only 2.25:1, and its blue on near-black 3.6:1.
+TEXT_COLORS = {"light": {"a": "#0072B2", "b": "#9A6200"},
+               "dark": {"a": "#56B4E9", "b": "#E69F00"}}
 COLOR_ACCENT = "#CC79A7"  # reddish purple: selection, current step
 
 MASS_SCALE = "Viridis"
@@ -74,6 +78,11 @@ def check_theme(theme: str) -> str:
 def foreground(theme: str) -> str:
     """Text colour of ``theme``."""
     return _FG[check_theme(theme)]
+
+
+def text_color(side: str, theme: str) -> str:
+    """Colour for text A's ("a") or text B's ("b") labels on ``theme``'s background."""
+    return TEXT_COLORS[check_theme(theme)][side]
 
 
 def edge_color(theme: str) -> str:
