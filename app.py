@@ -148,9 +148,10 @@ with st.sidebar:
     st.radio("Figure download format", IMAGE_FORMATS, key="img", horizontal=True,
              format_func=str.upper, help="What the camera button on each chart saves.")
     live.preload()  # fetch plotly.js while the texts are encoded
-    st.caption(f"Limits: {settings.CONFIG.max_chars:,} characters per text (the model reads at most "
-               f"{enc.max_tokens} tokens), ε {settings.CONFIG.eps_min:g}–{settings.CONFIG.eps_max:g}, up to "
-               f"{settings.CONFIG.max_half_steps:,} half-steps. Device: {enc.device}.")
+    cfg = settings.CONFIG
+    st.caption(f"Limits: {cfg.max_chars:,} characters per text (the model reads at most "
+               f"{enc.max_tokens} tokens), ε {cfg.eps_min:g}–{cfg.eps_max:g}, up to "
+               f"{cfg.max_half_steps:,} half-steps. Device: {enc.device}.")
 
 for w in ss.pop("_url_warnings", []):
     st.warning(w)

@@ -1,4 +1,4 @@
-"""The app's state: limits from the environment, defaults, and the URL query string.
+"""The app's state: every control's default and its place in the URL query string.
 
 Every control has one fixed key, used both as the Streamlit widget key and as the URL
 query parameter, so a URL restores a view. Values read from a URL are untrusted: each is
