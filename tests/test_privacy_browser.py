@@ -1,0 +1,125 @@
+"""Nothing leaves the machine: in headless Chromium every request the page makes is
+intercepted, and any that goes beyond 127.0.0.1 fails the test (and is never sent),
+while the test opens every view, clicks every button of every chart's toolbar, and opens
+the downloaded HTML report and clicks its toolbars too.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from sinkscope_app.state import VIEWS
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+TIMEOUT = 90_000
+LOCAL_HOSTS = {"127.0.0.1", "localhost", ""}
+LOCAL_SCHEMES = {"data", "blob", "about", "file"}
+
+JS_TITLES = """() => [...document.querySelectorAll('.js-plotly-plot')].map(g =>
+    (g.layout && g.layout.title && g.layout.title.text) || '')"""
+
+
+class Egress:
+    """Records (and aborts) every request that would leave 127.0.0.1."""
+
+    def __init__(self) -> None:
+        self.outside: list[str] = []
+        self.local = 0
+
+    def route(self, route) -> None:
+        url = urlparse(route.request.url)
+        if url.scheme in LOCAL_SCHEMES or url.hostname in LOCAL_HOSTS:
+            self.local += 1
+            route.continue_()
+        else:
+            self.outside.append(route.request.url)
+            route.abort()
+
+
+def settle(pg, seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pg.evaluate("1")
+        time.sleep(0.05)
+
+
+def idle(pg) -> None:
+    pg.wait_for_function("""() => !document.querySelector('[data-testid="stStatusWidget"]')""",
+                         timeout=TIMEOUT, polling=100)
+    settle(pg, 0.5)
+
+
+def click_toolbars(pg) -> list[str]:
+    """Click every mode-bar button of every chart as a person would (trusted clicks: a
+    synthetic click could not open a pop-up, so it would hide a share button's request)."""
+    names = []
+    charts = pg.locator(".js-plotly-plot")
+    for c in range(charts.count()):
+        chart = charts.nth(c)
+        buttons = chart.locator(".modebar-btn")
+        for k in range(buttons.count()):
+            chart.scroll_into_view_if_needed()
+            chart.hover(position={"x": 20, "y": 20}, force=True)
+            btn = buttons.nth(k)
+            names.append(btn.get_attribute("data-title") or "?")
+            btn.click(force=True)
+            settle(pg, 0.15)
+            confirm = pg.locator(".plotly-cloud-dialog-btn--confirm")
+            if confirm.count():  # plotly.js asks before it uploads: say yes, as a user might
+                confirm.first.click()
+                settle(pg, 0.5)
+            pg.keyboard.press("Escape")  # leave fullscreen, if the button opened it
+    settle(pg, 0.5)
+    return names
+
+
+def test_no_request_leaves_the_machine(app_server, browser, tmp_path):
+    egress = Egress()
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1400}, accept_downloads=True)
+    ctx.route("**/*", egress.route)
+    popups: list[str] = []
+    ctx.on("page", lambda p: popups.append(p.url))
+    pg = ctx.new_page()
+    pg.set_default_timeout(TIMEOUT)
+    try:
+        pg.goto(f"{app_server}/?eps=1&steps=20")
+        pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
+        idle(pg)
+        clicked: dict[str, list[str]] = {}
+        for view, label in VIEWS.items():
+            pg.locator('[data-testid="stButtonGroup"] button', has_text=label).first.click()
+            pg.wait_for_function(f"() => new URLSearchParams(location.search).get('view') === "
+                                 f"{view!r}", timeout=TIMEOUT, polling=100)
+            idle(pg)
+            if view != "about":
+                pg.wait_for_selector(".js-plotly-plot .modebar-btn", timeout=TIMEOUT,
+                                     state="attached")
+            clicked[view] = click_toolbars(pg)
+        assert all(clicked[v] for v in VIEWS if v != "about"), clicked
+        # The HTML report of the Compare view, opened from disk, with its toolbars clicked
+        pg.locator('[data-testid="stButtonGroup"] button', has_text="Compare").first.click()
+        idle(pg)
+        pg.get_by_text("⬇ Export").click()
+        with pg.expect_download() as dl:
+            pg.get_by_text("This view (HTML report)").click()
+        report = Path(tmp_path) / "report.html"
+        dl.value.save_as(report)
+        rp = ctx.new_page()
+        rp.goto(report.as_uri())
+        rp.wait_for_selector(".js-plotly-plot .modebar-btn", timeout=TIMEOUT, state="attached")
+        clicked["report"] = click_toolbars(rp)
+        rp.close()
+    finally:
+        ctx.close()
+    assert egress.local > 10  # the interception really saw the page's own requests
+    assert not egress.outside, f"requests left the machine: {egress.outside}"
+    assert all(urlparse(u).hostname in LOCAL_HOSTS or urlparse(u).scheme in LOCAL_SCHEMES
+               for u in popups), popups
+    names = {n.lower() for names in clicked.values() for n in names}
+    assert clicked["report"] and not any(w in n for n in names
+                                         for w in ("share", "cloud", "chart studio")), names
