@@ -91,6 +91,7 @@ def test_no_request_leaves_the_machine(app_server, browser, tmp_path):
         pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
         idle(pg)
         clicked: dict[str, list[str]] = {}
+        buttons_per_chart: list[int] = []
         for view, label in VIEWS.items():
             pg.locator('[data-testid="stButtonGroup"] button', has_text=label).first.click()
             pg.wait_for_function(f"() => new URLSearchParams(location.search).get('view') === "
@@ -99,6 +100,8 @@ def test_no_request_leaves_the_machine(app_server, browser, tmp_path):
             if view != "about":
                 pg.wait_for_selector(".js-plotly-plot .modebar-btn", timeout=TIMEOUT,
                                      state="attached")
+            buttons_per_chart += pg.evaluate("""() => [...document.querySelectorAll(
+                '.js-plotly-plot')].map(g => g.querySelectorAll('.modebar-btn').length)""")
             clicked[view] = click_toolbars(pg)
         assert all(clicked[v] for v in VIEWS if v != "about"), clicked
         # The HTML report of the Compare view, opened from disk, with its toolbars clicked
@@ -120,6 +123,8 @@ def test_no_request_leaves_the_machine(app_server, browser, tmp_path):
     assert not egress.outside, f"requests left the machine: {egress.outside}"
     assert all(urlparse(u).hostname in LOCAL_HOSTS or urlparse(u).scheme in LOCAL_SCHEMES
                for u in popups), popups
+    # a short Tab order: the image download, the reset and Streamlit's fullscreen at most
+    assert max(buttons_per_chart) <= 3, buttons_per_chart
     names = {n.lower() for names in clicked.values() for n in names}
     assert clicked["report"] and not any(w in n for n in names
                                          for w in ("share", "cloud", "chart studio")), names

@@ -230,11 +230,16 @@ def token_margins(x_axis: dict, y_axis: dict, *, top: int = 80, right: int = 30)
 
 
 
-# Mode-bar buttons that never appear: plotly.js's "Share chart…" (``sendChartToCloud``, on
+# Mode-bar buttons that never appear. plotly.js's "Share chart…" (``sendChartToCloud``, on
 # by default in plotly.js 3) and its older names open plotly's cloud with the chart's
-# data; nothing in sinkscope may leave the machine. Lasso and box select do nothing here.
+# data: nothing in sinkscope may leave the machine. The rest are plotly.js 3 <button>s that
+# sit in the keyboard's Tab order, eight per chart: dragging still zooms (double-click
+# resets) and the mode bar keeps the image download and the reset.
 MODEBAR_REMOVE = ("sendChartToCloud", "sendDataToCloud", "editInChartStudio", "lasso2d",
-                  "select2d")
+                  "select2d", "zoom2d", "pan2d", "zoomIn2d", "zoomOut2d", "autoScale2d",
+                  "zoom3d", "pan3d", "orbitRotation", "tableRotation",
+                  "resetCameraLastSave3d", "hoverClosest3d", "hoverClosestCartesian",
+                  "hoverCompareCartesian", "toggleSpikelines")
 
 
 def plotly_config(image_format: str = "png", name: str = "figure") -> dict:
