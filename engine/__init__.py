@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-import types
+import types as _pytypes  # not "types": engine.types would rebind that name
 
 _WHERE = {
     "ModelError": "errors", "SettingsError": "errors", "SinkscopeError": "errors",
@@ -37,13 +37,13 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_WHERE))
 
 
-class _Engine(types.ModuleType):
+class _Engine(_pytypes.ModuleType):
     """``engine.relate`` and ``engine.sinkhorn`` name functions, as they always have, even
     after their modules are imported (importing ``engine.relate`` binds the module on the
     package; this binds the module's function of the same name instead)."""
 
     def __setattr__(self, name: str, value) -> None:
-        if isinstance(value, types.ModuleType) and _WHERE.get(name) == name:
+        if isinstance(value, _pytypes.ModuleType) and _WHERE.get(name) == name:
             value = getattr(value, name)
         super().__setattr__(name, value)
 

@@ -208,3 +208,18 @@ def test_exports_round_trip_to_the_same_numbers():
     margins = list(csv.DictReader(io.StringIO(marginals_csv(r))))
     got = np.array([float(m["sinkhorn_marginal"]) for m in margins if m["text"] == "B"])
     np.testing.assert_allclose(got, r.sinkhorn_plan.sum(0), rtol=1e-9)
+
+
+def test_engine_package_names_functions_and_torch_free_modules_stay_torch_free():
+    import subprocess
+    import sys
+    code = ("import sys, warnings; warnings.simplefilter('error');"
+            "import engine.types, engine.summary, engine.export, engine.settings;"
+            "assert 'torch' not in sys.modules, 'torch imported';"
+            "import engine.relate, engine.sinkhorn, engine;"
+            "from engine import relate, sinkhorn;"
+            "assert callable(engine.relate) and callable(engine.sinkhorn) and relate is engine.relate;"
+            "assert engine.types.Relation is engine.Relation")
+    out = subprocess.run([sys.executable, "-W", "error::ImportWarning", "-c", code],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
