@@ -79,19 +79,18 @@ def on_text() -> None:
 
 if present:  # larger type for a projector (figures are scaled by their builders)
     st.markdown("""<style>
-    [data-testid="stMainBlockContainer"] { max-width: 100%; padding-top: 2rem; }
+    [data-testid="stMainBlockContainer"] { max-width: 100%; padding-top: 1.5rem; }
     [data-testid="stMainBlockContainer"] [data-testid="stMarkdownContainer"] p,
     [data-testid="stMainBlockContainer"] [data-testid="stMarkdownContainer"] li
-        { font-size: 1.45rem; line-height: 1.5; }
-    [data-testid="stMainBlockContainer"] h1 { font-size: 2.8rem; }
-    [data-testid="stMainBlockContainer"] h3 { font-size: 2.1rem; }
+        { font-size: 1.3rem; line-height: 1.45; }
+    [data-testid="stMainBlockContainer"] h3 { font-size: 2.2rem; }
     [data-testid="stMainBlockContainer"] button p,
     [data-testid="stMainBlockContainer"] label p { font-size: 1.2rem; }
     </style>""", unsafe_allow_html=True)
 
 # --------------------------------------------------------------------------- sidebar
 with st.sidebar:
-    st.page_link("app.py", label=ui["main_link"], icon="🔗")
+    st.page_link("app.py", label=ui["main_link"], icon=":material/arrow_back:")
     st.subheader(ui["sidebar_texts"])
     titles = {k: (EXAMPLES_ES.get(k, v["title"]) if lang == "es" else v["title"])
               for k, v in EXAMPLES.items()}
@@ -107,29 +106,28 @@ with st.sidebar:
     st.caption(ui["model_note"])
 
 # --------------------------------------------------------------------------- header
-head, switches = st.columns([3, 1], vertical_alignment="bottom")
-head.title(ui["heading"])
-head.caption(ui["subtitle"])
-switches.segmented_control(ui["language"], list(LANGS), format_func=LANGS.get,
-                           key="learn_lang", required=True)
-switches.toggle(ui["presenter"], key="learn_present", help=ui["presenter_help"])
+top = st.columns([6, 2, 2], vertical_alignment="center")
+if not present:  # a projector needs the room more than the page's title
+    top[0].markdown(f"### {ui['heading']}")
+    top[0].caption(ui["subtitle"])
+top[1].segmented_control(ui["language"], list(LANGS), format_func=LANGS.get,
+                         key="learn_lang", required=True, label_visibility="collapsed")
+top[2].toggle(ui["presenter"], key="learn_present", help=ui["presenter_help"])
 for w in ss.pop("_learn_warnings", []):
     st.warning(w)
 
-nav = st.columns([1, 6, 1], vertical_alignment="center")
+nav = st.columns([1.4, 5, 1.4], vertical_alignment="center")
 nav[0].button(ui["back"], key="learn_back", on_click=go_to, args=(step - 1,),
               disabled=step == 1, width="stretch")
 ss["learn_jump"] = step
 nav[1].segmented_control(ui["jump"], list(range(1, N_STEPS + 1)), key="learn_jump",
-                         on_change=on_jump, label_visibility="collapsed", width="stretch",
-                         format_func=lambda k: f"{k}. {STEPS[lang][k - 1].title}" if k == step
-                         else str(k))
+                         on_change=on_jump, label_visibility="collapsed", width="stretch")
 nav[2].button(ui["next"], key="learn_next", on_click=go_to, args=(step + 1,),
               disabled=step == N_STEPS, type="primary", width="stretch")
 
 # --------------------------------------------------------------------------- the step
 s = STEPS[lang][step - 1]
-st.subheader(f"{ui['step_of'].format(i=step, n=N_STEPS)} · {s.title}")
+st.markdown(f"### {ui['step_of'].format(i=step, n=N_STEPS)} · {s.title}")
 text_a = valid_text(ss.get("a"))
 ex = EXAMPLES.get(ss.get("ex"), {})
 text_b = text_a if ex.get("mode") == "self" else valid_text(ss.get("b"))

@@ -118,8 +118,8 @@ def step_clouds(ctx: Ctx, left, right) -> None:
     with left:
         _text(ctx)
         names = PRESETS[ctx.lang]
-        st.segmented_control(ctx.w["shape"], list(names), format_func=names.get,
-                             key="learn_cloud", required=True)
+        st.pills(ctx.w["shape"], list(names), format_func=names.get, key="learn_cloud",
+                 required=True, wrap=True)
         _shift_slider(ctx)
         _math(ctx)
     preset, shift, c = _toy(ss)
@@ -174,11 +174,11 @@ def step_half_steps(ctx: Ctx, left, right) -> None:
     t = int(ss.setdefault("learn_t", 1))
     plan, row_err, col_err = _half(preset, shift, t)
     if max(row_err, col_err) < SETTLED:
-        status = ctx.w["settled"].format(t=t, tol=fmt(SETTLED))
+        status = ctx.w["settled"].format(t=t, tol=percent(SETTLED / 2, ctx.lang))
     else:
         side = ctx.w["rows"] if t % 2 else ctx.w["columns"]
-        status = ctx.w["status"].format(t=t, side=side, row_err=fmt(row_err),
-                                        col_err=fmt(col_err))
+        status = ctx.w["status"].format(t=t, side=side, row_off=percent(row_err / 2, ctx.lang),
+                                        col_off=percent(col_err / 2, ctx.lang))
     soft = _softmax(preset, shift)
     bar_max = 1.12 * float(max(toy.received(soft).max(), c.a.max(), c.b.max()))
     with left:

@@ -33,7 +33,12 @@ class Step:
 def percent(x: float, lang: str) -> str:
     """x (a share, 0..1) as a percentage the way each language writes it: 45% / 45 %."""
     p = 100 * float(x)
-    s = f"{p:.0f}" if p >= 10 or p == 0 else f"{p:.1f}"
+    if p < 5e-7:
+        s = "0"
+    elif p < 1:
+        s = f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}"
+    else:
+        s = f"{p:.0f}" if p >= 10 else f"{p:.1f}"
     if lang == "es":
         return s.replace(".", ",") + "\u00a0%"
     return s + "%"
@@ -75,7 +80,7 @@ UI_EN = {
 }
 
 WORDS_EN = {  # what the figures say (see viz.learn.WORDS)
-    "cloud_a": "cloud A", "cloud_b": "cloud B", "mass": "mass",
+    "cloud_a": "cloud A", "cloud_b": "cloud B", "mass": "mass", "zero": "weighs 0",
     "receives_verb": "receives", "sends_verb": "sends", "weighs": "weighs",
     "over": "too much", "under": "left alone", "on": "just right",
     "plan": "plan", "exact": "exact transport (ot.emd)", "weight_tick": "its weight",
@@ -155,10 +160,10 @@ STEPS_EN = (
             "$\\pi\\mathbf 1 = a$ and $\\pi^{\\top}\\mathbf 1 = b$ (Sinkhorn, 1964)."),
         words={"next_half": "Next half-step", "reset": "Start again",
                "rows": "rows", "columns": "columns",
-               "status": "**Half-step {t}** ({side} just fixed): A's bars are off by "
-                         "{row_err} in all, B's by {col_err}.",
-               "settled": "**Half-step {t}**: both sides are within {tol} of their weights. "
-                          "The plan is a coupling.",
+               "status": "**Half-step {t}** ({side} just fixed): {row_off} of the mass is "
+                         "in the wrong place on A's side, {col_off} on B's.",
+               "settled": "**Half-step {t}**: less than {tol} of the mass is out of place "
+                          "on either side. The plan is a coupling.",
                "title": "After {t} half-step(s) at ε = 1"},
     ),
     Step(
@@ -240,13 +245,15 @@ STEPS_EN = (
         words={"plan": "Plan", "softmax": "Softmax (attention)", "coupling": "Sinkhorn coupling",
                "eps": "ε",
                "status": "To respect B's weights, softmax would have to move **{moved}** of "
-                         "its mass; the coupling is off by {coupling_off}.",
+                         "its mass; the coupling already does (its marginals are off by "
+                         "{coupling_off}).",
                "link": "Open these texts in the main views ↗",
                "title_softmax": "Softmax (ε = {eps}) on your texts · layer {layer}, mean of heads",
                "title_coupling": "Sinkhorn coupling (ε = {eps}) on your texts · layer {layer}, "
                                  "mean of heads",
-               "pca_note": "PCA keeps {explained} of the spread; near points are cheap "
-                           "pairs to the extent ρ = {rho}."},
+               "pca_note": "The flat picture keeps {explained} of the spread of the points. "
+                           "How well nearness in it means a cheap pair: ρ = {rho} (1 would "
+                           "be perfect)."},
     ),
     Step(
         title="The attention sink",
@@ -355,9 +362,9 @@ UI_ES = {
 }
 
 WORDS_ES = {
-    "cloud_a": "nube A", "cloud_b": "nube B", "mass": "masa",
+    "cloud_a": "nube A", "cloud_b": "nube B", "mass": "masa", "zero": "no pesa",
     "receives_verb": "recibe", "sends_verb": "envía", "weighs": "pesa",
-    "over": "demasiado", "under": "se queda solo", "on": "lo justo",
+    "over": "demasiado", "under": "se queda corto", "on": "lo justo",
     "plan": "plan", "exact": "transporte exacto (ot.emd)", "weight_tick": "su peso",
     "received_title": "Lo que recibe cada punto de B", "sent_title": "Lo que envía cada punto de A",
     "attention": "atención recibida", "per_head": "una cabeza", "coupling": "acoplamiento",
@@ -439,10 +446,10 @@ STEPS_ES = (
             "$\\pi\\mathbf 1 = a$ y $\\pi^{\\top}\\mathbf 1 = b$ (Sinkhorn, 1964)."),
         words={"next_half": "Siguiente medio paso", "reset": "Volver a empezar",
                "rows": "las filas", "columns": "las columnas",
-               "status": "**Medio paso {t}** (acaba de cuadrar {side}): a las barras de A les "
-                         "falta o sobra {row_err} en total; a las de B, {col_err}.",
-               "settled": "**Medio paso {t}**: los dos lados están a menos de {tol} de sus "
-                          "pesos. El plan es un acoplamiento.",
+               "status": "**Medio paso {t}** (acaba de cuadrar {side}): del lado de A está "
+                         "fuera de sitio el {row_off} de la masa; del lado de B, el {col_off}.",
+               "settled": "**Medio paso {t}**: a ninguno de los dos lados le queda fuera de "
+                          "sitio ni el {tol} de la masa. El plan es un acoplamiento.",
                "title": "Tras {t} medio(s) paso(s) con ε = 1"},
     ),
     Step(
@@ -527,16 +534,17 @@ STEPS_ES = (
             "acoplamiento es Sinkhorn con coste $-S$."),
         words={"plan": "Plan", "softmax": "Softmax (atención)",
                "coupling": "Acoplamiento de Sinkhorn", "eps": "ε",
-               "status": "Para respetar los pesos de B, softmax tendría que mover "
-                         "**{moved}** de su masa; al acoplamiento le falta o sobra "
-                         "{coupling_off}.",
+               "status": "Para respetar los pesos de B, softmax tendría que mover **el "
+                         "{moved}** de su masa; el acoplamiento ya los respeta (sus marginales "
+                         "se desvían en {coupling_off}).",
                "link": "Abrir estos textos en las vistas principales ↗",
                "title_softmax": "Softmax (ε = {eps}) sobre tus textos · capa {layer}, media "
                                 "de las cabezas",
                "title_coupling": "Acoplamiento de Sinkhorn (ε = {eps}) sobre tus textos · "
                                  "capa {layer}, media de las cabezas",
-               "pca_note": "La PCA conserva {explained} de la dispersión; los puntos cercanos "
-                           "son parejas baratas en la medida en que ρ = {rho}."},
+               "pca_note": "El dibujo plano conserva el {explained} de la dispersión de los "
+                           "puntos. Hasta qué punto estar cerca en él significa ser una pareja "
+                           "barata: ρ = {rho} (1 sería perfecto)."},
     ),
     Step(
         title="El sumidero de atención",
@@ -563,8 +571,8 @@ STEPS_ES = (
         words={"layer": "Capa", "head": "Cabeza", "mean_heads": "todas (media)",
                "heads_mean": "promediada sobre sus {h} cabezas (puntos: cada cabeza)",
                "heads_one": "cabeza {head}",
-               "status": "[CLS] y [SEP] reciben juntos **{sink}** de la atención; un "
-                         "acoplamiento les da {fair}.",
+               "status": "[CLS] y [SEP] reciben juntos **el {sink}** de la atención; un "
+                         "acoplamiento les da el {fair}.",
                "title": "El texto A leyéndose a sí mismo · capa {layer}, {heads_short}",
                "heads_short_mean": "media de {h} cabezas", "heads_short_one": "cabeza {head}"},
     ),

@@ -21,7 +21,7 @@ from viz._data import as_array, as_plan, labels as escaped, segments
 from viz.heatmaps import _classes, map_trace_dict
 
 WORDS = {
-    "cloud_a": "cloud A", "cloud_b": "cloud B", "mass": "mass",
+    "cloud_a": "cloud A", "cloud_b": "cloud B", "mass": "mass", "zero": "weighs 0",
     "receives_verb": "receives", "sends_verb": "sends", "weighs": "weighs",
     "over": "too much", "under": "left alone", "on": "on target",
     "plan": "plan", "exact": "exact plan (ot.emd)", "weight_tick": "its weight",
@@ -41,11 +41,35 @@ def _words(words: Mapping[str, str] | None) -> dict[str, str]:
     return out
 
 
+def wrap(title: str, width: int) -> str:
+    """``title`` broken into lines of at most ``width`` characters (plotly's ``<br>``)."""
+    lines: list[str] = []
+    for word in title.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "<br>".join(lines)
+
+
 def _layout(theme: str, scale: float, height: int, title: str, **more) -> dict:
-    """A layout in our theme with every font scaled by ``scale``."""
-    return dict(template=th.TEMPLATES[th.check_theme(theme)], height=int(height * scale),
-                font=dict(size=round(13 * scale)), title=dict(text=title, font=dict(size=round(17 * scale))),
-                hoverlabel=dict(font=dict(size=round(12 * scale))), **more)
+    """A layout in our theme: every font scaled by ``scale``, the title wrapped to fit
+    (figures here are about 700 px wide) and pinned to the top, the legend below it."""
+    size = round(17 * scale)
+    text = wrap(title, int(64 / scale))
+    lines = text.count("<br>") + 1 if title else 0
+    top = int(lines * size * 1.35 + 56 * scale) + 8
+    layout = dict(template=th.TEMPLATES[th.check_theme(theme)], height=int(height * scale) + top,
+                  font=dict(size=round(13 * scale)),
+                  title=dict(text=text, font=dict(size=size), y=1.0, yref="container",
+                             yanchor="top", pad=dict(t=int(8 + (lines - 1) * size * 1.3))),
+                  hoverlabel=dict(font=dict(size=round(12 * scale))),
+                  legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0.0,
+                              font=dict(size=round(12 * scale))),
+                  margin=dict(l=10, r=10, t=top, b=10))
+    for k, v in more.items():
+        layout[k] = {**layout[k], **v} if isinstance(v, dict) and isinstance(layout.get(k), dict) else v
+    return layout
 
 
 def _sizes(w: np.ndarray, ref: float, scale: float) -> np.ndarray:
@@ -56,21 +80,27 @@ def _sizes(w: np.ndarray, ref: float, scale: float) -> np.ndarray:
 
 
 def _points(xy: np.ndarray, w: np.ndarray, names: list[str], *, side: str, ref: float,
-            words: dict[str, str], scale: float, axes: tuple[str, str] = ("x", "y")) -> dict:
-    """One cloud's markers, area ∝ mass; weight-0 points small and grey."""
+            words: dict[str, str], scale: float, axes: tuple[str, str] = ("x", "y")) -> list[dict]:
+    """One cloud's markers, area ∝ mass; points of weight 0 in a second, grey trace."""
     base = th.COLOR_A if side == "a" else th.COLOR_B
-    color = np.where(w > 0, base, th.COLOR_ZERO).tolist()
     cloud = words["cloud_a"] if side == "a" else words["cloud_b"]
-    return dict(type="scatter", x=xy[:, 0], y=xy[:, 1], mode="markers+text",
-                xaxis=axes[0], yaxis=axes[1], name=cloud,
-                marker=dict(size=_sizes(w, ref, scale), color=color,
-                            symbol="circle" if side == "a" else "diamond",
-                            opacity=1.0, line=dict(width=1.2 * scale, color="white")),
-                text=names, textposition="top center" if side == "a" else "bottom center",
-                textfont=dict(size=round(11 * scale), color=base),
-                customdata=np.stack([np.asarray(names, dtype=object), w], -1),
-                hovertemplate=f"{cloud} · %{{customdata[0]}}<br>{words['mass']} "
-                              "%{customdata[1]:.3g}<extra></extra>")
+    out = []
+    for sel, color, name in ((w > 0, base, cloud), (w <= 0, th.COLOR_ZERO, words["zero"])):
+        if not sel.any():
+            continue
+        out.append(dict(
+            type="scatter", x=xy[sel, 0], y=xy[sel, 1], mode="markers+text",
+            xaxis=axes[0], yaxis=axes[1], name=name, legendgroup=name,
+            marker=dict(size=_sizes(w[sel], ref, scale), color=color, opacity=1.0,
+                        symbol="circle" if side == "a" else "diamond",
+                        line=dict(width=1.2 * scale, color="white")),
+            text=[names[k] for k in np.flatnonzero(sel)],
+            textposition="top center" if side == "a" else "bottom center",
+            textfont=dict(size=round(11 * scale), color=color),
+            customdata=np.stack([np.asarray(names, dtype=object)[sel], w[sel]], -1),
+            hovertemplate=f"{cloud} · %{{customdata[0]}}<br>{words['mass']} "
+                          "%{customdata[1]:.3g}<extra></extra>"))
+    return out
 
 
 def _lines(xa: np.ndarray, xb: np.ndarray, plan: np.ndarray, ref: float, *, color: str,
@@ -146,16 +176,19 @@ def _plane_parts(xa, a, xb, b, plan, exact, labels_a, labels_b, title, ranges, w
             raise ValueError(f"exact {e.shape} does not match the clouds ({len(a)}, {len(b)})")
         data += _lines(xa, xb, e, pair_ref, color=th.COLOR_ACCENT, name=w["exact"],
                        scale=scale, dash="dash", width=2.0)
-    data += [_points(xa, a, la, side="a", ref=ref, words=w, scale=scale),
-             _points(xb, b, lb, side="b", ref=ref, words=w, scale=scale)]
+    data += (_points(xa, a, la, side="a", ref=ref, words=w, scale=scale)
+             + _points(xb, b, lb, side="b", ref=ref, words=w, scale=scale))
+    named: set[str] = set()
+    for tr in data:  # one legend entry per name (both clouds may have points of weight 0)
+        if tr.get("showlegend", True):
+            tr["showlegend"] = tr["name"] not in named
+            named.add(tr["name"])
     xr, yr = ranges if ranges is not None else _ranges(xa, xb)
     layout = _layout(theme, scale, height, title,
                      xaxis=dict(range=list(xr), showgrid=False, zeroline=False,
                                 showticklabels=False),
                      yaxis=dict(range=list(yr), showgrid=False, zeroline=False,
-                                showticklabels=False, scaleanchor="x", scaleratio=1),
-                     legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0.0),
-                     margin=dict(l=10, r=10, t=int(70 * scale), b=10))
+                                showticklabels=False, scaleanchor="x", scaleratio=1))
     return data, layout
 
 
@@ -164,7 +197,7 @@ def plane(xa: object, a: object, xb: object, b: object, *, plan: object = None,
           labels_b: Sequence[str] | None = None, title: str = "",
           ranges: tuple[Sequence[float], Sequence[float]] | None = None,
           words: Mapping[str, str] | None = None, theme: str = "light", scale: float = 1.0,
-          height: int = 480) -> go.Figure:
+          height: int = 400) -> go.Figure:
     """Two clouds in the plane, each point's area its mass; a plan as lines between them.
 
     μ = Σ aᵢ δ_{xᵢ} (blue circles), ν = Σ bⱼ δ_{yⱼ} (orange diamonds); the line xᵢ–yⱼ is
@@ -181,7 +214,8 @@ def plane(xa: object, a: object, xb: object, b: object, *, plan: object = None,
         scale: type and mark size factor (presenter mode: 1.4). height: pixels at scale 1.
 
     Returns:
-        A figure whose last two traces are the points of A then B; line traces before.
+        A figure: line traces first, then the points of A, then those of B (each cloud's
+        points of weight 0 in a trace of their own, named ``words["zero"]``).
     """
     data, layout = _plane_parts(xa, a, xb, b, plan, exact, labels_a, labels_b, title, ranges,
                                 words, theme, scale, height)
@@ -218,7 +252,7 @@ def plan_and_bars(xa: object, a: object, xb: object, b: object, plan: object, *,
                   labels_b: Sequence[str] | None = None, title: str = "",
                   ranges: tuple[Sequence[float], Sequence[float]] | None = None,
                   bar_max: float | None = None, words: Mapping[str, str] | None = None,
-                  theme: str = "light", scale: float = 1.0, height: int = 520) -> go.Figure:
+                  theme: str = "light", scale: float = 1.0, height: int = 430) -> go.Figure:
     """The plane with a plan's lines, beside its two marginals against the weights.
 
     Right, top: what each point of B receives, πᵀ1, against bⱼ (tick); right, bottom:
@@ -265,15 +299,15 @@ def plan_and_bars(xa: object, a: object, xb: object, b: object, plan: object, *,
     layout.update(
         barmode="overlay",
         xaxis2=axis(lb, [0.68, 1.0], "y2"),
-        yaxis2=dict(domain=[0.58, 0.93], anchor="x2", range=[0, top], nticks=4, tickfont=tick),
+        yaxis2=dict(domain=[0.56, 0.88], anchor="x2", range=[0, top], nticks=4, tickfont=tick),
         xaxis3=axis(la, [0.68, 1.0], "y3"),
-        yaxis3=dict(domain=[0.0, 0.33], anchor="x3", range=[0, top], nticks=4, tickfont=tick),
-        annotations=[dict(text=w["received_title"], x=0.68, y=0.95, xref="paper", yref="paper",
-                          xanchor="left", yanchor="bottom", showarrow=False, font=small),
-                     dict(text=w["sent_title"], x=0.68, y=0.40, xref="paper", yref="paper",
-                          xanchor="left", yanchor="bottom", showarrow=False, font=small)],
-        legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0.0, font=tick),
-        margin=dict(l=10, r=10, t=int(90 * scale), b=int(50 * scale)))
+        yaxis3=dict(domain=[0.0, 0.30], anchor="x3", range=[0, top], nticks=4, tickfont=tick),
+        annotations=[dict(text=wrap(text, int(30 / scale)), x=0.68, y=y, xref="paper",
+                          yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
+                          align="left", font=small)
+                     for text, y in ((w["received_title"], 0.9), (w["sent_title"], 0.34))],
+    )
+    layout["margin"]["b"] = int(50 * scale)
     return go.Figure(data=data, layout=layout)
 
 
@@ -319,7 +353,7 @@ def two_maps(left: object, right: object, *, titles: tuple[str, str],
         annotations=[dict(text=t, x=x, y=0.92, xref="paper", yref="paper", xanchor="center",
                           yanchor="bottom", showarrow=False, font=sub)
                      for t, x in zip(titles, (0.22, 0.72))],
-        margin=dict(l=int(50 * scale), r=10, t=int(90 * scale), b=int(40 * scale)))
+        margin=dict(l=int(50 * scale), b=int(40 * scale)))
     return go.Figure(data=data, layout=layout)
 
 
@@ -372,8 +406,7 @@ def sink(tokens: Sequence[str], received: object, weights: object, *,
                    ticktext=[th.shorten(s, 12) for s in names], tickfont=tick, showgrid=False,
                    tickangle=-45 if len(got) > 10 else 0, range=[-0.6, len(got) - 0.4]),
         yaxis=dict(range=[0, 1.08 * top], title=dict(text=w["attention"]), tickfont=tick),
-        legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0.0, font=tick),
-        margin=dict(l=int(70 * scale), r=10, t=int(100 * scale), b=int(90 * scale)))
+        margin=dict(l=int(70 * scale), b=int(90 * scale)))
     return go.Figure(data=data, layout=layout)
 
 
