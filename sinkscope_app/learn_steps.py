@@ -37,6 +37,7 @@ STEP6_EPS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
 TEXT_WEIGHTS = "content"  # steps 6 and 8: special tokens weigh 0, as on the main page
 SINK_WEIGHTS = "uniform"  # step 7: every token weighs the same, [CLS] and [SEP] included
 SETTLED = 1e-3  # both marginal errors below this: the plan "is" a coupling (step 3)
+MAX_T = 500  # step 3's half-step counter
 
 
 @dataclass(frozen=True)
@@ -161,11 +162,7 @@ def step_softmax(ctx: Ctx, left, right) -> None:
 
 # --------------------------------------------------------------------------- 3. half-steps
 def _next_half() -> None:
-    st.session_state["learn_t"] = min(int(st.session_state.get("learn_t", 1)) + 1, 999)
-
-
-def _reset_half() -> None:
-    st.session_state["learn_t"] = 1
+    st.session_state["learn_t"] = min(int(st.session_state.get("learn_t", 1)) + 1, MAX_T)
 
 
 def step_half_steps(ctx: Ctx, left, right) -> None:
@@ -183,11 +180,11 @@ def step_half_steps(ctx: Ctx, left, right) -> None:
     bar_max = 1.12 * float(max(toy.received(soft).max(), c.a.max(), c.b.max()))
     with left:
         _text(ctx, status=status)
-        b1, b2 = st.columns(2)
+        b1, b2 = st.columns(2, vertical_alignment="bottom")
         b1.button(ctx.w["next_half"], key="learn_next_half", on_click=_next_half,
-                  type="primary", width="stretch")
-        b2.button(ctx.w["reset"], key="learn_reset_half", on_click=_reset_half,
-                  disabled=t == 1, width="stretch")
+                  type="primary", width="stretch", disabled=t >= MAX_T)
+        b2.number_input(ctx.w["counter"], 1, MAX_T, step=1, key="learn_t",
+                        help=ctx.w["counter_help"])
         _math(ctx)
     fig = vl.plan_and_bars(c.xa, c.a, c.xb, c.b, plan, ranges=toy.FRAME, bar_max=bar_max,
                            title=ctx.w["title"].format(t=t), words=WORDS[ctx.lang],

@@ -148,8 +148,8 @@ STEPS_EN = (
             "the columns again… Each fix is a **half-step**, and this back-and-forth is "
             "Sinkhorn's algorithm.\n\n"
             "Press **Next half-step** and watch the bars. Odd half-steps put A's bars on "
-            "their ticks, even ones B's. After a few rounds both sides are right at once, and "
-            "the plan has become a **coupling**: a way to pair A with B in which nobody sits "
+            "their ticks, even ones B's. After enough rounds (a few for most shapes, dozens for "
+            "the two clusters) both sides are right at once, and the plan has become a **coupling**: a way to pair A with B in which nobody sits "
             "out and nobody dances more than their share.\n\n{status}"),
         math=(
             "Half-step $t$ rescales rows when $t$ is odd and columns when $t$ is even:\n\n"
@@ -158,7 +158,8 @@ STEPS_EN = (
             "\\frac{b}{\\pi^{\\top}\\mathbf 1}\\Big).$$\n\n"
             "Half-step 1 is softmax. The limit is the coupling $\\pi \\in \\Pi(a, b)$: "
             "$\\pi\\mathbf 1 = a$ and $\\pi^{\\top}\\mathbf 1 = b$ (Sinkhorn, 1964)."),
-        words={"next_half": "Next half-step", "reset": "Start again",
+        words={"next_half": "Next half-step", "counter": "Half-steps so far",
+               "counter_help": "Type 1 to start again, or any number to jump there.",
                "rows": "rows", "columns": "columns",
                "status": "**Half-step {t}** ({side} just fixed): {row_off} of the mass is "
                          "in the wrong place on A's side, {col_off} on B's.",
@@ -432,8 +433,9 @@ STEPS_ES = (
             "y luego las columnas otra vez… Cada arreglo es un **medio paso**, y este vaivén "
             "es el algoritmo de Sinkhorn.\n\n"
             "Pulsa **Siguiente medio paso** y fíjate en las barras. Los medios pasos impares "
-            "ponen en su sitio las barras de A; los pares, las de B. Tras unas pocas rondas "
-            "cuadran los dos lados a la vez, y el plan se ha convertido en un "
+            "ponen en su sitio las barras de A; los pares, las de B. Tras suficientes rondas "
+            "(unas pocas en casi todas las formas, docenas con los dos grupos) cuadran los "
+            "dos lados a la vez, y el plan se ha convertido en un "
             "**acoplamiento**: una forma de emparejar A con B en la que nadie se queda sin "
             "bailar y nadie baila más de lo que le toca.\n\n{status}"),
         math=(
@@ -444,7 +446,9 @@ STEPS_ES = (
             "\\frac{b}{\\pi^{\\top}\\mathbf 1}\\Big).$$\n\n"
             "El medio paso 1 es softmax. El límite es el acoplamiento $\\pi \\in \\Pi(a, b)$: "
             "$\\pi\\mathbf 1 = a$ y $\\pi^{\\top}\\mathbf 1 = b$ (Sinkhorn, 1964)."),
-        words={"next_half": "Siguiente medio paso", "reset": "Volver a empezar",
+        words={"next_half": "Siguiente medio paso", "counter": "Medios pasos hasta ahora",
+               "counter_help": "Escribe 1 para volver a empezar, o cualquier número para "
+                               "saltar hasta él.",
                "rows": "las filas", "columns": "las columnas",
                "status": "**Medio paso {t}** (acaba de cuadrar {side}): del lado de A está "
                          "fuera de sitio el {row_off} de la masa; del lado de B, el {col_off}.",
