@@ -106,7 +106,7 @@ with st.sidebar:
     st.caption(ui["model_note"])
 
 # --------------------------------------------------------------------------- header
-top = st.columns([6, 2, 2], vertical_alignment="center")
+top = st.columns([5.5, 2, 2.5], vertical_alignment="center")
 if not present:  # a projector needs the room more than the page's title
     top[0].markdown(f"### {ui['heading']}")
     top[0].caption(ui["subtitle"])

@@ -109,6 +109,11 @@ def _draw(ctx: Ctx, fig: go.Figure, name: str) -> None:
     chart(fig, f"learn_{name}", ctx.img, key="learn_figure")
 
 
+def _hs(ctx: Ctx, t: int) -> str:
+    """"half-step" or "half-steps" (and so on) for a count t."""
+    return ctx.ui["half_step" if t == 1 else "half_steps"]
+
+
 def _names(ctx: Ctx, preset: str) -> str:
     return PRESETS[ctx.lang][preset]
 
@@ -187,7 +192,7 @@ def step_half_steps(ctx: Ctx, left, right) -> None:
                         help=ctx.w["counter_help"])
         _math(ctx)
     fig = vl.plan_and_bars(c.xa, c.a, c.xb, c.b, plan, ranges=toy.FRAME, bar_max=bar_max,
-                           title=ctx.w["title"].format(t=t), words=WORDS[ctx.lang],
+                           title=ctx.w["title"].format(t=t, hs=_hs(ctx, t)), words=WORDS[ctx.lang],
                            theme=ctx.theme, scale=ctx.scale)
     with right:
         _draw(ctx, fig, "half_steps")
@@ -232,7 +237,8 @@ def step_transformer(ctx: Ctx, left, right) -> None:
                  horizontal=True)
         st.select_slider(ctx.w["steps"], options=list(STEP5_HALF_STEPS), key="learn_t5")
         _math(ctx)
-    fig = vl.two_maps(soft, plan, titles=(ctx.w["left"], ctx.w["right"].format(t=t)),
+    right_title = ctx.w["right"].format(t=t, hs=_hs(ctx, t))
+    fig = vl.two_maps(soft, plan, titles=(ctx.w["left"], right_title),
                       title=ctx.w["title"].format(preset=_names(ctx, preset)),
                       zlabel=WORDS[ctx.lang]["mass"], theme=ctx.theme, scale=ctx.scale)
     with right:
@@ -384,11 +390,14 @@ def arrow_keys() -> None:
 
 @st.cache_resource(show_spinner=False)
 def warm_model(model: str) -> threading.Thread:
-    """Load the model in a background thread once per process, so that step 6 finds it
-    ready (importing torch's text stack and loading the model take seconds)."""
+    """Import POT (step 4's exact transport) and load the model (steps 6–8) in a
+    background thread once per process, so that those steps find them ready: importing
+    POT takes about 1.5 s here, transformers and the model several seconds more."""
 
     def work() -> None:
         try:
+            import ot  # noqa: F401
+
             compute.encoder(model)
         except Exception as e:  # an optimisation only: step 6 loads it itself
             log.warning("model warm-up failed: %s", e)

@@ -58,6 +58,8 @@ UI_EN = {
     "presenter": "Presenter mode",
     "presenter_help": "Larger type and figures, for a projector.",
     "in_symbols": "In symbols",
+    "half_step": "half-step",
+    "half_steps": "half-steps",
     "shift": "Move cloud B",
     "shift_help": "Slide cloud B left or right; its shape and masses stay.",
     "main_link": "sinkscope: the main views",
@@ -72,11 +74,13 @@ UI_EN = {
     "bad_step": "There is no step {raw} (the walk has steps 1 to {n}); showing step {step}.",
     "bad_lang": "Unknown language {raw} in the link; showing English. Languages: en, es.",
     "bad_preset": "Unknown cloud shape {raw} in the link; showing {preset}.",
-    "bad_shift": "The shift of cloud B must be a number from {lo} to {hi}; got {raw}, using {shift}.",
+    "bad_shift": "The shift of cloud B must be a number from {lo} to {hi}; got {raw}, "
+                 "using {shift}.",
     "bad_ex": "Unknown example {raw} in the link; showing the default pair.",
     "bad_present": "present must be on or off, got {raw}; presenter mode is off.",
     "error": "This step could not be drawn: {error}",
-    "done": "That is the whole walk. Open your texts in the main views to explore every layer and head.",
+    "done": "That is the whole walk. Open your texts in the main views to explore every "
+            "layer and head.",
 }
 
 WORDS_EN = {  # what the figures say (see viz.learn.WORDS)
@@ -149,7 +153,8 @@ STEPS_EN = (
             "Sinkhorn's algorithm.\n\n"
             "Press **Next half-step** and watch the bars. Odd half-steps put A's bars on "
             "their ticks, even ones B's. After enough rounds (a few for most shapes, dozens for "
-            "the two clusters) both sides are right at once, and the plan has become a **coupling**: a way to pair A with B in which nobody sits "
+            "the two clusters) both sides are right at once, and the plan has become a "
+            "**coupling**: a way to pair A with B in which nobody sits "
             "out and nobody dances more than their share.\n\n{status}"),
         math=(
             "Half-step $t$ rescales rows when $t$ is odd and columns when $t$ is even:\n\n"
@@ -165,7 +170,7 @@ STEPS_EN = (
                          "in the wrong place on A's side, {col_off} on B's.",
                "settled": "**Half-step {t}**: less than {tol} of the mass is out of place "
                           "on either side. The plan is a coupling.",
-               "title": "After {t} half-step(s) at ε = 1"},
+               "title": "After {t} {hs} at ε = 1"},
     ),
     Step(
         title="ε: from everyone-with-everyone to exact transport",
@@ -184,7 +189,8 @@ STEPS_EN = (
             "$$\\pi_\\varepsilon = \\arg\\min_{\\pi \\in \\Pi(a,b)} \\langle C, \\pi\\rangle "
             "- \\varepsilon H(\\pi), \\qquad H(\\pi) = -\\sum_{ij} \\pi_{ij}\\log\\pi_{ij}.$$\n\n"
             "$\\pi_\\varepsilon \\to a \\otimes b$ as $\\varepsilon \\to \\infty$ and "
-            "$\\pi_\\varepsilon \\to \\pi^\\star = \\arg\\min_{\\Pi(a,b)} \\langle C, \\pi\\rangle$ "
+            "$\\pi_\\varepsilon \\to \\pi^\\star = "
+            "\\arg\\min_{\\Pi(a,b)} \\langle C, \\pi\\rangle$ "
             "as $\\varepsilon \\to 0$. Small ε needs many more half-steps; here each ε starts "
             "from the potentials of the one before (ε-scaling)."),
         words={"eps": "ε (large → small)",
@@ -220,7 +226,7 @@ STEPS_EN = (
                "cost_inner": "−⟨x, y⟩ (inner product)",
                "steps": "Sinkhorn half-steps",
                "left": "Softmax, row by row (attention)",
-               "right": "Sinkhorn after {t} half-step(s)",
+               "right": "Sinkhorn after {t} {hs}",
                "status": "Largest gap between the two maps: **{diff}**. The couplings for "
                          "the two costs differ by at most {cdiff}.",
                "title": "Cloud A (rows) against cloud B (columns), {preset}"},
@@ -337,6 +343,8 @@ UI_ES = {
     "presenter": "Modo presentación",
     "presenter_help": "Letra y figuras más grandes, para proyectar.",
     "in_symbols": "En símbolos",
+    "half_step": "medio paso",
+    "half_steps": "medios pasos",
     "shift": "Mover la nube B",
     "shift_help": "Desliza la nube B a izquierda o derecha; su forma y sus masas no cambian.",
     "main_link": "sinkscope: las vistas principales",
@@ -454,7 +462,7 @@ STEPS_ES = (
                          "fuera de sitio el {row_off} de la masa; del lado de B, el {col_off}.",
                "settled": "**Medio paso {t}**: a ninguno de los dos lados le queda fuera de "
                           "sitio ni el {tol} de la masa. El plan es un acoplamiento.",
-               "title": "Tras {t} medio(s) paso(s) con ε = 1"},
+               "title": "Tras {t} {hs} con ε = 1"},
     ),
     Step(
         title="ε: de todos con todos al transporte exacto",
@@ -473,7 +481,8 @@ STEPS_ES = (
             "$$\\pi_\\varepsilon = \\arg\\min_{\\pi \\in \\Pi(a,b)} \\langle C, \\pi\\rangle "
             "- \\varepsilon H(\\pi), \\qquad H(\\pi) = -\\sum_{ij} \\pi_{ij}\\log\\pi_{ij}.$$\n\n"
             "$\\pi_\\varepsilon \\to a \\otimes b$ cuando $\\varepsilon \\to \\infty$ y "
-            "$\\pi_\\varepsilon \\to \\pi^\\star = \\arg\\min_{\\Pi(a,b)} \\langle C, \\pi\\rangle$ "
+            "$\\pi_\\varepsilon \\to \\pi^\\star = "
+            "\\arg\\min_{\\Pi(a,b)} \\langle C, \\pi\\rangle$ "
             "cuando $\\varepsilon \\to 0$. Con ε pequeño hacen falta muchos más medios pasos; "
             "aquí cada ε arranca de los potenciales del anterior (escalado de ε)."),
         words={"eps": "ε (de grande a pequeño)",
@@ -511,7 +520,7 @@ STEPS_ES = (
                "cost_inner": "−⟨x, y⟩ (producto escalar)",
                "steps": "Medios pasos de Sinkhorn",
                "left": "Softmax, fila a fila (atención)",
-               "right": "Sinkhorn tras {t} medio(s) paso(s)",
+               "right": "Sinkhorn tras {t} {hs}",
                "status": "Mayor diferencia entre los dos mapas: **{diff}**. Los "
                          "acoplamientos de los dos costes difieren como mucho en {cdiff}.",
                "title": "Nube A (filas) frente a nube B (columnas), {preset}"},

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import string
 from pathlib import Path
 
@@ -372,11 +371,12 @@ def heading(at: AppTest) -> str:
 
 
 EXPECTED_TITLES = {  # a fragment of each step's figure title, per language
-    "en": ["Two clusters · n = 6", "Softmax at ε = 1", "After 1 half-step", "Sinkhorn coupling at ε = 1",
-           "Cloud A (rows)", "Softmax (ε = 1) on your texts", "Text A reading itself", "F(μ, ν) for your pair"],
-    "es": ["Dos grupos · n = 6", "Softmax con ε = 1", "Tras 1 medio", "Acoplamiento de Sinkhorn con ε = 1",
-           "Nube A (filas)", "Softmax (ε = 1) sobre tus textos", "El texto A leyéndose",
-           "F(μ, ν) para tu par"],
+    "en": ["Two clusters · n = 6", "Softmax at ε = 1", "After 1 half-step",
+           "Sinkhorn coupling at ε = 1", "Cloud A (rows)", "Softmax (ε = 1) on your texts",
+           "Text A reading itself", "F(μ, ν) for your pair"],
+    "es": ["Dos grupos · n = 6", "Softmax con ε = 1", "Tras 1 medio paso",
+           "Acoplamiento de Sinkhorn con ε = 1", "Nube A (filas)",
+           "Softmax (ε = 1) sobre tus textos", "El texto A leyéndose", "F(μ, ν) para tu par"],
 }
 
 
@@ -431,7 +431,7 @@ def test_step_three_alternates_rows_and_columns():
     texts = lambda: " ".join(m.value for m in at.markdown)  # noqa: E731
     assert "Half-step 1** (rows just fixed)" in texts()
     at.button(key="learn_next_half").click().run()
-    assert "Half-step 2** (columns just fixed)" in texts() and "After 2 half-step" in title(at)
+    assert "Half-step 2** (columns just fixed)" in texts() and "After 2 half-steps" in title(at)
     bars = [t for t in figures(at)[0]["data"] if t.get("type") == "bar" and t["xaxis"] == "x2"]
     assert {t["name"] for t in bars if len(arr(t.get("x", [])))} == {"just right"}
     at.number_input(key="learn_t").set_value(80).run()
@@ -476,7 +476,8 @@ def test_step_six_links_to_the_main_page_with_the_same_settings():
     q = {k: v[-1] for k, v in parse_qs(link[3:]).items()}
     p = parse_query(q, n_layers=6, n_heads=12, models=("all-MiniLM-L6-v2",), examples=EXAMPLES)
     assert not p.warnings
-    assert p.values["a"] == EXAMPLES["paraphrase"]["a"] and p.values["b"] == EXAMPLES["paraphrase"]["b"]
+    pair = EXAMPLES["paraphrase"]
+    assert (p.values["a"], p.values["b"]) == (pair["a"], pair["b"])
     assert (p.values["mode"], p.values["layer"], p.values["head"], p.values["eps"]) == \
         ("separate", 5, "mean", 1.0)
     tokens = [t for t in figures(at)[0]["data"] if t.get("mode") == "markers+text"]

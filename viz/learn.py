@@ -68,7 +68,8 @@ def _layout(theme: str, scale: float, height: int, title: str, **more) -> dict:
                               font=dict(size=round(12 * scale))),
                   margin=dict(l=10, r=10, t=top, b=10))
     for k, v in more.items():
-        layout[k] = {**layout[k], **v} if isinstance(v, dict) and isinstance(layout.get(k), dict) else v
+        both = isinstance(v, dict) and isinstance(layout.get(k), dict)
+        layout[k] = {**layout[k], **v} if both else v
     return layout
 
 
@@ -152,7 +153,9 @@ def _check(xa, a, xb, b):
 
 
 def _names(given: Sequence[str] | None, size: int, prefix: str) -> list[str]:
-    return [f"{prefix}{k + 1}" for k in range(size)] if given is None else escaped(given, size, prefix)
+    if given is None:
+        return [f"{prefix}{k + 1}" for k in range(size)]
+    return escaped(given, size, prefix)
 
 
 def _plane_parts(xa, a, xb, b, plan, exact, labels_a, labels_b, title, ranges, words,
@@ -396,7 +399,8 @@ def sink(tokens: Sequence[str], received: object, weights: object, *,
         data.append(dict(type="scatter", x=xs, y=ph.ravel(), mode="markers", name=w["per_head"],
                          marker=dict(size=5 * scale, color=fg, opacity=0.45),
                          customdata=np.repeat(np.arange(H), len(got)),
-                         hovertemplate=f"{w['per_head']} %{{customdata}}: %{{y:.3g}}<extra></extra>"))
+                         hovertemplate=f"{w['per_head']} %{{customdata}}: %{{y:.3g}}"
+                                       "<extra></extra>"))
         top = max(top, float(np.max(ph)))
     data.append(ticks)
     tick = dict(size=round(12 * scale))
