@@ -17,14 +17,19 @@ import streamlit as st  # noqa: E402
 
 from engine import SinkscopeError
 from sinkscope_app import compute, examples, learn_state, learn_steps
-from sinkscope_app.learn_text import (EXAMPLES_ES, LANGS, N_STEPS, STEPS, UI)
+from sinkscope_app.learn_text import EXAMPLES_ES, LANGS, N_STEPS, STEPS, UI
 from sinkscope_app.state import KEYS as MAIN_KEYS, valid_text
 
 log = logging.getLogger("sinkscope.learn")
-st.set_page_config(page_title="Learn · sinkscope", page_icon="🎓", layout="wide")
+ss = st.session_state
+# The tab's title in the page's language; a presenter link (?present=on) opens with the
+# sidebar folded away, for a projector.
+_lang = ss.get("learn_lang") or str(st.query_params.get("lang", ""))
+_present_link = str(st.query_params.get("present", "")).lower() in ("on", "1", "true", "yes")
+st.set_page_config(page_title=UI.get(_lang, UI["en"])["page_title"], page_icon="🎓",
+                   layout="wide", initial_sidebar_state="collapsed" if _present_link else "auto")
 
 EXAMPLES = examples.load()
-ss = st.session_state
 KEYS = (*learn_state.DEFAULTS, *learn_steps.KEYS, "learn_jump")
 
 # Keys: the "learn_" prefix marks this page's; every key (the main page's too) is kept
@@ -79,7 +84,7 @@ def on_text() -> None:
 
 if present:  # larger type for a projector (figures are scaled by their builders)
     st.markdown("""<style>
-    [data-testid="stMainBlockContainer"] { max-width: 100%; padding-top: 1.5rem; }
+    [data-testid="stMainBlockContainer"] { max-width: 100%; padding-top: 3.5rem; }
     [data-testid="stMainBlockContainer"] [data-testid="stMarkdownContainer"] p,
     [data-testid="stMainBlockContainer"] [data-testid="stMarkdownContainer"] li
         { font-size: 1.3rem; line-height: 1.45; }
@@ -130,7 +135,9 @@ s = STEPS[lang][step - 1]
 st.markdown(f"### {ui['step_of'].format(i=step, n=N_STEPS)} · {s.title}")
 text_a = valid_text(ss.get("a"))
 ex = EXAMPLES.get(ss.get("ex"), {})
-text_b = text_a if ex.get("mode") == "self" else valid_text(ss.get("b"))
+# a text with itself: the "self" example, or the main page left in self mode
+self_mode = ex.get("mode") == "self" or ss.get("mode") == "self"
+text_b = text_a if self_mode else valid_text(ss.get("b"))
 model = ss.get("model") if ss.get("model") in compute.model_names() else compute.model_names()[0]
 left, right = st.columns([2, 3], gap="large")
 try:
