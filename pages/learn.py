@@ -162,5 +162,4 @@ learn_steps.arrow_keys()
 q = learn_state.to_query(ss)
 if st.query_params.to_dict() != q:
     st.query_params.from_dict(q)
-if step < min(learn_steps.MODEL_STEPS):
-    learn_steps.warm_model(model)  # load the model in the background for step 6
+learn_steps.warm_up(model, text_a, text_b)  # once per process: the later steps, ready

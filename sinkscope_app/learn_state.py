@@ -39,9 +39,14 @@ def _first(v: Any) -> str:
     return str(v)
 
 
+_MARKDOWN = "\\`*_{}[]()<>#+-.!|~$:"
+
+
 def _show(raw: str) -> str:
-    """A URL value quoted for a notice, cut short (the notice shows it as text)."""
-    return repr(raw[:24] + ("…" if len(raw) > 24 else ""))
+    """A URL value quoted for a notice: cut short, and with every Markdown character
+    escaped, so a crafted value shows as typed (never as a link, bold text or LaTeX)."""
+    text = repr(raw[:24] + ("…" if len(raw) > 24 else ""))
+    return "".join("\\" + ch if ch in _MARKDOWN else ch for ch in text)
 
 
 def parse(params: Mapping[str, Any], examples: Mapping[str, Any], *,
@@ -122,7 +127,11 @@ def parse(params: Mapping[str, Any], examples: Mapping[str, Any], *,
             notes.append(("bad_ex", dict(raw=_show(p["ex"]))))
     for key in ("a", "b"):
         if key in p:
-            v[key] = valid_text(p[key])[: settings.CONFIG.max_chars]
+            v[key] = valid_text(p[key])
+            if len(v[key]) > settings.CONFIG.max_chars:
+                notes.append(("text_cut", dict(name=key.upper(), n=f"{len(v[key]):,}",
+                                               kept=f"{settings.CONFIG.max_chars:,}")))
+                v[key] = v[key][: settings.CONFIG.max_chars]
             v.setdefault("ex", "custom")
             if v["ex"] != "custom" and v[key] != examples.get(v["ex"], {}).get(key):
                 v["ex"] = "custom"

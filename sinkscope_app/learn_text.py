@@ -77,6 +77,7 @@ UI_EN = {
     "bad_shift": "The shift of cloud B must be a number from {lo} to {hi}; got {raw}, "
                  "using {shift}.",
     "bad_ex": "Unknown example {raw} in the link; showing the default pair.",
+    "text_cut": "Text {name} in the link had {n} characters; only the first {kept} are kept.",
     "bad_present": "present must be on or off, got {raw}; presenter mode is off.",
     "error": "This step could not be drawn: {error}",
     "done": "That is the whole walk. Open your texts in the main views to explore every "
@@ -363,6 +364,8 @@ UI_ES = {
     "bad_shift": "El desplazamiento de la nube B debe ser un número entre {lo} y {hi}; "
                  "llegó {raw} y se usa {shift}.",
     "bad_ex": "Ejemplo desconocido en el enlace: {raw}. Se muestra el par por defecto.",
+    "text_cut": "El texto {name} del enlace tenía {n} caracteres; solo se conservan los "
+                "primeros {kept}.",
     "bad_present": "present debe ser on u off, llegó {raw}; el modo presentación queda "
                    "apagado.",
     "error": "No se pudo dibujar este paso: {error}",
