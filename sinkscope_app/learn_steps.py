@@ -19,7 +19,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine import toy
+from engine import settings, toy
 from engine.settings import DEFAULT_HALF_STEPS
 from engine.summary import fmt
 from viz import learn as vl
@@ -35,6 +35,7 @@ SPECIAL = ("[CLS]", "[SEP]", "<s>", "</s>")
 STEP5_HALF_STEPS = (1, 2, 3, 4, 5, 10, 20, 50, 100)
 STEP6_EPS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
 TEXT_WEIGHTS = "content"  # steps 6 and 8: special tokens weigh 0, as on the main page
+TEXT_HALF_STEPS = 1000  # steps 6 and 8: enough for the coupling at every ε offered
 SINK_WEIGHTS = "uniform"  # step 7: every token weighs the same, [CLS] and [SEP] included
 SETTLED = 1e-3  # both marginal errors below this: the plan "is" a coupling (step 3)
 MAX_T = 500  # step 3's half-step counter
@@ -246,10 +247,10 @@ def step_transformer(ctx: Ctx, left, right) -> None:
 
 
 # --------------------------------------------------------------------------- your texts
-def _relation(ctx: Ctx, eps: float = 1.0, half_steps: int = DEFAULT_HALF_STEPS):
+def _relation(ctx: Ctx, eps: float = 1.0):
     with st.spinner(ctx.ui["loading"]):
         return compute.relation(ctx.model, ctx.text_a, ctx.text_b, "separate", ctx.n_layers - 1,
-                                "mean", eps, half_steps, TEXT_WEIGHTS, False)
+                                "mean", eps, TEXT_HALF_STEPS, TEXT_WEIGHTS, False)
 
 
 def main_page_link(ctx: Ctx, eps: float) -> str:
@@ -257,7 +258,8 @@ def main_page_link(ctx: Ctx, eps: float) -> str:
     ss = st.session_state
     state = dict(MAIN_DEFAULTS, ex=ss.get("ex", "custom"), a=ctx.text_a, b=ctx.text_b,
                  mode="separate", layer=ctx.n_layers - 1, head="mean",
-                 weights=TEXT_WEIGHTS, eps=float(eps), steps=DEFAULT_HALF_STEPS,
+                 weights=TEXT_WEIGHTS, eps=float(eps),
+                 steps=min(TEXT_HALF_STEPS, settings.CONFIG.max_half_steps),
                  view="compare", model=ctx.model)
     return "./?" + urlencode(main_query(state))
 
@@ -299,6 +301,14 @@ def step_sink(ctx: Ctx, left, right) -> None:
     ss = st.session_state
     layer = int(ss.setdefault("learn_layer7", ctx.n_layers - 1))
     head = ss.setdefault("learn_head7", "mean")
+    with st.spinner(ctx.ui["loading"]):
+        n = compute.encodings(ctx.model, ctx.text_a, "", "self")[0].n
+    most = int(settings.CONFIG.grid_max_cells ** 0.5)
+    if n > most:  # every layer and head of an n × n text at once: keep it bounded
+        with left:
+            _text(ctx, layer=layer, heads=ctx.w["heads_mean"].format(h=ctx.n_heads), status="")
+        right.info(ctx.ui["too_long"].format(n=n, most=most))
+        return
     with st.spinner(ctx.ui["loading"]):
         g = compute.grid(ctx.model, ctx.text_a, "", "self", 1.0, DEFAULT_HALF_STEPS,
                          SINK_WEIGHTS, False)
@@ -415,11 +425,13 @@ def warm_up(model: str, _text_a: str, _text_b: str) -> threading.Thread:
             _half(preset, shift, 1, "inner")
             L = compute.encoder(model).n_layers
             compute.relation(model, text_a, text_b, "separate", L - 1, "mean", 1.0,
-                             DEFAULT_HALF_STEPS, TEXT_WEIGHTS, False)
+                             TEXT_HALF_STEPS, TEXT_WEIGHTS, False)
             compute.projection(model, text_a, text_b, "separate", L - 1, "mean",
                                TEXT_WEIGHTS, False, "qk", "pca", 2)
-            compute.grid(model, text_a, "", "self", 1.0, DEFAULT_HALF_STEPS, SINK_WEIGHTS,
-                         False)
+            n = compute.encodings(model, text_a, "", "self")[0].n
+            if n * n <= settings.CONFIG.grid_max_cells:
+                compute.grid(model, text_a, "", "self", 1.0, DEFAULT_HALF_STEPS,
+                             SINK_WEIGHTS, False)
         except Exception as e:  # an optimisation only: each step computes what it needs
             log.warning("Learn warm-up stopped: %s", e)
 

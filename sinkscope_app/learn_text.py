@@ -80,6 +80,8 @@ UI_EN = {
     "text_cut": "Text {name} in the link had {n} characters; only the first {kept} are kept.",
     "bad_present": "present must be on or off, got {raw}; presenter mode is off.",
     "error": "This step could not be drawn: {error}",
+    "too_long": "Text A has {n} tokens: this step shows every layer and head of the text "
+                "with itself, so it takes at most {most}. Shorten text A in the sidebar.",
     "done": "That is the whole walk. Open your texts in the main views to explore every "
             "layer and head.",
 }
@@ -369,6 +371,9 @@ UI_ES = {
     "bad_present": "present debe ser on u off, llegó {raw}; el modo presentación queda "
                    "apagado.",
     "error": "No se pudo dibujar este paso: {error}",
+    "too_long": "El texto A tiene {n} tokens: este paso muestra todas las capas y cabezas "
+                "del texto consigo mismo, así que admite como mucho {most}. Acorta el texto "
+                "A en la barra lateral.",
     "done": "Fin del recorrido. Abre tus textos en las vistas principales para explorar "
             "cada capa y cada cabeza.",
 }

@@ -510,6 +510,14 @@ def test_step_seven_is_the_models_own_attention():
 
 
 @pytest.mark.model
+def test_step_seven_refuses_a_text_too_long_for_it():
+    at = learn({"step": "7", "lang": "es", "ex": "custom", "a": "río " * 400, "b": "x"})
+    ok(at)
+    assert any("Acorta el texto A" in i.value for i in at.info), [i.value for i in at.info]
+    assert not figures(at)
+
+
+@pytest.mark.model
 def test_bad_text_shows_a_message_not_a_traceback():
     at = learn({"step": "6", "ex": "custom", "a": "   ", "b": "hello"})
     assert not at.exception
