@@ -43,6 +43,7 @@ test-fast: install
 bench: install chromium
 	$(PY) -m engine.bench solver
 	$(PY) -m benchmarks.latency
+	$(PY) -m benchmarks.learn
 
 fuzz: install
 	SINKSCOPE_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q tests/test_sinkhorn.py -k hypothesis
@@ -51,7 +52,8 @@ load: install chromium
 	$(PY) -m tests.load --sessions 20 --seconds 120
 
 screenshots: install chromium
-	SINKSCOPE_SCREENSHOTS=docs/screenshots $(PY) -m pytest -q -p no:cacheprovider tests/test_browser.py
+	SINKSCOPE_SCREENSHOTS=docs/screenshots $(PY) -m pytest -q -p no:cacheprovider tests/test_browser.py \
+	  tests/test_learn_browser.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

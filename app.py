@@ -113,6 +113,8 @@ with st.sidebar:
     st.title("sinkscope")
     st.caption("How does a transformer relate two texts? Softmax attention beside the "
                "Sinkhorn coupling — the paper's measure-theoretic view, live.")
+    st.page_link("pages/learn.py", label="Learn: from clouds of points to the Sinkhorn "
+                 "Transformer (English, español)", icon=":material/school:")
     ex_opts = {**{k: v["title"] for k, v in EXAMPLES.items()}, "custom": "Your own texts"}
     st.selectbox("Example", list(ex_opts), format_func=ex_opts.get, key="ex",
                  on_change=on_example)

@@ -1,0 +1,437 @@
+"""Figures of the Learn walk-through: clouds in the plane, plans as lines, marginal bars.
+
+Pure builders: arrays in, ``go.Figure`` out. Every word a figure shows comes in through
+``words`` (the page passes English or Spanish), so the builders know no language; labels
+are escaped like every token. ``scale`` enlarges type, points and lines for a projector.
+
+Colours follow :mod:`viz.theme`: cloud A blue, cloud B orange, and the marginal bars
+vermillion (receives too much), sky blue (left alone) or grey (on target), as in the
+Compare view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from viz import heatmaps, theme as th
+from viz._data import as_array, as_plan, labels as escaped, segments
+from viz.heatmaps import _classes, map_trace_dict
+
+WORDS = {
+    "cloud_a": "cloud A", "cloud_b": "cloud B", "mass": "mass", "zero": "weighs 0",
+    "receives_verb": "receives", "sends_verb": "sends", "weighs": "weighs",
+    "over": "too much", "under": "left alone", "on": "on target",
+    "plan": "plan", "exact": "exact plan (ot.emd)", "weight_tick": "its weight",
+    "received_title": "What each point of B receives", "sent_title": "What each point of A sends",
+    "attention": "attention received", "per_head": "one head", "coupling": "coupling",
+    "token": "token",
+}
+N_LINE_BINS = 8
+_CLASS_KEYS = ("over", "under", "on")
+_CLASS_COLORS = (th.COLOR_OVER, th.COLOR_UNDER, th.COLOR_MATCH)
+
+
+def _words(words: Mapping[str, str] | None) -> dict[str, str]:
+    """The default (English) words with the caller's on top."""
+    out = dict(WORDS)
+    out.update(words or {})
+    return out
+
+
+def wrap(title: str, width: int) -> str:
+    """``title`` broken into lines of at most ``width`` characters (plotly's ``<br>``)."""
+    lines: list[str] = []
+    for word in title.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "<br>".join(lines)
+
+
+def _layout(theme: str, scale: float, height: int, title: str, **more) -> dict:
+    """A layout in our theme: every font scaled by ``scale``, the title wrapped to fit
+    (figures here are about 700 px wide) and pinned to the top, the legend below it."""
+    size = round(17 * scale)
+    text = wrap(title, int(64 / scale))
+    lines = text.count("<br>") + 1 if title else 0
+    top = int(lines * size * 1.35 + 56 * scale) + 8
+    layout = dict(template=th.TEMPLATES[th.check_theme(theme)], height=int(height * scale) + top,
+                  font=dict(size=round(13 * scale)),
+                  title=dict(text=text, font=dict(size=size), y=1.0, yref="container",
+                             yanchor="top", pad=dict(t=int(8 + (lines - 1) * size * 1.3))),
+                  hoverlabel=dict(font=dict(size=round(12 * scale))),
+                  legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0.0,
+                              font=dict(size=round(12 * scale))),
+                  margin=dict(l=10, r=10, t=top, b=10))
+    for k, v in more.items():
+        both = isinstance(v, dict) and isinstance(layout.get(k), dict)
+        layout[k] = {**layout[k], **v} if both else v
+    return layout
+
+
+def _sizes(w: np.ndarray, ref: float, scale: float) -> np.ndarray:
+    """Marker diameters whose areas are proportional to the masses ``w``."""
+    big = 26.0 * scale
+    return np.where(w > 0, np.maximum(6 * scale, big * np.sqrt(np.clip(w, 0, None) / ref)),
+                    5 * scale)
+
+
+def _points(xy: np.ndarray, w: np.ndarray, names: list[str], *, side: str, ref: float,
+            words: dict[str, str], scale: float, axes: tuple[str, str] = ("x", "y")) -> list[dict]:
+    """One cloud's markers, area ∝ mass; points of weight 0 in a second, grey trace."""
+    base = th.COLOR_A if side == "a" else th.COLOR_B
+    cloud = words["cloud_a"] if side == "a" else words["cloud_b"]
+    out = []
+    for sel, color, name in ((w > 0, base, cloud), (w <= 0, th.COLOR_ZERO, words["zero"])):
+        if not sel.any():
+            continue
+        out.append(dict(
+            type="scatter", x=xy[sel, 0], y=xy[sel, 1], mode="markers+text",
+            xaxis=axes[0], yaxis=axes[1], name=name, legendgroup=name,
+            marker=dict(size=_sizes(w[sel], ref, scale), color=color, opacity=1.0,
+                        symbol="circle" if side == "a" else "diamond",
+                        line=dict(width=1.2 * scale, color="white")),
+            text=[names[k] for k in np.flatnonzero(sel)],
+            textposition="top center" if side == "a" else "bottom center",
+            textfont=dict(size=round(11 * scale), color=color),
+            customdata=np.stack([np.asarray(names, dtype=object)[sel], w[sel]], -1),
+            hovertemplate=f"{cloud} · %{{customdata[0]}}<br>{words['mass']} "
+                          "%{customdata[1]:.3g}<extra></extra>"))
+    return out
+
+
+def _lines(xa: np.ndarray, xb: np.ndarray, plan: np.ndarray, ref: float, *, color: str,
+           name: str, scale: float, dash: str = "solid", width: float | None = None,
+           axes: tuple[str, str] = ("x", "y"), show_legend: bool = True) -> list[dict]:
+    """Segments xᵢ–yⱼ whose width grows with πᵢⱼ / ref, in a few traces (one per width).
+
+    Pairs below 0.5% of ``ref`` are not drawn. With ``width`` every kept pair is drawn at
+    that width (the exact plan's outline).
+    """
+    i, j = np.nonzero(plan > 0.005 * ref)
+    mass = plan[i, j]
+    rel = np.clip(mass / ref, 0.0, 1.0)
+    k = np.minimum((rel * N_LINE_BINS).astype(int), N_LINE_BINS - 1)
+    out, shown = [], False
+    for b in range(N_LINE_BINS) if width is None else (None,):
+        sel = np.ones(len(i), bool) if b is None else k == b
+        if not sel.any():
+            continue
+        x, y = segments(xa[i[sel], 0], xa[i[sel], 1], xb[j[sel], 0], xb[j[sel], 1])
+        level = 1.0 if b is None else (b + 1) / N_LINE_BINS
+        w = width if width is not None else 0.8 + 9.0 * level
+        out.append(dict(type="scatter", x=x, y=y, mode="lines", xaxis=axes[0], yaxis=axes[1],
+                        line=dict(width=w * scale, color=color, dash=dash),
+                        opacity=1.0 if b is None else 0.25 + 0.6 * level, hoverinfo="skip",
+                        name=name, legendgroup=name, showlegend=show_legend and not shown))
+        shown = True
+    return out
+
+
+def _ranges(xa: np.ndarray, xb: np.ndarray, pad: float = 0.12):
+    """Axis ranges that hold both clouds with a margin."""
+    pts = np.concatenate([xa, xb])
+    lo, hi = pts.min(0), pts.max(0)
+    span = np.maximum(hi - lo, 1e-9)
+    return ([lo[0] - pad * span[0], hi[0] + pad * span[0]],
+            [lo[1] - pad * span[1] - 0.1 * span[1], hi[1] + pad * span[1] + 0.1 * span[1]])
+
+
+def _check(xa, a, xb, b):
+    xa, xb = as_array(xa, "xa", 2), as_array(xb, "xb", 2)
+    a, b = as_array(a, "a", 1), as_array(b, "b", 1)
+    if xa.shape != (len(a), 2) or xb.shape != (len(b), 2):
+        raise ValueError(f"points {xa.shape}, {xb.shape} do not match masses {a.shape}, "
+                         f"{b.shape}; points are (n, 2)")
+    if len(a) == 0 or len(b) == 0:
+        raise ValueError("both clouds need at least one point")
+    return xa, np.clip(a, 0, None), xb, np.clip(b, 0, None)
+
+
+def _names(given: Sequence[str] | None, size: int, prefix: str) -> list[str]:
+    if given is None:
+        return [f"{prefix}{k + 1}" for k in range(size)]
+    return escaped(given, size, prefix)
+
+
+def _plane_parts(xa, a, xb, b, plan, exact, labels_a, labels_b, title, ranges, words,
+                 theme, scale, height) -> tuple[list[dict], dict]:
+    """(traces, layout) of :func:`plane`, for figures that add to it."""
+    xa, a, xb, b = _check(xa, a, xb, b)
+    w = _words(words)
+    la, lb = _names(labels_a, len(a), "A"), _names(labels_b, len(b), "B")
+    ref = float(max(np.max(a), np.max(b)))
+    pair_ref = float(np.max(np.minimum(a[:, None], b[None, :]))) or 1.0
+    data: list[dict] = []
+    if plan is not None:
+        p = as_plan(plan)
+        if p.shape != (len(a), len(b)):
+            raise ValueError(f"plan {p.shape} does not match the clouds ({len(a)}, {len(b)})")
+        data += _lines(xa, xb, p, pair_ref, color=th.edge_color(theme), name=w["plan"],
+                       scale=scale, show_legend=False)
+    if exact is not None:
+        e = as_plan(exact, "exact")
+        if e.shape != (len(a), len(b)):
+            raise ValueError(f"exact {e.shape} does not match the clouds ({len(a)}, {len(b)})")
+        data += _lines(xa, xb, e, pair_ref, color=th.COLOR_ACCENT, name=w["exact"],
+                       scale=scale, dash="dash", width=2.0)
+    data += (_points(xa, a, la, side="a", ref=ref, words=w, scale=scale)
+             + _points(xb, b, lb, side="b", ref=ref, words=w, scale=scale))
+    named: set[str] = set()
+    for tr in data:  # one legend entry per name (both clouds may have points of weight 0)
+        if tr.get("showlegend", True):
+            tr["showlegend"] = tr["name"] not in named
+            named.add(tr["name"])
+    xr, yr = ranges if ranges is not None else _ranges(xa, xb)
+    layout = _layout(theme, scale, height, title,
+                     xaxis=dict(range=list(xr), showgrid=False, zeroline=False,
+                                showticklabels=False),
+                     yaxis=dict(range=list(yr), showgrid=False, zeroline=False,
+                                showticklabels=False, scaleanchor="x", scaleratio=1))
+    return data, layout
+
+
+def plane(xa: object, a: object, xb: object, b: object, *, plan: object = None,
+          exact: object = None, labels_a: Sequence[str] | None = None,
+          labels_b: Sequence[str] | None = None, title: str = "",
+          ranges: tuple[Sequence[float], Sequence[float]] | None = None,
+          words: Mapping[str, str] | None = None, theme: str = "light", scale: float = 1.0,
+          height: int = 400) -> go.Figure:
+    """Two clouds in the plane, each point's area its mass; a plan as lines between them.
+
+    μ = Σ aᵢ δ_{xᵢ} (blue circles), ν = Σ bⱼ δ_{yⱼ} (orange diamonds); the line xᵢ–yⱼ is
+    as wide as πᵢⱼ is heavy, against the heaviest mass a pair could carry, max min(aᵢ, bⱼ),
+    so widths compare across plans of the same clouds.
+
+    Args:
+        xa: (n, 2) points of A; a: (n,) masses. xb: (m, 2) points of B; b: (m,) masses.
+        plan: optional (n, m) plan drawn as lines.
+        exact: optional (n, m) plan drawn as thin dashed outlines (the exact OT plan).
+        labels_a, labels_b: point names (escaped here); "A1…", "B1…" when None.
+        title: trusted title text. ranges: ((x0, x1), (y0, y1)); fitted when None.
+        words: figure words (see :data:`WORDS`). theme: "light" or "dark".
+        scale: type and mark size factor (presenter mode: 1.4). height: pixels at scale 1.
+
+    Returns:
+        A figure: line traces first, then the points of A, then those of B (each cloud's
+        points of weight 0 in a trace of their own, named ``words["zero"]``).
+    """
+    data, layout = _plane_parts(xa, a, xb, b, plan, exact, labels_a, labels_b, title, ranges,
+                                words, theme, scale, height)
+    return go.Figure(data=data, layout=layout)
+
+
+def _bars(sums: np.ndarray, target: np.ndarray, names: list[str], *, axes: tuple[str, str],
+          verb: str, words: dict[str, str], fg: str, scale: float, seen: set[str]) -> list[dict]:
+    """Bars of a marginal coloured by class, with a tick at each point's weight."""
+    idx = np.arange(len(sums))
+    cd = np.stack([np.asarray(names, dtype=object), target], -1)
+    out = []
+    for key, color, sel in zip(_CLASS_KEYS, _CLASS_COLORS, _classes(sums, target)):
+        show = key not in seen and sel.size > 0
+        seen.add(key) if show else None
+        out.append(dict(type="bar", x=idx[sel], y=sums[sel], xaxis=axes[0], yaxis=axes[1],
+                        marker=dict(color=color, line=dict(width=0)), width=0.75,
+                        name=words[key], legendgroup=key, showlegend=show, customdata=cd[sel],
+                        hovertemplate=f"%{{customdata[0]}} {verb} %{{y:.3g}}<br>"
+                                      f"{words['weighs']} %{{customdata[1]:.3g}}<extra></extra>"))
+    size = float(np.clip(300 / max(1, len(sums)), 10, 30)) * scale
+    out.append(dict(type="scatter", x=idx, y=target, xaxis=axes[0], yaxis=axes[1],
+                    mode="markers", name=words["weight_tick"], legendgroup="tick",
+                    showlegend="tick" not in seen,
+                    marker=dict(symbol="line-ew-open", size=size, color=fg,
+                                line=dict(width=3 * scale, color=fg)),
+                    hovertemplate=f"{words['weighs']} %{{y:.3g}}<extra></extra>"))
+    seen.add("tick")
+    return out
+
+
+def plan_and_bars(xa: object, a: object, xb: object, b: object, plan: object, *,
+                  exact: object = None, labels_a: Sequence[str] | None = None,
+                  labels_b: Sequence[str] | None = None, title: str = "",
+                  ranges: tuple[Sequence[float], Sequence[float]] | None = None,
+                  bar_max: float | None = None, words: Mapping[str, str] | None = None,
+                  theme: str = "light", scale: float = 1.0, height: int = 430) -> go.Figure:
+    """The plane with a plan's lines, beside its two marginals against the weights.
+
+    Right, top: what each point of B receives, πᵀ1, against bⱼ (tick); right, bottom:
+    what each point of A sends, π1, against aᵢ. Bars are vermillion above the tick,
+    sky blue below it ("left alone"), grey on it. A coupling has every bar on its tick.
+
+    Args:
+        xa, a, xb, b, plan, exact, labels_a, labels_b, title, ranges, words, theme, scale:
+            as for :func:`plane`; ``plan`` is required here.
+        bar_max: the bars' upper limit (keep it fixed while a plan changes, so bars move
+            and the axis does not); fitted when None.
+        height: pixels at scale 1.
+
+    Returns:
+        A figure: plane traces on axes (x, y), B's bars on (x2, y2), A's on (x3, y3).
+    """
+    if plan is None:
+        raise ValueError("plan is missing (None); pass the (n, m) plan")
+    data, layout = _plane_parts(xa, a, xb, b, plan, exact, labels_a, labels_b, title, ranges,
+                                words, theme, scale, height)
+    xa, a, xb, b = _check(xa, a, xb, b)
+    p = as_plan(plan)
+    w = _words(words)
+    la, lb = _names(labels_a, len(a), "A"), _names(labels_b, len(b), "B")
+    fg = th.foreground(theme)
+    got, sent = p.sum(0), p.sum(1)
+    top = bar_max or 1.12 * max(float(np.max(got)), float(np.max(sent)), float(np.max(a)),
+                                float(np.max(b)), 1e-12)
+    seen: set[str] = set()
+    data += _bars(got, b, lb, axes=("x2", "y2"), verb=w["receives_verb"], words=w, fg=fg,
+                  scale=scale, seen=seen)
+    data += _bars(sent, a, la, axes=("x3", "y3"), verb=w["sends_verb"], words=w, fg=fg,
+                  scale=scale, seen=seen)
+    tick = dict(size=round(11 * scale))
+    small = dict(size=round(13 * scale))
+
+    def axis(names, domain, anchor):
+        return dict(domain=domain, anchor=anchor, tickmode="array",
+                    tickvals=list(range(len(names))), ticktext=[th.shorten(s, 10) for s in names],
+                    tickfont=tick, showgrid=False,
+                    tickangle=-45 if len(names) > 8 else 0, range=[-0.6, len(names) - 0.4])
+
+    layout["xaxis"]["domain"] = [0.0, 0.6]
+    layout.update(
+        barmode="overlay",
+        xaxis2=axis(lb, [0.68, 1.0], "y2"),
+        yaxis2=dict(domain=[0.56, 0.88], anchor="x2", range=[0, top], nticks=4, tickfont=tick),
+        xaxis3=axis(la, [0.68, 1.0], "y3"),
+        yaxis3=dict(domain=[0.0, 0.30], anchor="x3", range=[0, top], nticks=4, tickfont=tick),
+        annotations=[dict(text=wrap(text, int(30 / scale)), x=0.68, y=y, xref="paper",
+                          yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
+                          align="left", font=small)
+                     for text, y in ((w["received_title"], 0.9), (w["sent_title"], 0.34))],
+    )
+    layout["margin"]["b"] = int(50 * scale)
+    return go.Figure(data=data, layout=layout)
+
+
+def two_maps(left: object, right: object, *, titles: tuple[str, str],
+             labels_a: Sequence[str] | None = None, labels_b: Sequence[str] | None = None,
+             title: str = "", zlabel: str = "mass", words: Mapping[str, str] | None = None,
+             theme: str = "light", scale: float = 1.0, height: int = 420) -> go.Figure:
+    """Two plans side by side as heatmaps on one colour scale (rows A, columns B).
+
+    Args:
+        left, right: (n, m) plans. titles: a title above each. labels_a, labels_b: names.
+        title: the figure's title. zlabel: what a cell holds (hover, colour bar).
+        words, theme, scale: as for :func:`plane`. height: pixels at scale 1.
+
+    Returns:
+        A figure with two ``Heatmap`` traces on axes (x, y) and (x2, y2), one coloraxis.
+    """
+    zl, zr = as_plan(left, "left"), as_plan(right, "right")
+    if zl.shape != zr.shape:
+        raise ValueError(f"the two plans differ in shape: {zl.shape} and {zr.shape}")
+    n, m = zl.shape
+    la, lb = _names(labels_a, n, "A"), _names(labels_b, m, "B")
+    hi = max(float(zl.max()), float(zr.max()), 1e-12)
+    data = [map_trace_dict(z, la, lb, zname=zlabel, coloraxis="coloraxis", xaxis=xa, yaxis=ya)
+            for z, xa, ya in ((zl, "x", "y"), (zr, "x2", "y2"))]
+    tick = dict(size=round(12 * scale))
+
+    def axis(names, domain, anchor, reverse=False, **more):
+        r = [-0.5, len(names) - 0.5]
+        return dict(domain=domain, anchor=anchor, tickmode="array",
+                    tickvals=list(range(len(names))), ticktext=[th.shorten(s, 10) for s in names],
+                    tickfont=tick, showgrid=False, zeroline=False,
+                    range=r[::-1] if reverse else r, **more)
+
+    sub = dict(size=round(14 * scale))
+    layout = _layout(
+        theme, scale, height, title,
+        coloraxis=dict(colorscale=th.MASS_SCALE, cmin=0.0, cmax=hi,
+                       colorbar=dict(title=dict(text=zlabel), thickness=int(14 * scale))),
+        xaxis=axis(lb, [0.0, 0.44], "y"), yaxis=axis(la, [0.0, 0.9], "x", reverse=True),
+        xaxis2=axis(lb, [0.5, 0.94], "y2"),
+        yaxis2=axis(la, [0.0, 0.9], "x2", reverse=True, showticklabels=False),
+        annotations=[dict(text=t, x=x, y=0.92, xref="paper", yref="paper", xanchor="center",
+                          yanchor="bottom", showarrow=False, font=sub)
+                     for t, x in zip(titles, (0.22, 0.72))],
+        margin=dict(l=int(50 * scale), b=int(40 * scale)))
+    return go.Figure(data=data, layout=layout)
+
+
+def sink(tokens: Sequence[str], received: object, weights: object, *,
+         per_head: object = None, title: str = "", words: Mapping[str, str] | None = None,
+         theme: str = "light", scale: float = 1.0, height: int = 460) -> go.Figure:
+    """What each token receives from attention, against what a coupling must give it.
+
+    Bars: the attention each token receives, (1/n) Σᵢ softmax(S)ᵢⱼ (the mean over heads
+    when several); dots: the same for each head; ticks: the token's weight bⱼ, which is
+    exactly what every coupling gives it.
+
+    Args:
+        tokens: n token strings (escaped here). received: (n,) attention received.
+        weights: (n,) the weights b. per_head: optional (H, n), one row per head.
+        title, words, theme, scale: as for :func:`plane`. height: pixels at scale 1.
+
+    Returns:
+        A figure: bar traces by class, then the per-head dots (when given), then ticks.
+    """
+    got = as_array(received, "received", 1)
+    b = as_array(weights, "weights", 1)
+    names = escaped(tokens, len(got), "tokens")
+    if b.shape != got.shape:
+        raise ValueError(f"weights {b.shape} and received {got.shape} differ in shape")
+    w = _words(words)
+    fg = th.foreground(theme)
+    seen: set[str] = set()
+    data = _bars(got, b, names, axes=("x", "y"), verb=w["receives_verb"], words=w, fg=fg,
+                 scale=scale, seen=seen)
+    ticks = data.pop()  # draw the ticks last, over the dots
+    top = float(max(np.max(got), np.max(b)))
+    if per_head is not None:
+        ph = as_array(per_head, "per_head", 2)
+        if ph.shape[1] != len(got):
+            raise ValueError(f"per_head {ph.shape} does not have one column per token ({len(got)})")
+        H = ph.shape[0]
+        jitter = np.linspace(-0.25, 0.25, H) if H > 1 else np.zeros(1)
+        xs = (np.arange(len(got))[None, :] + jitter[:, None]).ravel()
+        data.append(dict(type="scatter", x=xs, y=ph.ravel(), mode="markers", name=w["per_head"],
+                         marker=dict(size=5 * scale, color=fg, opacity=0.45),
+                         customdata=np.repeat(np.arange(H), len(got)),
+                         hovertemplate=f"{w['per_head']} %{{customdata}}: %{{y:.3g}}"
+                                       "<extra></extra>"))
+        top = max(top, float(np.max(ph)))
+    data.append(ticks)
+    tick = dict(size=round(12 * scale))
+    layout = _layout(
+        theme, scale, height, title, barmode="overlay",
+        xaxis=dict(tickmode="array", tickvals=list(range(len(got))),
+                   ticktext=[th.shorten(s, 12) for s in names], tickfont=tick, showgrid=False,
+                   tickangle=-45 if len(got) > 10 else 0, range=[-0.6, len(got) - 0.4]),
+        yaxis=dict(range=[0, 1.08 * top], title=dict(text=w["attention"]), tickfont=tick),
+        margin=dict(l=int(70 * scale), b=int(90 * scale)))
+    return go.Figure(data=data, layout=layout)
+
+
+def coupling_map(plan: object, tokens_a: Sequence[str], tokens_b: Sequence[str], *,
+                 title: str = "", zlabel: str = "mass", theme: str = "light",
+                 scale: float = 1.0, height: int | None = None) -> go.Figure:
+    """One coupling of two texts as a heatmap (:func:`viz.heatmaps.heatmap`), type scaled.
+
+    Args:
+        plan: (n, m) plan, rows text A's tokens, columns text B's.
+        tokens_a, tokens_b: n and m token strings (escaped by the heatmap builder).
+        title, zlabel, theme: as for :func:`viz.heatmaps.heatmap`.
+        scale: type size factor. height: pixels at scale 1 (fitted to n when None).
+
+    Returns:
+        A figure with one ``Heatmap`` trace whose ``z`` is ``plan``.
+    """
+    z = as_plan(plan)
+    h = heatmaps.default_height(z.shape[0]) if height is None else height
+    fig = heatmaps.heatmap(z, tokens_a, tokens_b, title=title, zlabel=zlabel, theme=theme,
+                           height=int(h * scale))
+    fig.update_layout(font=dict(size=round(13 * scale)),
+                      title=dict(font=dict(size=round(17 * scale))))
+    return fig
