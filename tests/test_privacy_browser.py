@@ -1,7 +1,7 @@
 """Nothing leaves the machine: in headless Chromium every request the page makes is
 intercepted, and any that goes beyond 127.0.0.1 fails the test (and is never sent),
-while the test opens every view, clicks every button of every chart's toolbar, and opens
-the downloaded HTML report and clicks its toolbars too.
+while the test opens every view and every step of the Learn page, clicks every button of
+every chart's toolbar, and opens the downloaded HTML report and clicks its toolbars too.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from urllib.parse import urlparse
 
 import pytest
 
+from sinkscope_app.learn_text import N_STEPS
 from sinkscope_app.state import VIEWS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -104,9 +105,19 @@ def test_no_request_leaves_the_machine(app_server, browser, tmp_path):
                 '.js-plotly-plot')].map(g => g.querySelectorAll('.modebar-btn').length)""")
             clicked[view] = click_toolbars(pg)
         assert all(clicked[v] for v in VIEWS if v != "about"), clicked
-        # The HTML report of the Compare view, opened from disk, with its toolbars clicked
-        pg.locator('[data-testid="stButtonGroup"] button', has_text="Compare").first.click()
+        # Every step of the Learn page, in both languages' default (English)
+        for step in range(1, N_STEPS + 1):
+            pg.goto(f"{app_server}/learn?step={step}")
+            pg.wait_for_selector(".js-plotly-plot .modebar-btn", timeout=TIMEOUT,
+                                 state="attached")
+            idle(pg)
+            buttons_per_chart += pg.evaluate("""() => [...document.querySelectorAll(
+                '.js-plotly-plot')].map(g => g.querySelectorAll('.modebar-btn').length)""")
+            clicked[f"learn {step}"] = click_toolbars(pg)
+        pg.goto(f"{app_server}/?eps=1&steps=20&view=compare")
+        pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
         idle(pg)
+        # The HTML report of the Compare view, opened from disk, with its toolbars clicked
         pg.get_by_text("⬇ Export").click()
         with pg.expect_download() as dl:
             pg.get_by_text("This view (HTML report)").click()
