@@ -17,6 +17,8 @@ from engine import settings
 from engine.settings import (DEFAULT_EPS, DEFAULT_HALF_STEPS, DEFAULT_MODEL, MODES, WEIGHTS,
                              Config)
 
+from .examples import sentence_sets
+
 
 
 # "Nice" numbers, ten per decade, so the ε slider has a log scale with round stops
@@ -50,7 +52,7 @@ HALF_STEP_OPTIONS = half_step_options()
 
 VIEWS = {"compare": "Compare", "graph": "Graph", "cloud": "Cloud",
          "convergence": "Convergence", "heads": "All heads", "path": "ε path",
-         "about": "About"}
+         "sentences": "Sentences", "about": "About"}
 CVIEWS = {"joint": "joint π(i, j)", "conditional": "conditional π(j | i)"}
 GRAPH_WHICH = {"both": "both", "softmax": "softmax", "sinkhorn": "Sinkhorn"}
 SPACES = {"qk": "queries ∪ keys (Q ∪ K)", "hidden": "hidden states"}
@@ -90,7 +92,10 @@ DEFAULTS: dict[str, Any] = {
     "gplan": "sinkhorn",
     "gval": "softmax_col_err",
     "img": "png",
+    "sset": "bank",  # Sentences view: the example set, and the candidates (one per line)
+    "cands": "\n".join(sentence_sets()["bank"]["candidates"]),
 }
+SENTENCE_KEYS = ("sset", "cands")  # in the link only when the Sentences view is open
 KEYS = tuple(DEFAULTS)
 TOPK_MAX = 20
 EDGES_MAX = 300
@@ -172,7 +177,19 @@ def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
                     v["mode"] = examples[p["ex"]]["mode"]
         else:
             warn(f"Unknown example {p['ex'][:40]!r} in the link; ignored.")
-    for key, name in (("a", "Text A"), ("b", "Text B")):
+    if "sset" in p:  # a Sentences example set: its text A and candidates
+        sets = sentence_sets()
+        if p["sset"] in sets:
+            v["sset"] = p["sset"]
+            v["a"] = sets[p["sset"]]["a"]
+            v["cands"] = "\n".join(sets[p["sset"]]["candidates"])
+            if "ex" not in p:
+                v["ex"] = "custom"
+        elif p["sset"] == "custom":
+            v["sset"] = "custom"
+        else:
+            warn(f"Unknown example set {p['sset'][:40]!r} in the link; ignored.")
+    for key, name in (("a", "Text A"), ("b", "Text B"), ("cands", "The candidates")):
         if key in p:
             text = valid_text(p[key])
             if len(text) > limits.max_chars:
@@ -182,6 +199,8 @@ def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
             v[key] = text
     if ("a" in p or "b" in p) and "ex" not in p:
         v["ex"] = "custom"
+    if "cands" in p and "sset" not in p:
+        v["sset"] = "custom"
 
     choice("model", models, "model")
     choice("mode", MODES, "mode")
@@ -285,6 +304,8 @@ def to_query(state: Mapping[str, Any]) -> dict[str, str]:
             continue
         val = state[key]
         if key == "b" and state.get("mode") == "self":
+            continue
+        if key in SENTENCE_KEYS and state.get("view") != "sentences":
             continue
         if isinstance(val, bool):
             q[key] = "true" if val else "false"
