@@ -199,7 +199,9 @@ def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
             v[key] = text
     if ("a" in p or "b" in p) and "ex" not in p:
         v["ex"] = "custom"
-    if "cands" in p and "sset" not in p:
+    sets = sentence_sets()
+    if "cands" in p and (v.get("sset") not in sets or
+                         v["cands"] != "\n".join(sets[v["sset"]]["candidates"])):
         v["sset"] = "custom"
 
     choice("model", models, "model")
