@@ -72,16 +72,26 @@ class Measure:
 
 def parse_candidates(text: str) -> tuple[list[str], int]:
     """Candidate texts from a box with one per line: (non-blank lines, stripped, at most
-    :data:`MAX_CANDIDATES`; how many more lines were dropped).
+    :data:`MAX_CANDIDATES`; how many more lines were dropped). Lines of nothing but
+    spaces or control characters are skipped.
 
     Raises:
         TextError: no line holds any text.
     """
     lines = [line.strip() for line in str(text or "").splitlines()]
-    lines = [line for line in lines if line]
+    lines = [line for line in lines if line and not _blank(line)]
     if not lines:
         raise TextError("Give at least one candidate text, one per line.")
     return lines[:MAX_CANDIDATES], max(0, len(lines) - MAX_CANDIDATES)
+
+
+def _blank(line: str) -> bool:
+    """True for a line with nothing left once control characters are removed."""
+    try:
+        clean_text(line)
+    except TextError:
+        return True
+    return False
 
 
 def cosine_cost(x: np.ndarray, y: np.ndarray) -> np.ndarray:

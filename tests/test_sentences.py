@@ -76,7 +76,7 @@ def test_divergence_is_nonnegative_symmetric_and_zero_on_itself(seed, eps, n, m)
 
 
 def test_parse_candidates():
-    assert parse_candidates(" one \n\n  two\n\t\n") == (["one", "two"], 0)
+    assert parse_candidates(" one \n\n  two\n\t\n\x00\x01\n") == (["one", "two"], 0)
     lines, dropped = parse_candidates("\n".join(f"c{i}" for i in range(MAX_CANDIDATES + 3)))
     assert len(lines) == MAX_CANDIDATES and dropped == 3
     for bad in ("", "  \n\t\n"):
@@ -162,3 +162,29 @@ def test_scatter_figure_structure():
     assert "Spearman ρ(cosine, −S_ε) = 0.80" in fig.layout.title.text
     assert "ε = 0.5" in fig.layout.yaxis.title.text
     assert all("<b>bold</b>" not in h for h in pts.hovertext)
+
+
+@pytest.mark.model
+def test_hostile_candidates_rank_with_finite_numbers_and_escaped_figures():
+    from tests.hostile import CASES
+
+    enc = default_encoder()
+    texts = [t for c in CASES for t in (c.a, c.b) if t.strip()]
+    r = rank_texts(enc, "<script>alert(1)</script> A river bank.", texts, eps=1.0)
+    assert len(r.candidates) == min(MAX_CANDIDATES, len(texts))
+    assert np.isfinite(r.similarity).all() and np.isfinite(r.divergence).all()
+    assert any(n.kind == "candidates_cut" for n in r.notices) == (len(texts) > MAX_CANDIDATES)
+    for fig in (vsentences.rankings(r), vsentences.scatter(r)):
+        text = fig.to_json()
+        assert "<script" not in text and "<img" not in text and "<iframe" not in text
+
+
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU")
+def test_tiny_mpnet_on_cuda_matches_cpu(tiny_models):
+    from engine import Encoder
+
+    text = "The bank of the river."
+    g = Encoder.load(str(tiny_models["mpnet"]), device="cuda").encode(text)
+    c = Encoder.load(str(tiny_models["mpnet"]), device="cpu").encode(text)
+    assert np.abs(g.bias - c.bias).max() < 1e-5 and np.abs(g.attentions - c.attentions).max() < 1e-4
+    assert np.abs(g.embedding - c.embedding).max() < 1e-4
