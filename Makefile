@@ -52,7 +52,7 @@ load: install chromium
 	$(PY) -m tests.load --sessions 20 --seconds 120
 
 screenshots: install chromium
-	SINKSCOPE_SCREENSHOTS=docs/screenshots $(PY) -m pytest -q -p no:cacheprovider tests/test_browser.py
+	SINKSCOPE_SCREENSHOTS=docs/screenshots $(PY) -m pytest -q -p no:cacheprovider tests/test_browser.py tests/test_browser_models.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
