@@ -81,7 +81,8 @@ def relate(text_a: str, text_b: str | None = None, *, encoder: Encoder | None = 
            tol: float = DEFAULT_TOL) -> Relation:
     """Relate two texts: softmax attention and the Sinkhorn coupling at one setting.
 
-    Texts are measures μ = Σ a_i δ_{x_i}, ν = Σ b_j δ_{y_j}; scores S = Q(μ,x) K(ν,y)ᵀ/√d.
+    Texts are measures μ = Σ a_i δ_{x_i}, ν = Σ b_j δ_{y_j}; scores S = Q(μ,x) K(ν,y)ᵀ/√d,
+    plus the model's own position bias in self and joint modes where it adds one (MPNet).
 
     Args:
         text_a: the text whose queries attend (rows).
