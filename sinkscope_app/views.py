@@ -316,7 +316,8 @@ def render_sentences(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Fig
               help="Rank correlation of the cosine similarity with minus the divergence: "
                    "1 when both rank the candidates the same way.")
     m2.metric("Same top candidate", "yes" if rk.by_similarity[0] == rk.by_divergence[0]
-              else "no", border=True)
+              else "no", border=True,
+              help="Whether the most similar candidate also has the smallest divergence.")
     m3.metric("Embedding = barycenter", "n/a" if rk.barycenter_gap is None
               else f"± {rk.barycenter_gap:.0e}", border=True,
               help="Largest difference between the model's normalised sentence embedding "
