@@ -44,6 +44,7 @@ bench: install chromium
 	$(PY) -m engine.bench solver
 	$(PY) -m benchmarks.latency
 	$(PY) -m benchmarks.learn
+	$(PY) -m benchmarks.models
 
 fuzz: install
 	SINKSCOPE_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q tests/test_sinkhorn.py -k hypothesis
@@ -53,7 +54,7 @@ load: install chromium
 
 screenshots: install chromium
 	SINKSCOPE_SCREENSHOTS=docs/screenshots $(PY) -m pytest -q -p no:cacheprovider tests/test_browser.py \
-	  tests/test_learn_browser.py
+	  tests/test_learn_browser.py tests/test_browser_models.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

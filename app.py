@@ -99,6 +99,8 @@ if "_init" not in ss:
 keep_state()
 if "_pending_lh" in ss:  # a click on the All heads grid
     ss["layer"], ss["head"] = ss.pop("_pending_lh")
+if "_pending_state" in ss:  # a view set sidebar controls (Sentences: text B, example set)
+    ss.update(ss.pop("_pending_state"))
 for k in ("a", "b"):  # text that cannot be sent to a browser (lone surrogates)
     if ss.get(k) != (clean := valid_text(ss.get(k))):
         ss[k] = clean
@@ -130,8 +132,9 @@ with st.sidebar:
 
     st.subheader("Model view")
     if len(MODELS) > 1:
-        st.selectbox("Model", MODELS, key="model",
-                     help="Operators allow models with SINKSCOPE_MODELS.")
+        st.selectbox("Model", MODELS, key="model", format_func=compute.model_label,
+                     help="Any sentence-transformers model the operator allows "
+                          "(SINKSCOPE_MODELS). Changing it keeps your texts.")
     st.radio("Mode", list(MODES), format_func=MODES.get, key="mode",
              help="Separate: each text encoded in its own context, queries of A against "
                   "keys of B (the paper's Q(μ, x), K(ν, y)). Joint: one forward pass of "

@@ -2,7 +2,7 @@
 
 Measures: server start → first coupling visible (cold process, then a second visitor with
 warm caches); ε slider keyboard move → every chart redrawn with the new ε; a new text B →
-charts updated; two 512-token texts → charts updated; the server's peak memory.
+charts updated; two texts at the token limit → charts updated; the server's peak memory.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ PLOT_TEXTS = "() => [...document.querySelectorAll('.js-plotly-plot')].map(p => p
 TARGETS = {
     "slider move → heatmaps updated": (0.250, 0.500),
     "new text B → charts updated": (1.0, None),
-    "two 512-token texts → charts updated": (2.0, None),
+    "two texts at the token limit → charts updated": (2.0, None),
     "cold start → first coupling visible": (10.0, None),
 }
 
@@ -114,7 +114,7 @@ def run(quick: bool = False) -> list[tuple[str, list[float]]]:
                 box_b.press("Control+Enter")
                 _all_changed(page, before)
                 long_rows.append(time.perf_counter() - t)
-            rows.append(("two 512-token texts → charts updated", long_rows))
+            rows.append(("two texts at the token limit → charts updated", long_rows))
             peak = peak_rss_mb(proc.pid)
         finally:
             stop(proc)

@@ -20,7 +20,7 @@ SHORT_B = ("She went to the bank to deposit her salary and ask the clerk about a
 
 
 def long_text(seed: int) -> str:
-    """A text of well over 512 tokens (cut to the model's limit)."""
+    """A text of well over the model's token limit (cut to it)."""
     rng = np.random.default_rng(seed)
     words = ("river bank money water loan quiet house morning light people walk talk city "
              "market bridge boat stone tree wind rain field road school music story").split()
@@ -40,7 +40,7 @@ def engine_rows(quick: bool) -> list[tuple[str, list[float]]]:
     rows.append(("encode a pair of ~30-token texts",
                  timeit(lambda: encode_texts(enc, SHORT_A, SHORT_B, "separate"), rep)))
     la, lb = long_text(1), long_text(2)
-    rows.append(("encode two 512-token texts",
+    rows.append(("encode two texts at the token limit (256)",
                  timeit(lambda: encode_texts(enc, la, lb, "separate"), max(3, rep // 4))))
     e = encode_texts(enc, SHORT_A, SHORT_B, "separate")
     eps_values = list(np.geomspace(0.05, 5, 17))
@@ -75,7 +75,7 @@ def engine_rows(quick: bool) -> list[tuple[str, list[float]]]:
     rows.append(("projection: PCA", timeit(lambda: project(r), rep)))
     rows.append(("ε path (12 values, early stop)", timeit(lambda: eps_path(r), rep)))
     el, elb = encode_texts(enc, la, lb, "separate")
-    rows.append(("relate two 512-token texts (one head)",
+    rows.append(("relate two texts at the token limit (one head)",
                  timeit(lambda: relate_encodings((el, elb), layer=5, head=3, eps=0.5,
                                                  half_steps=100), max(3, rep // 4))))
     return rows

@@ -18,7 +18,7 @@ _WHERE = {
     "Projection": "types", "Relation": "types", "Summary": "types",
     "sinkhorn": "sinkhorn", "softmax_attention": "sinkhorn",
     "Encoder": "encoder", "allowed_models": "encoder",
-    "project": "projection",
+    "project": "projection", "rank_texts": "sentences", "Ranking": "types",
     "encode_texts": "relate", "eps_path": "relate", "relate": "relate",
     "relate_encodings": "relate",
 }

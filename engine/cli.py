@@ -41,6 +41,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--mode", default="separate", choices=list(MODES))
     r.add_argument("--weights", default="content", choices=list(WEIGHTS))
     r.add_argument("--pool-words", action="store_true", help="merge subwords into words")
+    r.add_argument("--model", default=None,
+                   help="an allowed model's name (SINKSCOPE_MODELS) or a local "
+                        "sentence-transformers folder (default: the packaged all-MiniLM-L6-v2)")
     r.add_argument("--json", action="store_true", help="print JSON instead of a table")
     sub.add_parser("warmup", help="load the model and compile UMAP once (set-up)")
     return p
@@ -78,8 +81,13 @@ def main(argv: list[str] | None = None) -> int:
     from .relate import relate
 
     try:
+        encoder = None
+        if args.model:
+            from .encoder import Encoder
+
+            encoder = Encoder.load(args.model)
         r = relate(args.text_a, args.text_b if args.text_b is not None else
-                   (args.text_a if args.mode == "self" else None),
+                   (args.text_a if args.mode == "self" else None), encoder=encoder,
                    layer=args.layer, head=args.head, eps=args.eps,
                    half_steps=args.half_steps, mode=args.mode, weights=args.weights,
                    pool_words=args.pool_words)

@@ -21,6 +21,12 @@ from .settings import DEFAULT_EPS, DEFAULT_HALF_STEPS, DEFAULT_TOL, MODES, WEIGH
 from .sinkhorn import check_eps, check_half_steps, sinkhorn, softmax_attention, to_numpy
 from .types import Encoding, Notice, Relation, Summary
 
+POSITION_BIAS_NOTE = (
+    "This model adds a relative position bias to its attention logits, b(j − i) between "
+    "tokens of one context. Separate texts share no positions, so the scores here are "
+    "QKᵀ/√d alone; self and joint modes include the bias (softmax at ε = 1 is then the "
+    "model's own attention).")
+
 _default: dict[str, Encoder] = {}
 _default_lock = threading.Lock()
 
@@ -75,7 +81,8 @@ def relate(text_a: str, text_b: str | None = None, *, encoder: Encoder | None = 
            tol: float = DEFAULT_TOL) -> Relation:
     """Relate two texts: softmax attention and the Sinkhorn coupling at one setting.
 
-    Texts are measures μ = Σ a_i δ_{x_i}, ν = Σ b_j δ_{y_j}; scores S = Q(μ,x) K(ν,y)ᵀ/√d.
+    Texts are measures μ = Σ a_i δ_{x_i}, ν = Σ b_j δ_{y_j}; scores S = Q(μ,x) K(ν,y)ᵀ/√d,
+    plus the model's own position bias in self and joint modes where it adds one (MPNet).
 
     Args:
         text_a: the text whose queries attend (rows).
@@ -122,6 +129,9 @@ def _relate(encodings, layer, head, eps, half_steps, mode, weights, pool_words,
     grid = layer == "all"
     qa, kb = _head_vectors(sa.q, sb.k, layer, head)  # (..., n, p), (..., m, p)
     S = scores(qa, kb)  # float64
+    bias = None if mode == "separate" else _bias_block(encodings[0], sa, sb)
+    if bias is not None:  # the model's own logits: QKᵀ/√d + its position bias
+        S = S + _head_bias(bias, layer, head)
     St = torch.from_numpy(S)
     attention = softmax_attention(St, eps, check_inputs=False).numpy()
     softmax_plan = a[:, None] * attention
@@ -202,6 +212,32 @@ def _sides(encodings, mode, pool_words, layer, head) -> tuple[Side, Side, np.nda
     return sa, sb, block
 
 
+def _bias_block(e: Encoding, sa: Side, sb: Side) -> np.ndarray | None:
+    """The position bias between the atoms of ``sa`` (rows) and ``sb`` (columns) of one
+    encoding: (1 or L, H, n, m), averaged over each word's subwords (as pooled Q and K
+    average their dot products); None when the model adds no bias."""
+    if e.bias is None:
+        return None
+    rows, cols = [list(g) for g in sa.groups], [list(g) for g in sb.groups]
+    if all(len(g) == 1 for g in rows + cols):
+        return e.bias[:, :, [g[0] for g in rows]][:, :, :, [g[0] for g in cols]].astype(np.float64)
+    Ga, Gb = np.zeros((len(rows), e.n)), np.zeros((len(cols), e.n))
+    for i, g in enumerate(rows):
+        Ga[i, g] = 1.0 / len(g)
+    for j, g in enumerate(cols):
+        Gb[j, g] = 1.0 / len(g)
+    return Ga @ e.bias.astype(np.float64) @ Gb.T
+
+
+def _head_bias(bias: np.ndarray, layer, head) -> np.ndarray:
+    """The bias term of the chosen scores: (n, m) for one head or the head mean; the whole
+    (1 or L, H, n, m) block, broadcast over layers, for the grid."""
+    if layer == "all":
+        return bias
+    block = bias[layer if bias.shape[0] > 1 else 0]  # (H, n, m)
+    return block.mean(0) if head == "mean" else block[head]
+
+
 def _head_vectors(q: np.ndarray, k: np.ndarray, layer, head) -> tuple[np.ndarray, np.ndarray]:
     """Queries and keys of the chosen head: (n, d_head), (m, d_head); for head="mean" the
     heads concatenated and scaled by 1/√H so that S is the mean over heads of QKᵀ/√d;
@@ -261,6 +297,8 @@ def _notices(encodings, coupling, grid, half_steps) -> list[Notice]:
         if e.n_dropped:
             out.append(Notice("tokens_cut", "info", f"{name} was cut to the model's limit of "
                               f"{e.n} tokens: the next {e.n_dropped:,} tokens were dropped."))
+    if len(encodings) == 2 and encodings[0].bias is not None:
+        out.append(Notice("no_position_bias", "info", POSITION_BIAS_NOTE))
     conv = np.asarray(coupling.converged)
     if half_steps > 1 and not conv.all():
         if grid:

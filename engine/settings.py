@@ -6,7 +6,7 @@ into :data:`CONFIG`; code reads ``settings.CONFIG`` at call time, so a test can 
 
 | variable | default | meaning |
 |---|---|---|
-| ``SINKSCOPE_MODELS`` | — | extra allowed models, ``name=/path;name2=/path2`` |
+| ``SINKSCOPE_MODELS`` | — | extra allowed sentence-transformers folders, ``name=/path;name2=/path2`` |
 | ``SINKSCOPE_MODELS_FILE`` | — | a JSON file ``{"name": "/path"}`` with more models |
 | ``SINKSCOPE_DEVICE`` | auto | ``cpu``, ``cuda``, ``cuda:1``, ``mps`` |
 | ``SINKSCOPE_MAX_CHARS`` | 20000 | characters kept per text |
@@ -73,7 +73,8 @@ class Config:
     """The operator's settings (environment variables), read once per process.
 
     Attributes:
-        models: ``SINKSCOPE_MODELS``, ``name=path`` pairs separated by ``;`` (unparsed).
+        models: ``SINKSCOPE_MODELS``, ``name=path`` pairs separated by ``;`` (unparsed);
+            each path a local sentence-transformers folder (``modules.json``).
         models_file: ``SINKSCOPE_MODELS_FILE``, a JSON object of name → path, or "".
         device: ``SINKSCOPE_DEVICE``, or "" for auto (CUDA, then MPS, then CPU).
         max_chars: characters kept per text; longer text is cut with a notice.

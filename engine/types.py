@@ -31,8 +31,14 @@ class Encoding:
         truncated: True when the text was cut (characters or tokens).
         n_dropped: how many tokens the model's token limit removed from the text it got.
         chars_cut: True when the text was first cut to ``SINKSCOPE_MAX_CHARS`` characters.
-        max_tokens: the model's token limit the text was cut at.
-        model: the model's name in the allow-list.
+        max_tokens: the model's token limit the text was cut at (its ``max_seq_length``).
+        model: the model's name in the allow-list (or its folder, loaded from Python).
+        bias: (1 or L, H, n, n) the position bias the model adds to QKᵀ/√d_head inside
+            attention between this encoding's own tokens (MPNet's relative position
+            bias; the first axis is 1 when every layer shares it), or None for models
+            that add none (BERT, RoBERTa, DistilBERT). The logits are QKᵀ/√d_head + bias.
+        embedding: (d',) the model's own sentence embedding of the text (its pooling and
+            any later modules, as ``SentenceTransformer.encode``); None for a pair.
     """
 
     texts: tuple[str, ...]
@@ -49,6 +55,8 @@ class Encoding:
     model: str = ""
     chars_cut: bool = False
     max_tokens: int = 512
+    bias: np.ndarray | None = None
+    embedding: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -128,7 +136,9 @@ class Notice:
     """A plain-language note for the user about one relation.
 
     Attributes:
-        kind: what it is about: "chars_cut", "tokens_cut" or "not_converged".
+        kind: what it is about: "chars_cut", "tokens_cut", "not_converged" or
+            "no_position_bias" (separate mode on a model whose logits carry a position
+            bias: the scores are QKᵀ/√d alone).
         level: "info" (the result is right, the input was changed) or "warning" (the
             result is not what was asked for, e.g. Sinkhorn has not converged).
         message: the sentence shown, saying what to change.
@@ -183,7 +193,9 @@ class Relation:
         text_a, text_b: the texts as the model read them (``text_b`` is text A in self mode).
         tokens_a, tokens_b: token (or word) labels; repeated labels stay separate.
         a: (n,) weights of text A; b: (m,) weights of text B (each sums to 1).
-        scores: (..., n, m) S = Q Kᵀ / √d_head.
+        scores: (..., n, m) S = Q Kᵀ / √d_head, plus the model's position bias in self
+            and joint modes for models that add one inside attention (MPNet): the
+            model's own logits.
         attention: (..., n, m) row-stochastic softmax(S / ε) (rows of A attend over B).
         softmax_plan: (..., n, m) diag(a)·attention, softmax as a joint measure.
         coupling: the Sinkhorn :class:`Coupling` on the same scores after ``half_steps``
@@ -265,3 +277,64 @@ class Projection:
     distance_cost_corr: float
     explained: float | None = None
     note: str = ""
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Candidate texts ranked against text A two ways: by the model's sentence similarity
+    (cosine of its sentence embeddings — with mean pooling, of the measures' barycenters)
+    and by a debiased Sinkhorn divergence between the measures themselves.
+
+    Each text is the measure μ = (1/n) Σᵢ δ_{xᵢ} of its last hidden states, every token
+    weighted equally, as mean pooling weighs them.
+
+    Attributes:
+        text_a: text A as the model read it; candidates: the K candidate texts.
+        tokens_a: A's n tokens; tokens: each candidate's tokens.
+        similarity: (K,) cos(e_A, e_k) of the model's sentence embeddings.
+        divergence: (K,) S_ε(μ_A, μ_k) = OT_ε(μ_A, μ_k) − ½ OT_ε(μ_A, μ_A) − ½ OT_ε(μ_k, μ_k),
+            OT_ε(α, β) = min_π ⟨C, π⟩ + ε KL(π ‖ α⊗β), cost C = 1 − cos between states.
+        plans: K couplings (n, m_k) of A with each candidate (the divergence's cross term).
+        by_similarity: (K,) candidate indices, most similar first.
+        by_divergence: (K,) candidate indices, smallest divergence first.
+        spearman: rank correlation of similarity with −divergence (1: same order).
+        eps: ε. converged: (K,) whether all three solves of each candidate converged.
+        barycenter_gap: max |e/‖e‖ − m/‖m‖| over the texts, m the mean of the last hidden
+            states; ~1e-7 when the embedding is the barycenter, None when the model does
+            not mean-pool.
+        pooling: the model's pooling mode ("mean", "cls", …). model: its name.
+        notices: :class:`Notice` s (cut texts, dropped candidates, not converged).
+    """
+
+    text_a: str
+    candidates: tuple[str, ...]
+    tokens_a: tuple[str, ...]
+    tokens: tuple[tuple[str, ...], ...]
+    similarity: np.ndarray
+    divergence: np.ndarray
+    plans: tuple[np.ndarray, ...]
+    by_similarity: np.ndarray
+    by_divergence: np.ndarray
+    spearman: float
+    eps: float
+    converged: np.ndarray
+    barycenter_gap: float | None
+    pooling: str
+    model: str = ""
+    notices: tuple[Notice, ...] = field(default_factory=tuple)
+
+    @property
+    def rank_similarity(self) -> np.ndarray:
+        """(K,) each candidate's place (1 = first) when ranked by similarity."""
+        return _places(self.by_similarity)
+
+    @property
+    def rank_divergence(self) -> np.ndarray:
+        """(K,) each candidate's place (1 = first) when ranked by divergence."""
+        return _places(self.by_divergence)
+
+
+def _places(order: np.ndarray) -> np.ndarray:
+    places = np.empty(len(order), dtype=np.int64)
+    places[np.asarray(order)] = np.arange(1, len(order) + 1)
+    return places

@@ -19,7 +19,8 @@ import streamlit as st
 
 from engine import Encoder, encode_texts, eps_path as _eps_path, project, relate_encodings
 from engine import settings
-from engine.encoder import allowed_models
+from engine.sentences import measures, rank
+from engine.encoder import allowed_models, describe
 from engine.settings import DEFAULT_MODEL
 
 log = logging.getLogger("sinkscope.app")
@@ -34,6 +35,17 @@ def model_names() -> tuple[str, ...]:
         names = [DEFAULT_MODEL]
     names = sorted(set(names) - {DEFAULT_MODEL})
     return (DEFAULT_MODEL, *names)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def model_label(name: str) -> str:
+    """The picker's line for a model: its name, architecture, layers × heads and token
+    limit, read from its configuration (only the chosen model's weights load)."""
+    try:
+        return describe(name).label
+    except Exception as e:  # a broken entry still shows; choosing it says what is wrong
+        log.warning("model %s: %s", name, e)
+        return f"{name} (cannot read its configuration)"
 
 
 def freeze_heap() -> None:
@@ -53,7 +65,7 @@ def encoder(model: str) -> Encoder:
     if settings.CONFIG.torch_threads > 0:
         import torch
         torch.set_num_threads(settings.CONFIG.torch_threads)
-    enc = Encoder(model)
+    enc = Encoder(model)  # allow-listed names only (never a folder from a visitor)
     freeze_heap()
     return enc
 
@@ -119,6 +131,23 @@ def grid(model: str, text_a: str, text_b: str, mode: str, eps: float, half_steps
     enc = encodings(model, text_a, text_b, mode)
     return relate_encodings(enc, layer="all", head="all", eps=eps, half_steps=half_steps,
                             mode=mode, weights=weights, pool_words=pool)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def sentence_measures(model: str, text_a: str, candidates: str):
+    """Text A and the candidates (one per line) as measures of their last hidden states,
+    with the model's sentence embeddings: (measures, lines dropped). Shared read-only."""
+    return measures(encoder(model), text_a, candidates)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def ranking(model: str, text_a: str, candidates: str, eps: float):
+    """The Sentences view's :class:`~engine.types.Ranking` at one ε (no model call once
+    the texts are encoded)."""
+    ms, dropped = sentence_measures(model, text_a, candidates)
+    enc = encoder(model)
+    return rank(ms, eps=eps, pooling=enc.pooling, mean_pooled=enc.mean_pooled,
+                dropped=dropped)
 
 
 def _geometry(model, text_a, text_b, mode, layer, head, weights, pool):

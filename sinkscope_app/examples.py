@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 PATH = Path(__file__).resolve().parent.parent / "assets" / "examples.json"
+SETS_PATH = PATH.with_name("sentences.json")
 
 
 SETTINGS = ("layer", "head", "eps", "steps", "pool")  # what an example may set
@@ -26,3 +27,11 @@ def load(path: str = str(PATH)) -> dict[str, dict]:
         out[e["id"]] = {"title": e["title"], "a": e["a"], "b": e.get("b", ""),
                         "mode": e.get("mode"), "settings": settings, "note": e.get("note", "")}
     return out
+
+
+@functools.lru_cache(maxsize=1)
+def sentence_sets(path: str = str(SETS_PATH)) -> dict[str, dict]:
+    """id → {"title", "a", "candidates" (list), "note"} for the Sentences view, in file order."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    return {e["id"]: {"title": e["title"], "a": e["a"], "candidates": list(e["candidates"]),
+                      "note": e.get("note", "")} for e in data["sets"]}

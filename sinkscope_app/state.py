@@ -17,6 +17,8 @@ from engine import settings
 from engine.settings import (DEFAULT_EPS, DEFAULT_HALF_STEPS, DEFAULT_MODEL, MODES, WEIGHTS,
                              Config)
 
+from .examples import sentence_sets
+
 
 
 # "Nice" numbers, ten per decade, so the ε slider has a log scale with round stops
@@ -50,7 +52,7 @@ HALF_STEP_OPTIONS = half_step_options()
 
 VIEWS = {"compare": "Compare", "graph": "Graph", "cloud": "Cloud",
          "convergence": "Convergence", "heads": "All heads", "path": "ε path",
-         "about": "About"}
+         "sentences": "Sentences", "about": "About"}
 CVIEWS = {"joint": "joint π(i, j)", "conditional": "conditional π(j | i)"}
 GRAPH_WHICH = {"both": "both", "softmax": "softmax", "sinkhorn": "Sinkhorn"}
 SPACES = {"qk": "queries ∪ keys (Q ∪ K)", "hidden": "hidden states"}
@@ -92,7 +94,10 @@ DEFAULTS: dict[str, Any] = {
     "gval": "softmax_col_err",
     "grank": "high",
     "img": "png",
+    "sset": "bank",  # Sentences view: the example set, and the candidates (one per line)
+    "cands": "\n".join(sentence_sets()["bank"]["candidates"]),
 }
+SENTENCE_KEYS = ("sset", "cands")  # in the link only when the Sentences view is open
 KEYS = tuple(DEFAULTS)
 TOPK_MAX = 20
 EDGES_MAX = 300
@@ -180,7 +185,19 @@ def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
                 v.update(example_values(examples[p["ex"]], v.get("mode", DEFAULTS["mode"])))
         else:
             warn(f"Unknown example {p['ex'][:40]!r} in the link; ignored.")
-    for key, name in (("a", "Text A"), ("b", "Text B")):
+    if "sset" in p:  # a Sentences example set: its text A and candidates
+        sets = sentence_sets()
+        if p["sset"] in sets:
+            v["sset"] = p["sset"]
+            v["a"] = sets[p["sset"]]["a"]
+            v["cands"] = "\n".join(sets[p["sset"]]["candidates"])
+            if "ex" not in p:
+                v["ex"] = "custom"
+        elif p["sset"] == "custom":
+            v["sset"] = "custom"
+        else:
+            warn(f"Unknown example set {p['sset'][:40]!r} in the link; ignored.")
+    for key, name in (("a", "Text A"), ("b", "Text B"), ("cands", "The candidates")):
         if key in p:
             text = valid_text(p[key])
             if len(text) > limits.max_chars:
@@ -190,6 +207,10 @@ def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
             v[key] = text
     if ("a" in p or "b" in p) and "ex" not in p:
         v["ex"] = "custom"
+    sets = sentence_sets()
+    if "cands" in p and (v.get("sset") not in sets or
+                         v["cands"] != "\n".join(sets[v["sset"]]["candidates"])):
+        v["sset"] = "custom"
 
     choice("model", models, "model")
     choice("mode", MODES, "mode")
@@ -294,6 +315,8 @@ def to_query(state: Mapping[str, Any]) -> dict[str, str]:
             continue
         val = state[key]
         if key == "b" and state.get("mode") == "self":
+            continue
+        if key in SENTENCE_KEYS and state.get("view") != "sentences":
             continue
         if isinstance(val, bool):
             q[key] = "true" if val else "false"

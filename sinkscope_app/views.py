@@ -6,6 +6,7 @@ Only the selected view runs, so a slider move builds one view's figures, not sev
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,12 +14,14 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine import settings
+from engine.sentences import MAX_CANDIDATES
 from engine.summary import fmt
 from engine.types import Relation
 from viz import bipartite, clouds, diagnostics, grid as vgrid, heatmaps
+from viz import sentences as vsentences
 from viz.theme import plotly_config as theme_config
 
-from . import compute
+from . import compute, examples
 from .about import ABOUT
 from .live import chart as live_chart
 from .state import (CVIEWS, EDGES_MAX, GRAPH_WHICH, GRID_PLANS, GRID_RANKS, GRID_VALUES,
@@ -253,6 +256,138 @@ def render_path(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]:
     return [fig]
 
 
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$&])")
+
+
+def md_text(text: str, max_chars: int = 200) -> str:
+    """A user's text for st.markdown, shown literally: Markdown and HTML characters are
+    escaped (no links, images or formatting), cut to ``max_chars`` with an ellipsis."""
+    text = " ".join(str(text).split())
+    if len(text) > max_chars:
+        text = text[: max_chars - 1] + "…"
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def _load_set() -> None:
+    """The example set picker: load its text A (sidebar) and candidates on the next run."""
+    s = examples.sentence_sets().get(st.session_state["sset"])
+    if s:
+        st.session_state["_pending_state"] = {"a": s["a"], "cands": "\n".join(s["candidates"]),
+                                               "ex": "custom"}
+
+
+def _edited_cands() -> None:
+    s = examples.sentence_sets().get(st.session_state.get("sset"))
+    if s and st.session_state["cands"] != "\n".join(s["candidates"]):
+        st.session_state["sset"] = "custom"
+
+
+def _open_candidate(text: str) -> None:
+    """Text B := this candidate, and the Compare view, on a fresh run of the whole page."""
+    ss = st.session_state
+    ss["_pending_state"] = {"b": text, "view": "compare", "ex": "custom",
+                            "mode": "separate" if ss.get("mode") == "self" else ss.get("mode")}
+    ss["_sent_clicks"] = ss.get("_sent_clicks", 0) + 1  # a fresh scatter: no stale click
+    st.rerun(scope="app")
+
+
+def _picked_candidate(event, K: int) -> int | None:
+    """The candidate index (customdata) of the first clicked point, or None."""
+    try:
+        points = list(event["selection"]["points"])
+    except (KeyError, TypeError, AttributeError):
+        return None
+    for pt in points:
+        cd = pt.get("customdata") if isinstance(pt, dict) else None
+        if isinstance(cd, (list, tuple)):
+            cd = cd[0] if cd else None
+        try:
+            k = int(round(float(cd)))
+        except (TypeError, ValueError):
+            continue
+        if 0 <= k < K:
+            return k
+    return None
+
+
+def render_sentences(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]:
+    ss = st.session_state
+    if "_pending_state" in ss:  # an example set was picked: redraw the sidebar too
+        st.rerun(scope="app")
+    sets = examples.sentence_sets()
+    opts = {**{k: v["title"] for k, v in sets.items()}, "custom": "Your own candidates"}
+    c1, c2 = st.columns([2, 3])
+    with c1:
+        st.selectbox("Example set", list(opts), format_func=opts.get, key="sset",
+                     on_change=_load_set, help="Loads its text A (into the sidebar) and its "
+                     "candidates.")
+        note = sets.get(ss["sset"], {}).get("note")
+        if note:
+            st.caption(note)
+        st.caption("Each text is the measure of its last hidden states, every token weighing "
+                   "the same. With mean pooling the model's sentence embedding is that "
+                   "measure's **barycenter**; the Sinkhorn divergence compares the whole "
+                   "measures (cost 1 − cos, ε from the slider). Text A is the sidebar's.")
+    with c2:
+        st.text_area(f"Candidates, one per line (at most {MAX_CANDIDATES})", key="cands",
+                     height=170, max_chars=settings.CONFIG.max_chars, on_change=_edited_cands,
+                     help="Press Ctrl+Enter or click outside the box to rank them.")
+    eps = float(ss["eps"])
+    with st.spinner("Encoding the candidates and solving three transport problems each…"):
+        rk = compute.ranking(ctx.model, ctx.a, ss["cands"], eps)
+    for n in rk.notices:
+        (st.warning if n.level == "warning" else st.info)(n.message)
+    m1, m2, m3 = st.columns(3)
+    m1.metric("Rankings agree (Spearman ρ)", "n/a" if not np.isfinite(rk.spearman)
+              else f"{rk.spearman:.2f}", border=True,
+              help="Rank correlation of the cosine similarity with minus the divergence: "
+                   "1 when both rank the candidates the same way.")
+    m2.metric("Same top candidate", "yes" if rk.by_similarity[0] == rk.by_divergence[0]
+              else "no", border=True,
+              help="Whether the most similar candidate also has the smallest divergence.")
+    m3.metric("Embedding = barycenter", "n/a" if rk.barycenter_gap is None
+              else f"± {rk.barycenter_gap:.0e}", border=True,
+              help="Largest difference between the model's normalised sentence embedding "
+                   "and the normalised mean of the text's last hidden states, over all texts "
+                   "here (float precision: they are the same vector).")
+    figs = [vsentences.rankings(rk, theme=theme)]
+    chart(figs[0], "rankings", img, key="fig_rankings")
+    figs.append(vsentences.scatter(rk, theme=theme))
+    event = chart(figs[1], "similarity_vs_divergence", img,
+                  key=f"fig_sentences_{ss.get('_sent_clicks', 0)}", live=False,
+                  on_select="rerun", selection_mode="points")
+    st.caption("Click a point, or a Compare button below, to open that candidate as text B "
+               "in the Compare view (its softmax attention and Sinkhorn coupling with A).")
+    pick = _picked_candidate(event, len(rk.candidates))
+    if pick is not None:
+        _open_candidate(rk.candidates[pick])
+    head = st.columns([0.5, 6, 1.6, 1.6, 1.3], vertical_alignment="center")
+    for col, label in zip(head, ("#", "candidate (by divergence)", "cosine · place",
+                                 "S_ε · place", "")):
+        col.markdown(f"**{label}**" if label else "")
+    for place, k in enumerate(rk.by_divergence, 1):
+        row = st.columns([0.5, 6, 1.6, 1.6, 1.3], vertical_alignment="center")
+        row[0].markdown(f"{k + 1}")
+        row[1].markdown(md_text(rk.candidates[k]))
+        row[2].markdown(f"{rk.similarity[k]:.3f} · {rk.rank_similarity[k]}")
+        row[3].markdown(f"{fmt(float(rk.divergence[k]))} · {place}")
+        if row[4].button("Compare", key=f"cmp_{k}", width="stretch",
+                         help="Open this candidate as text B in the Compare view."):
+            _open_candidate(rk.candidates[k])
+    K = len(rk.candidates)
+    if not 0 <= int(ss.get("scand", 0) or 0) < K:
+        ss["scand"] = 0
+    with st.expander("The transport plan behind a divergence (last hidden states, cost 1 − cos)"):
+        k = st.selectbox("Candidate", list(range(K)), key="scand",
+                         format_func=lambda i: f"{i + 1}. {rk.candidates[i][:80]}")
+        fig = heatmaps.heatmap(rk.plans[k], rk.tokens_a, rk.tokens[k], zlabel="mass",
+                               title=f"Coupling of text A with candidate {k + 1} at ε = {eps:g}",
+                               theme=theme)
+        chart(fig, "sentence_plan", img, key="fig_sentence_plan")
+        figs.append(fig)
+    return figs
+
+
 def render_about(r: Relation | None, ctx: Ctx | None, theme: str, img: str) -> list[go.Figure]:
     st.markdown(ABOUT)
     return []
@@ -260,7 +395,7 @@ def render_about(r: Relation | None, ctx: Ctx | None, theme: str, img: str) -> l
 
 RENDER = {"compare": render_compare, "graph": render_graph, "cloud": render_cloud,
           "convergence": render_convergence, "heads": render_heads, "path": render_path,
-          "about": render_about}
+          "sentences": render_sentences, "about": render_about}
 FRAGMENT_KEYS = ("view", "cview", "gwhich", "topk", "thr", "hl", "space", "method", "dim",
                  "grank",
-                 "edges", "cwhich", "gplan", "gval", "eps", "steps")
+                 "edges", "cwhich", "gplan", "gval", "eps", "steps", "sset", "cands", "scand")

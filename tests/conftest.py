@@ -46,3 +46,13 @@ def browser():
             yield b
         finally:
             b.close()
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory) -> dict[str, Path]:
+    """Tiny random sentence-transformers folders, one per architecture (tests/tiny_models.py),
+    built once per test session in a temporary folder: kind → folder."""
+    from tests.tiny_models import SUPPORTED_KINDS, build
+
+    root = tmp_path_factory.mktemp("tiny-models")
+    return {kind: build(kind, root / kind) for kind in (*SUPPORTED_KINDS, "deberta-v2")}

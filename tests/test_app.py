@@ -23,8 +23,8 @@ from engine.export import to_npz  # noqa: E402
 from sinkscope_app import examples, metrics, report  # noqa: E402
 from engine.settings import CONFIG as LIMITS  # noqa: E402
 from sinkscope_app.state import (DEFAULTS, EPS_OPTIONS, HALF_STEP_OPTIONS, KEYS,  # noqa: E402
-                                 VIEWS, eps_options, half_step_options, parse_query,
-                                 to_query)
+                                 SENTENCE_KEYS, VIEWS, eps_options, half_step_options,
+                                 parse_query, to_query)
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 EXAMPLES = examples.load()
@@ -124,7 +124,8 @@ def test_parse_query_truncates_huge_text_and_ignores_unknown_keys():
 
 def test_query_round_trip():
     state = dict(DEFAULTS, layer=2, head=7, eps=0.25, steps=40, mode="joint", pool=True,
-                 view="graph", a="x & y", b="ünïcode <b>")
+                 view="sentences", a="x & y", b="ünïcode <b>", cands="one\ntwo <i>",
+                 sset="custom")
     q = to_query(state)
     assert set(q) == set(KEYS)
     p = parse_query(q, n_layers=L, n_heads=H, models=("all-MiniLM-L6-v2",), examples=EXAMPLES)
@@ -167,8 +168,8 @@ def test_default_page_renders(default_app):
     assert figs[0]["layout"]["title"]["text"].startswith("How text A relates to text B")
     assert all(t["type"] in ("heatmap", "bar", "scatter") for t in figs[0]["data"])
     assert "Sinkhorn − softmax" in figs[1]["layout"]["title"]["text"]
-    # The URL carries every control.
-    assert set(at.query_params) == set(KEYS)
+    # The URL carries every control (the Sentences view's candidates only while it is open).
+    assert set(at.query_params) == set(KEYS) - set(SENTENCE_KEYS)
     # ... and a bare address opens the default example at its own settings
     bank = EXAMPLES["bank"]["settings"]
     assert at.query_params["ex"] in ("bank", ["bank"])
@@ -221,7 +222,7 @@ def test_each_view_renders(default_app, view):
     text = json.dumps(figs[0]["layout"].get("title", {}), ensure_ascii=False)
     expect = {"compare": "How text A relates", "graph": "Who sends mass", "cloud": "Joint PCA",
               "convergence": "Sinkhorn convergence", "heads": "Layers × heads",
-              "path": "Sinkhorn coupling at ε"}[view]
+              "path": "Sinkhorn coupling at ε", "sentences": "Two rankings"}[view]
     assert expect in text, text
     if view == "heads":
         tiles = figs[0]["data"][2]
