@@ -16,6 +16,8 @@ into :data:`CONFIG`; code reads ``settings.CONFIG`` at call time, so a test can 
 | ``SINKSCOPE_TORCH_THREADS`` | 1 | torch threads in the app |
 | ``SINKSCOPE_WARM_UMAP`` | 1 | compile UMAP in the background at start (0: skip) |
 | ``SINKSCOPE_ENGINE`` | embedded | ``embedded``, or the URL of a served engine |
+| ``SINKSCOPE_MAX_BODY`` | 1000000 | largest request body the served engine reads, bytes |
+| ``SINKSCOPE_CACHE_MB`` | 512 | encodings a served engine's replica keeps (LRU), MB |
 """
 
 from __future__ import annotations
@@ -83,6 +85,8 @@ class Config:
         torch_threads: torch threads in the app (0 leaves torch's default).
         warm_umap: compile UMAP in a background thread at app start.
         engine: "embedded", or the URL of a served engine (``python -m engine serve``).
+        max_body: the served engine answers 413 to a request body larger than this (bytes).
+        cache_mb: megabytes of encodings each replica of the served engine keeps (LRU).
     """
 
     models: str = ""
@@ -96,6 +100,8 @@ class Config:
     torch_threads: int = 1
     warm_umap: bool = True
     engine: str = EMBEDDED
+    max_body: int = 1_000_000
+    cache_mb: int = 512
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Config":
@@ -116,6 +122,8 @@ class Config:
             torch_threads=_int(env, "SINKSCOPE_TORCH_THREADS", 1, lowest=0),
             warm_umap=env.get("SINKSCOPE_WARM_UMAP", "1").strip() != "0",
             engine=env.get("SINKSCOPE_ENGINE", "").strip() or EMBEDDED,
+            max_body=_int(env, "SINKSCOPE_MAX_BODY", 1_000_000),
+            cache_mb=_int(env, "SINKSCOPE_CACHE_MB", 512, lowest=0),
         )
 
 
