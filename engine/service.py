@@ -70,6 +70,7 @@ ENDPOINTS = ("GET /v1/health", "GET /v1/models", "GET /v1/stats", "POST /v1/rela
              "POST /v1/eps_path")
 # Replica settings Serve can change without a restart (user_config → reconfigure).
 TUNING = {"max_batch_size": 16, "batch_wait_timeout_s": 0.01, "cache_mb": None}
+GPU_BUCKET = 32  # tokens: on an accelerator, jobs up to this much apart share a pass
 
 
 def load_model(name: str) -> Encoder:
@@ -270,6 +271,7 @@ class Job:
     mode: str
     texts: tuple[CleanText, ...]
     length: int  # padded length of the job's own forward pass (its longest text)
+    bucket: int = 1  # jobs whose lengths round up to the same multiple share a pass
 
     @property
     def key(self) -> tuple:
@@ -277,12 +279,14 @@ class Job:
 
     @property
     def pass_key(self) -> tuple:
-        # Jobs share a pass only when their padded length is equal: then every text is
-        # encoded exactly as the embedded engine encodes it (on the CPU the float32
-        # rounding of a text depends on its padded length, not on the other rows).
-        # A joint pair is one sequence and is encoded on its own.
-        return (self.model, "pair", self.texts) if self.mode == "joint" else (
-            self.model, "many", self.length)
+        # On the CPU (bucket 1) jobs share a pass only when their padded length is equal:
+        # then every text is encoded exactly as the embedded engine encodes it (measured:
+        # the float32 rounding of a text depends on its padded length, not on the other
+        # rows). On an accelerator, where results are float32 anyway, lengths within one
+        # bucket share a pass. A joint pair is one sequence and is encoded on its own.
+        if self.mode == "joint":
+            return (self.model, "pair", self.texts)
+        return (self.model, "many", -(-self.length // self.bucket))
 
 
 class EncodingCache:
@@ -510,7 +514,8 @@ class Engine:
         lengths = enc.tokenizer([t.text for t in texts], truncation=True,
                                 max_length=enc.max_tokens, split_special_tokens=True)
         length = max(len(ids) for ids in lengths["input_ids"])
-        return Job(model=enc.name, mode=req.mode, texts=texts, length=length)
+        return Job(model=enc.name, mode=req.mode, texts=texts, length=length,
+                   bucket=1 if self.on_device is None else GPU_BUCKET)
 
     async def _encodings(self, job: Job) -> tuple[tuple[Encoding, ...], int]:
         """The job's encodings and the size of the batch that made them (0: cached).
