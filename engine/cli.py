@@ -59,8 +59,8 @@ def parser() -> argparse.ArgumentParser:
                         "GPU, else 0)")
     s.add_argument("--max-batch-size", type=_positive_int, default=16,
                    help="most requests encoded in one forward pass (default 16; 1: no batching)")
-    s.add_argument("--batch-wait-ms", type=float, default=10.0,
-                   help="how long a batch waits to fill, in ms (default 10)")
+    s.add_argument("--batch-wait-ms", type=float, default=5.0,
+                   help="how long a batch waits to fill, in ms (default 5)")
     return p
 
 

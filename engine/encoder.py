@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import unicodedata
 from pathlib import Path
 from typing import NamedTuple
@@ -161,6 +162,9 @@ class Encoder:
         self.d_head = int(cfg.hidden_size) // self.n_heads
         self.max_tokens = int(min(getattr(cfg, "max_position_embeddings", 512),
                                   self.tokenizer.model_max_length or 10**6))
+        # A fast tokenizer keeps its padding and truncation settings as state: calls from
+        # several threads at once (sessions sharing this Encoder) corrupt each other's.
+        self._tokenizing = threading.Lock()
 
     @classmethod
     def default(cls, device: str | None = None) -> "Encoder":
@@ -184,11 +188,13 @@ class Encoder:
         special token. Texts already cleaned (:class:`CleanText`) are not cleaned again.
         """
         cleaned = [clean_text(t) for t in texts]
-        enc = self.tokenizer([c for c, _ in cleaned], padding=True, truncation=True,
-                             max_length=self.max_tokens, return_tensors="pt",
-                             split_special_tokens=True)
-        full = [len(self.tokenizer(c, truncation=False, split_special_tokens=True)["input_ids"])
-                for c, _ in cleaned]
+        with self._tokenizing:
+            enc = self.tokenizer([c for c, _ in cleaned], padding=True, truncation=True,
+                                 max_length=self.max_tokens, return_tensors="pt",
+                                 split_special_tokens=True)
+            full = [len(self.tokenizer(c, truncation=False,
+                                       split_special_tokens=True)["input_ids"])
+                    for c, _ in cleaned]
         outs = self._forward(enc, attentions)
         result = []
         for i, (text, cut) in enumerate(cleaned):
@@ -201,9 +207,12 @@ class Encoder:
                     attentions: bool = True) -> Encoding:
         """Encode two texts jointly as [CLS] A [SEP] B [SEP]; ``segment`` tells them apart."""
         (ta, cut_a), (tb, cut_b) = clean_text(text_a), clean_text(text_b)
-        enc = self.tokenizer(ta, tb, truncation="longest_first", max_length=self.max_tokens,
-                             return_tensors="pt", split_special_tokens=True)
-        full = len(self.tokenizer(ta, tb, truncation=False, split_special_tokens=True)["input_ids"])
+        with self._tokenizing:
+            enc = self.tokenizer(ta, tb, truncation="longest_first",
+                                 max_length=self.max_tokens, return_tensors="pt",
+                                 split_special_tokens=True)
+            full = len(self.tokenizer(ta, tb, truncation=False,
+                                      split_special_tokens=True)["input_ids"])
         n = int(enc["attention_mask"][0].sum())
         outs = self._forward(enc, attentions)
         return self._encoding(enc, outs, 0, n, (ta, tb), cut_a or cut_b or full > n,

@@ -36,6 +36,8 @@ Run it with ``python -m engine serve`` (a local Ray instance, loopback) or, on a
 import asyncio
 import collections
 import contextlib
+import copy
+import dataclasses
 import functools
 import json
 import logging
@@ -69,7 +71,7 @@ EPS_PATH_MAX_VALUES = 64
 ENDPOINTS = ("GET /v1/health", "GET /v1/models", "GET /v1/stats", "POST /v1/relate",
              "POST /v1/eps_path")
 # Replica settings Serve can change without a restart (user_config → reconfigure).
-TUNING = {"max_batch_size": 16, "batch_wait_timeout_s": 0.01, "cache_mb": None}
+TUNING = {"max_batch_size": 16, "batch_wait_timeout_s": 0.005, "cache_mb": None}
 GPU_BUCKET = 32  # tokens: on an accelerator, jobs up to this much apart share a pass
 
 
@@ -270,7 +272,7 @@ class Job:
     model: str
     mode: str
     texts: tuple[CleanText, ...]
-    length: int  # padded length of the job's own forward pass (its longest text)
+    length: int = 0  # padded length of the job's own forward pass (its longest text)
     bucket: int = 1  # jobs whose lengths round up to the same multiple share a pass
 
     @property
@@ -401,6 +403,9 @@ class Engine:
                 self.broken[name] = str(e)
         if not self.encoders:
             raise ModelError(f"No model could be loaded: {self.broken}")
+        # Token counts are read on the event loop while a batch is encoded in a worker
+        # thread: each model gets a tokenizer of its own for that (tokenizers keep state).
+        self.counters = {n: copy.deepcopy(e.tokenizer) for n, e in self.encoders.items()}
         self.device = next(iter(self.encoders.values())).device
         self.on_device = None if self.device.type == "cpu" else self.device
         warm_up(next(iter(self.encoders.values())), self.on_device)
@@ -481,13 +486,16 @@ class Engine:
         self.requests += 1
         t0 = time.perf_counter()
         req = parse(model, await read_json(request, settings.CONFIG.max_body))
-        job = self._job(req)
-        encodings, batch = await self._encodings(job)
+        encodings, batch = await self._encodings(self._job(req))
         t1 = time.perf_counter()
-        doc = await asyncio.to_thread(answer, encodings, req, self.on_device)
-        t2 = time.perf_counter()
         media = wire.media_type(request.headers.get("accept"))
-        body = await asyncio.to_thread(wire.dumps, doc, media)
+
+        def work() -> tuple[bytes, float]:  # one trip to a worker thread
+            doc = answer(encodings, req, self.on_device)
+            t = time.perf_counter()
+            return wire.dumps(doc, media), t
+
+        body, t2 = await asyncio.to_thread(work)
         t3 = time.perf_counter()
         timing = ", ".join(f"{k};dur={v * 1e3:.1f}" for k, v in
                            (("encode", t1 - t0), ("compute", t2 - t1), ("write", t3 - t2)))
@@ -505,17 +513,22 @@ class Engine:
                          "SINKSCOPE_MODELS.")
 
     def _job(self, req: TextsRequest) -> Job:
-        """Check the request and describe the encoding it needs (no model call)."""
+        """Check the request and name the encoding it needs (no model call)."""
         enc = self._encoder(req.model)
         req.check(enc)
         a = clean_text(req.text_a, name="Text A")
         texts = (a,) if req.mode == "self" else (
             a, clean_text(req.text_b if req.text_b is not None else "", name="Text B"))
-        lengths = enc.tokenizer([t.text for t in texts], truncation=True,
-                                max_length=enc.max_tokens, split_special_tokens=True)
-        length = max(len(ids) for ids in lengths["input_ids"])
-        return Job(model=enc.name, mode=req.mode, texts=texts, length=length,
-                   bucket=1 if self.on_device is None else GPU_BUCKET)
+        return Job(model=enc.name, mode=req.mode, texts=texts)
+
+    def _measured(self, job: Job) -> Job:
+        """The job with the padded length of its forward pass (tokenised here)."""
+        enc = self.encoders[job.model]
+        ids = self.counters[job.model]([t.text for t in job.texts], truncation=True,
+                                       max_length=enc.max_tokens,
+                                       split_special_tokens=True)["input_ids"]
+        return dataclasses.replace(job, length=max(map(len, ids)),
+                                   bucket=1 if self.on_device is None else GPU_BUCKET)
 
     async def _encodings(self, job: Job) -> tuple[tuple[Encoding, ...], int]:
         """The job's encodings and the size of the batch that made them (0: cached).
@@ -526,7 +539,7 @@ class Engine:
             return hit, 0
         future = self.inflight.get(job.key)
         if future is None:
-            future = asyncio.ensure_future(self._encode_batch(job))
+            future = asyncio.ensure_future(self._encode_batch(self._measured(job)))
             self.inflight[job.key] = future
             future.add_done_callback(lambda _: self.inflight.pop(job.key, None))
         outcome = await asyncio.shield(future)
@@ -579,7 +592,7 @@ class Engine:
 # --------------------------------------------------------------------------- running it
 def build(*, replicas: int = 1, gpus_per_replica: float = 0.0, cpus_per_replica: float = 1.0,
           max_ongoing_requests: int = 32, max_batch_size: int = 16,
-          batch_wait_timeout_s: float = 0.01, cache_mb: int | None = None):
+          batch_wait_timeout_s: float = 0.005, cache_mb: int | None = None):
     """The Serve application: ``replicas`` copies of :class:`Engine`, each with
     ``gpus_per_replica`` GPUs (fractions share one) and ``cpus_per_replica`` CPUs."""
     return Engine.options(
@@ -616,10 +629,16 @@ def start(application=None, *, host: str = "127.0.0.1", port: int = 8000) -> str
     """Start Serve's HTTP proxy on host:port and run the application (on the Ray instance
     of this process); returns the base URL once every replica is ready."""
     serve.start(http_options={"host": host, "port": port})
-    serve.run(application if application is not None else build(), name=APP_NAME,
-              route_prefix="/")
+    deploy(application)
     shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
     return f"http://{shown}:{port}"
+
+
+def deploy(application=None) -> None:
+    """Deploy (or update in place) the application on the running Serve; a change of
+    ``user_config`` only reconfigures the replicas, which keep their models and caches."""
+    serve.run(application if application is not None else build(), name=APP_NAME,
+              route_prefix="/")
 
 
 def stop() -> None:
