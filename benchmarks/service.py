@@ -103,25 +103,49 @@ class Served:
         return self.clients[i].relate(a, b, eps=eps, **SLIDER)
 
 
-def workloads(seed: int, scale: float) -> dict[str, dict[int, list]]:
-    """For each workload and client count, the list of (pair, ε) jobs."""
-    out: dict[str, dict[int, list]] = {"slider moves": {}, "new texts": {}}
-    fixed = texts(0, 1)[0]
-    for n in CLIENTS:
-        k = max(12, int(n * 6 * scale))
-        out["slider moves"][n] = [(fixed, EPS[j % len(EPS)]) for j in range(k)]
-        out["new texts"][n] = [(p, 1.0) for p in texts(seed * 100 + n, max(8, int(n * 3 * scale)))]
-    return out
+WORKLOADS = ("slider moves", "new texts")
+FIXED = texts(0, 1)[0]  # the slider workload's pair, encoded before any timing
 
 
-def measure(name: str, engine, seed: int, scale: float, results: dict) -> None:
-    for workload, by_n in workloads(seed, scale).items():
-        engine.relate(0, by_n[1][0])  # warm: the slider workload's texts are encoded
-        for n, jobs in by_n.items():
-            rate, lat = run_clients(n, jobs, engine.relate)
-            results[(workload, n, name)] = (rate, p50(lat), p95(lat))
-            print(f"  {name:<18} {workload:<13} {n:>2} clients: {rate:7.1f} rel/s  "
-                  f"p50 {p50(lat) * 1e3:7.1f} ms  p95 {p95(lat) * 1e3:7.1f} ms", flush=True)
+def jobs(workload: str, n: int, seed: int, scale: float) -> list:
+    """The (pair, ε) jobs ``n`` clients share in one timed run."""
+    if workload == "slider moves":
+        k = max(8, int({1: 12, 4: 16, 16: 32}[n] * scale))
+        return [(FIXED, EPS[(seed + j) % len(EPS)]) for j in range(k)]
+    return [(p, 1.0) for p in texts(seed, max(4, int({1: 6, 4: 8, 16: 16}[n] * scale)))]
+
+
+def measure(engines: dict, rounds: int, scale: float) -> dict:
+    """Every (workload, clients) for every engine, interleaved: round after round, the
+    engines take turns (in a rotating order), so a burst of load from the machine's other
+    users falls on all of them alike. Returns {(workload, n, name): (rel/s, p50, p95)}."""
+    runs: dict = {}
+    for eng in engines.values():
+        eng.relate(0, (FIXED, 1.0))
+    names = list(engines)
+    for rnd in range(rounds):
+        order = names[rnd % len(names):] + names[:rnd % len(names)]
+        for w, workload in enumerate(WORKLOADS):
+            for n in CLIENTS:
+                for k, name in enumerate(order):
+                    js = jobs(workload, n, 1000 * rnd + 100 * w + 10 * n + names.index(name),
+                              scale)
+                    t = time.perf_counter()
+                    _, lat = run_clients(n, js, engines[name].relate)
+                    count, secs, lats = runs.get((workload, n, name), (0, 0.0, []))
+                    runs[(workload, n, name)] = (count + len(js),
+                                                 secs + time.perf_counter() - t, lats + lat)
+        print(f"  round {rnd + 1} of {rounds} done", flush=True)
+    results = {}
+    for workload in WORKLOADS:
+        for n in CLIENTS:
+            for name in names:
+                count, secs, lat = runs[(workload, n, name)]
+                results[(workload, n, name)] = (count / secs, p50(lat), p95(lat))
+                print(f"  {name:<20} {workload:<13} {n:>2} clients: {count / secs:6.1f} rel/s "
+                      f" p50 {p50(lat) * 1e3:7.1f} ms  p95 {p95(lat) * 1e3:7.1f} ms "
+                      f"({count} relations)")
+    return results
 
 
 def tree_rss_mb(root: int) -> float:
@@ -195,9 +219,11 @@ def cuda_rows() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.service")
-    p.add_argument("--quick", action="store_true", help="fewer requests")
+    p.add_argument("--quick", action="store_true", help="fewer requests and rounds")
+    p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args(argv)
     scale = 0.5 if args.quick else 1.0
+    rounds = 1 if args.quick else args.rounds
     import torch
 
     torch.set_num_threads(1)
@@ -205,23 +231,25 @@ def main(argv: list[str] | None = None) -> int:
     from engine import service as svc
     from engine.client import EngineClient
 
-    results: dict = {}
+    from ray import serve
+
+    embedded = Embedded()
     with svc.local_ray(num_cpus=2):
-        url = svc.start(svc.build(replicas=1), port=free_port())
-        print(f"served engine: {url} (1 replica, Ray Serve, local Ray with 2 CPUs)")
-        served = Served(url)
-        measure("served, batching", served, 1, scale, results)
+        url = svc.start(svc.build(replicas=1), port=free_port())  # batching: the default
+        # The same deployment without batching, beside it as a second application.
+        serve.run(svc.build(replicas=1, max_batch_size=1), name="unbatched",
+                  route_prefix="/unbatched")
+        print(f"served engines: {url} (batching) and {url}/unbatched (max_batch_size 1), "
+              "one replica each, Ray Serve on a local Ray instance with 2 CPUs")
+        engines = {"served, batching": Served(url),
+                   "served, no batching": Served(url + "/unbatched"), "embedded": embedded}
+        results = measure(engines, rounds, scale)
         st = EngineClient(url)._call("GET", "/v1/stats")
-        print(f"  (the replica so far: requests per encode batch {st['batch_sizes']}, "
+        print(f"  (the batching replica: requests per encode batch {st['batch_sizes']}, "
               f"{st['forward_passes']} forward passes; jobs share a pass only at equal padded "
               "length, so that results stay bit-identical to the embedded engine)")
-        svc.deploy(svc.build(replicas=1, max_batch_size=1))  # reconfigured in place
-        measure("served, no batching", served, 2, scale, results)
-        stats = EngineClient(url).health()
-        replica_mb = stats["memory_mb"]
+        replica_mb = EngineClient(url).health()["memory_mb"]
         ray_mb = tree_rss_mb(os.getpid())
-    embedded = Embedded()
-    measure("embedded", embedded, 3, scale, results)
     wire_rows(embedded)
     from tests.server import peak_rss_mb
 
@@ -241,9 +269,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nTargets: served slider-move overhead p50 {one * 1e3:.1f} ms (target ≤ 15 ms); "
           f"batching at 16 clients {gain:.2f}× the throughput of one at a time "
           "(target ≥ 3×).")
-    print(f"Memory: the replica {replica_mb:.0f} MB resident; all Ray processes (GCS, raylet, "
-          f"Serve controller, proxy, replica, workers) {ray_mb:.0f} MB; this process with the "
-          f"embedded engine peaked at {peak_rss_mb(os.getpid()):.0f} MB.")
+    print(f"Memory: one replica {replica_mb:.0f} MB resident; all Ray processes (GCS, raylet, "
+          f"Serve controller, proxy, both replicas, workers) {ray_mb:.0f} MB; this process "
+          f"with the embedded engine peaked at {peak_rss_mb(os.getpid()):.0f} MB.")
     cuda_rows()
     return 0
 

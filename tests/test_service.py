@@ -167,6 +167,23 @@ def test_deploy_config_is_a_valid_serve_config():
     assert svc.app is not None
 
 
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU")
+def test_relate_and_eps_path_on_cuda_match_the_cpu(encoder):
+    """What a GPU replica computes: float32 on the device, float64 numpy back, close to the
+    CPU's float64 (the solver's log-domain fallback at small ε included)."""
+    from engine import encode_texts, eps_path, relate_encodings
+
+    e = encode_texts(encoder, A, B, "separate")
+    for kw in (dict(layer=5, head=3, eps=0.05, half_steps=300), dict(layer="all", head="all")):
+        cpu = relate_encodings(e, **kw)
+        gpu = relate_encodings(e, **kw, device="cuda")
+        assert gpu.sinkhorn_plan.dtype == np.float64
+        assert np.abs(gpu.sinkhorn_plan - cpu.sinkhorn_plan).max() < 1e-5
+        assert np.abs(gpu.softmax_plan - cpu.softmax_plan).max() < 1e-6
+    r = relate_encodings(e, layer=2, head=1, half_steps=1)
+    np.testing.assert_allclose(eps_path(r, device="cuda")[1], eps_path(r)[1], atol=1e-5)
+
+
 # --------------------------------------------------------------------------- the service
 def test_health_models_and_openapi(url):
     c = EngineClient(url)
