@@ -435,6 +435,28 @@ def test_app_against_the_served_engine(url, monkeypatch):
         assert at.get("plotly_chart") or at.get("bidi_component"), view
 
 
+def test_front_end_on_a_served_engine_never_imports_torch(url):
+    """A front end pointed at a served engine runs every view without torch or a model."""
+    import subprocess
+    import sys
+
+    from tests.server import ROOT
+
+    code = f"""
+import os, sys
+os.environ.update(SINKSCOPE_ENGINE={url!r}, SINKSCOPE_WARM_UMAP="0")
+from streamlit.testing.v1 import AppTest
+at = AppTest.from_file({str(ROOT / "app.py")!r}, default_timeout=120).run()
+for view in ("heads", "path", "cloud", "compare"):
+    at.session_state["view"] = view
+    at.run()
+    assert not at.exception and not at.error, view
+assert len(at.metric) == 8
+assert "torch" not in sys.modules and "ray" not in sys.modules
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300, cwd=ROOT)
+
+
 def test_app_with_no_engine_shows_a_notice(monkeypatch):
     from streamlit.testing.v1 import AppTest
 
