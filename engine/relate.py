@@ -55,7 +55,7 @@ def encode_texts(encoder: Encoder | None, text_a: str, text_b: str | None,
 
 
 def check_mode(mode: str) -> str:
-    if mode not in MODES:
+    if not isinstance(mode, str) or mode not in MODES:
         raise SettingsError(f"mode must be one of {', '.join(MODES)}; got {mode!r}.")
     return mode
 
@@ -63,7 +63,7 @@ def check_mode(mode: str) -> str:
 def check_settings(eps: float, half_steps: int, mode: str, weights: str) -> tuple[float, int]:
     """Check the per-relation settings once; returns (ε, half-steps) normalised."""
     check_mode(mode)
-    if weights not in WEIGHTS:
+    if not isinstance(weights, str) or weights not in WEIGHTS:
         raise SettingsError(f"weights must be one of {', '.join(WEIGHTS)}; got {weights!r}.")
     return check_eps(eps), check_half_steps(half_steps)
 

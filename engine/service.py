@@ -112,7 +112,7 @@ class TextsRequest(BaseModel):
     def check(self, enc: Encoder) -> None:
         """Check everything but the texts before any encoding (SinkscopeError)."""
         check_mode(self.mode)
-        if self.weights not in WEIGHTS:
+        if not isinstance(self.weights, str) or self.weights not in WEIGHTS:
             raise SettingsError(f"weights must be one of {', '.join(WEIGHTS)}; "
                                 f"got {_short(self.weights)}.")
         if not isinstance(self.pool_words, bool):

@@ -315,9 +315,12 @@ BAD = [  # (body or raw bytes, status, error type, words in the message)
     ({"text_a": "x", "text_b": "y", "half_steps": 10**9}, 422, "SettingsError", "at most"),
     ({"text_a": "x", "text_b": "y", "half_steps": 1.5}, 422, "SettingsError", "whole number"),
     ({"text_a": "x", "text_b": "y", "layer": 99}, 422, "SettingsError", "out of range"),
+    (b'{"text_a": "x", "text_b": "y", "layer": 1e999}', 422, "SettingsError", "whole number"),
     ({"text_a": "x", "text_b": "y", "head": "all"}, 422, "SettingsError", 'layer="all"'),
     ({"text_a": "x", "text_b": "y", "mode": "diagonal"}, 422, "SettingsError", "mode must"),
     ({"text_a": "x", "text_b": "y", "weights": "x"}, 422, "SettingsError", "weights must"),
+    ({"text_a": "x", "text_b": "y", "mode": []}, 422, "SettingsError", "mode must"),
+    ({"text_a": "x", "text_b": "y", "weights": {}}, 422, "SettingsError", "weights must"),
     ({"text_a": "x", "text_b": "y", "pool_words": "yes"}, 422, "SettingsError", "true or false"),
     ({"text_a": "x", "text_b": "y", "tol": -1}, 422, "SettingsError", "tol must"),
     ({"text_a": "x", "text_b": "y", "model": "gpt-4"}, 422, "ModelError", "all-MiniLM-L6-v2"),
@@ -374,7 +377,7 @@ def garbage(i: int, rng: np.random.Generator):
         good = json.dumps({"text_a": A, "text_b": B, "eps": 0.5}).encode()
         return "/v1/relate", good[: int(rng.integers(1, len(good) - 1))]
     if kind == 2:
-        junk = [None, True, -1, 1e308, "", "all", [], {}, "x" * 100, -(10**30)]
+        junk = [None, True, -1, 1e308, "", "all", [], {}, [1], {"a": 1}, "x" * 100, -(10**30)]
         body = {"text_a": A, "text_b": B}
         for k in rng.choice(["eps", "half_steps", "layer", "head", "mode", "weights",
                              "pool_words", "tol", "model"], size=3, replace=False):

@@ -1,7 +1,7 @@
-"""The app against a served engine, in Chromium: ``python -m engine serve`` in its own
-process, ``streamlit run app.py`` with SINKSCOPE_ENGINE pointing at it, and the engine
-stopped and started again mid-session — the page says so, keeps its controls, and comes
-back by itself, without a reload.
+"""The app against a served engine, in Chromium: ``streamlit run app.py`` with
+SINKSCOPE_ENGINE pointing at ``python -m engine serve`` in its own process. The page is
+opened before the engine is up, and the engine is stopped and started again mid-session:
+each time the page says so, keeps what it can, and comes back by itself, without a reload.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ NOTICE = '[data-testid="stAlertContentWarning"]'
 
 @pytest.fixture(scope="module")
 def engine():
+    """The engine's process, not started yet (the test starts and stops it)."""
     e = EngineProcess(free_port())
-    e.start()
     try:
         yield e
     finally:
@@ -37,14 +37,20 @@ def served_app(engine):
         yield url
 
 
-def test_app_on_a_served_engine_survives_a_restart(served_app, engine, browser):
+def test_app_waits_for_the_engine_and_survives_its_restart(served_app, engine, browser):
     ctx = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
     page = ctx.new_page()
     page.set_default_timeout(TIMEOUT)
     try:
-        page.goto(served_app)
-        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
+        page.goto(served_app)  # the engine is not up yet
+        page.wait_for_selector(f"{NOTICE} >> text=is not available", timeout=TIMEOUT)
+        assert engine.url in page.locator(NOTICE).first.inner_text()
+        no_errors(page)
+        page.evaluate("() => { window.sinkscopeNotReloaded = true; }")
+        engine.start()
+        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)  # by itself
         wait_idle(page)
+        assert page.evaluate("() => window.sinkscopeNotReloaded === true")
         sidebar = page.locator('[data-testid="stSidebar"]').inner_text()
         assert f"served by {engine.url}, on cpu (float64)" in sidebar, sidebar[-600:]
         eps = page.locator('[data-testid="stSlider"] input[type="range"]').first
@@ -57,7 +63,6 @@ def test_app_on_a_served_engine_survives_a_restart(served_app, engine, browser):
         wait_title(page, "How text A relates")
         wait_idle(page)
         no_errors(page)
-        page.evaluate("() => { window.sinkscopeNotReloaded = true; }")
 
         engine.stop()
         eps.focus()
