@@ -6,8 +6,6 @@ each time the page says so, keeps what it can, and comes back by itself, without
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from tests.engine_server import EngineProcess
