@@ -7,13 +7,17 @@ PY := $(VENV)/bin/python
 TORCH ?= torch==2.13.0
 PORT ?= 8501
 ADDRESS ?= 127.0.0.1
+# make run ENGINE=http://host:8000 sends every computation to a served engine (make engine).
+ENGINE ?=
+ENGINE_PORT ?= 8000
+REPLICAS ?= 1
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export NUMBA_THREADING_LAYER := omp
 export PYTHONUNBUFFERED := 1
 
-.PHONY: install chromium run test test-fast bench fuzz load screenshots clean
+.PHONY: install chromium run engine test test-fast bench fuzz load screenshots clean
 
 install: $(VENV)/.installed
 
@@ -31,8 +35,14 @@ chromium:
 	  { echo "Could not install chromium: run 'apt-get install -y chromium' as root."; exit 1; }; }
 
 run: install
-	$(PY) -m streamlit run app.py --server.headless true --server.port $(PORT) \
+	$(if $(ENGINE),SINKSCOPE_ENGINE=$(ENGINE) )$(PY) -m streamlit run app.py \
+	  --server.headless true --server.port $(PORT) \
 	  --server.address $(ADDRESS) --browser.gatherUsageStats false
+
+# The engine as a service (Ray Serve, local instance, loopback unless ADDRESS says otherwise).
+engine: install
+	$(PY) -c "import ray.serve" 2>/dev/null || $(PY) -m pip install -q -e ".[serve]"
+	$(PY) -m engine serve --host $(ADDRESS) --port $(ENGINE_PORT) --replicas $(REPLICAS)
 
 test: install chromium
 	$(PY) -m pytest -q -p no:cacheprovider
@@ -45,6 +55,7 @@ bench: install chromium
 	$(PY) -m benchmarks.latency
 	$(PY) -m benchmarks.learn
 	$(PY) -m benchmarks.models
+	$(PY) -m benchmarks.service
 
 fuzz: install
 	SINKSCOPE_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q tests/test_sinkhorn.py -k hypothesis

@@ -17,8 +17,9 @@ from engine import settings  # first: sets the offline environment the libraries
 import streamlit as st  # noqa: E402
 
 from engine import SinkscopeError
+from engine.client import EngineUnavailable
 from engine.export import marginals_csv, plans_csv, to_npz
-from sinkscope_app import compute, examples, live, metrics, report, views
+from sinkscope_app import compute, examples, live, metrics, outage, report, views
 from sinkscope_app.state import (DEFAULTS, EPS_OPTIONS, HALF_STEP_OPTIONS, IMAGE_FORMATS,
                                  KEYS, MODES, VIEWS, WEIGHTS, example_values, parse_query,
                                  to_query, valid_text)
@@ -93,6 +94,9 @@ try:
 except SinkscopeError as e:
     st.error(f"The model could not be loaded. {e}")
     st.stop()
+except EngineUnavailable as e:  # a served engine that has not answered yet
+    outage.notice(e)
+    st.stop()
 
 if "_init" not in ss:
     init_state(enc.n_layers, enc.n_heads)
@@ -156,7 +160,7 @@ with st.sidebar:
     cfg = settings.CONFIG
     st.caption(f"Limits: {cfg.max_chars:,} characters per text (the model reads at most "
                f"{enc.max_tokens} tokens), ε {cfg.eps_min:g}–{cfg.eps_max:g}, up to "
-               f"{cfg.max_half_steps:,} half-steps. Device: {enc.device}.")
+               f"{cfg.max_half_steps:,} half-steps. Engine: {compute.engine_label(enc)}.")
 
 for w in ss.pop("_url_warnings", []):
     st.warning(w)
@@ -171,11 +175,13 @@ ctx = views.Ctx(model=ss["model"], a=text_a, b=text_b, mode=mode, layer=int(ss["
 try:
     n_chars = len(text_a) + len(text_b)
     with st.spinner(f"Encoding the texts ({n_chars:,} characters) with {ctx.model}…"):
-        compute.encodings(ctx.model, ctx.a, ctx.b, ctx.mode)
+        compute.prepare(ctx.model, ctx.a, ctx.b, ctx.mode)
 except SinkscopeError as e:
     st.error(str(e))
     sync_url()
     st.stop()
+except EngineUnavailable:
+    pass  # the sliders' fragment says so below, and keeps the sliders
 
 
 # --------------------------------------------------------------------------- main area
@@ -205,6 +211,10 @@ def explore(ctx: views.Ctx) -> None:
         st.error(str(e))
         sync_url()
         return
+    except EngineUnavailable as e:
+        outage.notice(e)
+        sync_url()
+        return
     for n in r.notices:
         (st.warning if n.level == "warning" else st.info)(n.message)
 
@@ -226,6 +236,9 @@ def explore(ctx: views.Ctx) -> None:
         figs = views.RENDER[view](r, ctx, theme, ss["img"])
     except SinkscopeError as e:
         st.error(str(e))
+        figs = []
+    except EngineUnavailable as e:
+        outage.notice(e)
         figs = []
     except Exception as e:  # never show a traceback to a visitor; log it for operators
         log.exception("view %s failed", view)

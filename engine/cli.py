@@ -1,9 +1,11 @@
-"""Command line: ``python -m engine relate "text A" "text B" [--json]`` and ``warmup``."""
+"""Command line: ``python -m engine relate "text A" "text B" [--json]``, ``serve`` and
+``warmup``."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 import numpy as np
@@ -46,7 +48,30 @@ def parser() -> argparse.ArgumentParser:
                         "sentence-transformers folder (default: the packaged all-MiniLM-L6-v2)")
     r.add_argument("--json", action="store_true", help="print JSON instead of a table")
     sub.add_parser("warmup", help="load the model and compile UMAP once (set-up)")
+    s = sub.add_parser("serve", help="serve the engine over HTTP (Ray Serve, local instance)",
+                       description="Start a local Ray instance with the engine's Serve app "
+                       "and print its URL; Ctrl+C stops it. For a cluster, deploy "
+                       "deploy/serve.yaml with `serve deploy` instead.")
+    s.add_argument("--host", default="127.0.0.1",
+                   help="interface to listen on (default 127.0.0.1: this machine only)")
+    s.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+    s.add_argument("--replicas", type=_positive_int, default=1,
+                   help="engine replicas, each with its own model copy (default 1)")
+    s.add_argument("--gpus-per-replica", type=float, default=None,
+                   help="GPUs per replica; fractions share one (default: 1 when Ray sees a "
+                        "GPU, else 0)")
+    s.add_argument("--max-batch-size", type=_positive_int, default=16,
+                   help="most requests encoded in one forward pass (default 16; 1: no batching)")
+    s.add_argument("--batch-wait-ms", type=float, default=5.0,
+                   help="how long a batch waits to fill, in ms (default 5)")
     return p
+
+
+def _positive_int(x: str) -> int:
+    v = int(x)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {v}")
+    return v
 
 
 def _table(r) -> str:
@@ -78,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "warmup":
         return _warmup()
+    if args.command == "serve":
+        return _serve(args)
     from .relate import relate
 
     try:
@@ -100,6 +127,64 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(_table(r))
     return 0
+
+
+def _serve(args) -> int:
+    """Run the Serve app on a local Ray instance until Ctrl+C or SIGTERM."""
+    import signal
+    import time
+
+    try:
+        from . import service
+    except ImportError as e:
+        print(f"error: the served engine needs Ray Serve ({e}). Install it with "
+              "`pip install -e '.[serve]'` or run `make engine`.", file=sys.stderr)
+        return 2
+
+    def stop(*_):
+        raise KeyboardInterrupt
+
+    try:
+        with service.local_ray(num_cpus=max(os.cpu_count() or 1, args.replicas)):
+            import ray
+
+            signal.signal(signal.SIGTERM, stop)  # after Ray's own handler: shut down cleanly
+
+            gpus = args.gpus_per_replica
+            if gpus is None:
+                n_gpus = ray.cluster_resources().get("GPU", 0)
+                gpus = min(1.0, n_gpus / args.replicas) if n_gpus else 0.0
+            app = service.build(replicas=args.replicas, gpus_per_replica=gpus,
+                                cpus_per_replica=min(1.0, (os.cpu_count() or 1) / args.replicas),
+                                max_batch_size=args.max_batch_size,
+                                batch_wait_timeout_s=args.batch_wait_ms / 1000)
+            try:
+                url = service.start(app, host=args.host, port=args.port)
+            except Exception as e:  # port taken, a replica that cannot start, ...
+                print(f"error: the engine could not start on {args.host}:{args.port}: "
+                      f"{type(e).__name__}: {e}", file=sys.stderr)
+                return 2
+            health = _get_json(url + "/v1/health")
+            print(f"sinkscope engine: {url}  ({args.replicas} replica"
+                  f"{'s' if args.replicas > 1 else ''}, device {health.get('device', '?')}, "
+                  f"{gpus:g} GPU each)", flush=True)
+            print(f"Point the app at it: SINKSCOPE_ENGINE={url} (make run ENGINE={url}). "
+                  "Ctrl+C stops it.", flush=True)
+            while True:
+                time.sleep(3600)
+    except KeyboardInterrupt:
+        print("stopping the engine…", file=sys.stderr, flush=True)
+    return 0
+
+
+def _get_json(url: str) -> dict:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return json.loads(r.read())
+    except (OSError, ValueError):
+        return {}
 
 
 def _warmup() -> int:

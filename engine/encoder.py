@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import json
+import threading
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -276,6 +277,9 @@ class Encoder:
         self.mean_pooled = (self.pooling == "mean"
                             and all(type(m).__name__ == "Normalize" for m in rest[1:]))
         self._wordpiece = type(tokenizer.backend_tokenizer.model).__name__ == "WordPiece"
+        # A fast tokenizer keeps its padding and truncation settings as state: calls from
+        # several threads at once (sessions sharing this Encoder) corrupt each other's.
+        self._tokenizing = threading.Lock()
 
     @classmethod
     def load(cls, name_or_path: str, device: str | None = None) -> "Encoder":
@@ -317,11 +321,13 @@ class Encoder:
         again. A text longer than the model's limit is cut (``n_dropped`` says by how much).
         """
         cleaned = [clean_text(t) for t in texts]
-        enc = self.tokenizer([c for c, _ in cleaned], padding=True, truncation=True,
-                             max_length=self.max_tokens, return_tensors="pt",
-                             split_special_tokens=True, padding_side="right")
-        full = [len(self.tokenizer(c, truncation=False, split_special_tokens=True)["input_ids"])
-                for c, _ in cleaned]
+        with self._tokenizing:
+            enc = self.tokenizer([c for c, _ in cleaned], padding=True, truncation=True,
+                                 max_length=self.max_tokens, return_tensors="pt",
+                                 split_special_tokens=True, padding_side="right")
+            full = [len(self.tokenizer(c, truncation=False,
+                                       split_special_tokens=True)["input_ids"])
+                    for c, _ in cleaned]
         outs = self._forward(enc, attentions)
         result = []
         for i, (text, cut) in enumerate(cleaned):
@@ -336,9 +342,12 @@ class Encoder:
         [SEP] for BERT, <s> A </s></s> B </s> for RoBERTa and MPNet); ``segment`` tells
         them apart."""
         (ta, cut_a), (tb, cut_b) = clean_text(text_a), clean_text(text_b)
-        enc = self.tokenizer(ta, tb, truncation="longest_first", max_length=self.max_tokens,
-                             return_tensors="pt", split_special_tokens=True)
-        full = len(self.tokenizer(ta, tb, truncation=False, split_special_tokens=True)["input_ids"])
+        with self._tokenizing:
+            enc = self.tokenizer(ta, tb, truncation="longest_first",
+                                 max_length=self.max_tokens, return_tensors="pt",
+                                 split_special_tokens=True)
+            full = len(self.tokenizer(ta, tb, truncation=False,
+                                      split_special_tokens=True)["input_ids"])
         n = int(enc["attention_mask"][0].sum())
         outs = self._forward(enc, attentions)
         return self._encoding(enc, outs, 0, n, (ta, tb), cut_a or cut_b or full > n,

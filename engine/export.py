@@ -1,4 +1,5 @@
-"""Plain-data exports of a Relation: JSON-safe dict, CSV tables and NPZ bytes."""
+"""Plain-data exports of a Relation: its document (JSON-safe or with arrays), CSV tables
+and NPZ bytes."""
 
 from __future__ import annotations
 
@@ -39,14 +40,15 @@ def versions(model: str) -> dict[str, str]:
     return {"model": model, **_package_versions()}
 
 
-def relation_to_dict(r: Relation, *, url: str = "") -> dict[str, Any]:
-    """A Relation as a JSON-safe document: the CLI's ``--json`` and the HTTP API's body.
+def relation_document(r: Relation, *, url: str = "") -> dict[str, Any]:
+    """A Relation as one document of plain values and numpy arrays (the one schema).
 
-    Every field of the Relation is there (``product`` is a ⊗ b and is rebuilt), so
-    :func:`relation_from_dict` gives back an equal Relation; ``versions`` says what
-    computed it and ``url`` (when given) is the app's link to the same view. Non-finite
-    numbers become null: −inf in ``f``/``g`` (zero-weight tokens), +inf in
-    ``summary.kl_to_product``.
+    :func:`relation_to_dict` makes it JSON-safe (the CLI's ``--json``, the HTTP API's
+    body); the served engine also sends it as NPZ (``engine.wire``). Every field of the
+    Relation is there (``product`` is a ⊗ b and is rebuilt), so
+    :func:`relation_from_dict` gives back an equal Relation from either form;
+    ``versions`` says what computed it and ``url`` (when given) is the app's link to the
+    same view.
     """
     c = r.coupling
     h = c.history
@@ -60,32 +62,55 @@ def relation_to_dict(r: Relation, *, url: str = "") -> dict[str, Any]:
                      "pool_words": r.pool_words, "tol": c.tol},
         "text_a": r.text_a, "text_b": r.text_b,
         "tokens_a": list(r.tokens_a), "tokens_b": list(r.tokens_b),
-        "a": _js(r.a), "b": _js(r.b),
-        "scores": _js(r.scores),
-        "attention": _js(r.attention),
-        "softmax_plan": _js(r.softmax_plan),
-        "sinkhorn_plan": _js(c.plan),
-        "exact_plan": _js(r.exact_plan),
-        "f": _js(c.f), "g": _js(c.g),
+        "a": r.a, "b": r.b,
+        "scores": r.scores,
+        "attention": r.attention,
+        "softmax_plan": r.softmax_plan,
+        "sinkhorn_plan": c.plan,
+        "exact_plan": r.exact_plan,
+        "f": c.f, "g": c.g,
         "marginals": {
-            "softmax_rows": _js(r.softmax_plan.sum(-1)),
-            "softmax_cols": _js(r.softmax_plan.sum(-2)),
-            "sinkhorn_rows": _js(c.plan.sum(-1)),
-            "sinkhorn_cols": _js(c.plan.sum(-2)),
+            "softmax_rows": r.softmax_plan.sum(-1),
+            "softmax_cols": r.softmax_plan.sum(-2),
+            "sinkhorn_rows": c.plan.sum(-1),
+            "sinkhorn_cols": c.plan.sum(-2),
         },
-        "row_err": _js(c.row_err), "col_err": _js(c.col_err),
-        "converged": _js(c.converged), "cost": _js(c.cost), "entropy": _js(c.entropy),
+        "row_err": c.row_err, "col_err": c.col_err,
+        "converged": c.converged, "cost": c.cost, "entropy": c.entropy,
         "half_steps_run": c.half_steps_run,
-        "history": None if h is None else {"steps": _js(h.steps), "cost": _js(h.cost),
-                                           "entropy": _js(h.entropy)},
-        "summary": {k: _js(v) for k, v in r.summary.__dict__.items()},
-        "model_attention": _opt(r.model_attention),
-        "points_a": _opt(r.points_a), "points_b": _opt(r.points_b),
-        "hidden_a": _opt(r.hidden_a), "hidden_b": _opt(r.hidden_b),
+        "history": None if h is None else {"steps": h.steps, "cost": h.cost,
+                                           "entropy": h.entropy},
+        "summary": dict(r.summary.__dict__),
+        "model_attention": r.model_attention,
+        "points_a": r.points_a, "points_b": r.points_b,
+        "hidden_a": r.hidden_a, "hidden_b": r.hidden_b,
         "truncated": {"a": r.truncated_a, "b": r.truncated_b},
         "notices": [{"kind": n.kind, "level": n.level, "message": n.message}
                     for n in r.notices],
     }
+
+
+def relation_to_dict(r: Relation, *, url: str = "") -> dict[str, Any]:
+    """A Relation as a JSON-safe document: the CLI's ``--json`` and the HTTP API's body.
+
+    :func:`relation_document` with arrays as (nested) lists. Non-finite numbers become
+    null: −inf in ``f``/``g`` (zero-weight tokens), +inf in ``summary.kl_to_product``.
+    """
+    return json_safe(relation_document(r, url=url))
+
+
+def json_safe(v: Any) -> Any:
+    """A document of dicts, lists, numbers and numpy arrays → JSON-safe values (arrays as
+    nested lists, non-finite numbers as None)."""
+    if isinstance(v, dict):
+        return {k: json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [json_safe(x) for x in v]
+    if isinstance(v, (np.ndarray, np.generic)):
+        return _js(v)
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    return v
 
 
 def relation_from_dict(d: dict[str, Any]) -> Relation:
@@ -128,10 +153,6 @@ def _js(x):
     if arr.dtype.kind in "iu":
         return arr.tolist()
     return _finite(arr.astype(np.float64).tolist())
-
-
-def _opt(x):
-    return None if x is None else _js(x)
 
 
 def _finite(v):

@@ -61,7 +61,7 @@ def encode_texts(encoder: Encoder | None, text_a: str, text_b: str | None,
 
 
 def check_mode(mode: str) -> str:
-    if mode not in MODES:
+    if not isinstance(mode, str) or mode not in MODES:
         raise SettingsError(f"mode must be one of {', '.join(MODES)}; got {mode!r}.")
     return mode
 
@@ -69,7 +69,7 @@ def check_mode(mode: str) -> str:
 def check_settings(eps: float, half_steps: int, mode: str, weights: str) -> tuple[float, int]:
     """Check the per-relation settings once; returns (ε, half-steps) normalised."""
     check_mode(mode)
-    if weights not in WEIGHTS:
+    if not isinstance(weights, str) or weights not in WEIGHTS:
         raise SettingsError(f"weights must be one of {', '.join(WEIGHTS)}; got {weights!r}.")
     return check_eps(eps), check_half_steps(half_steps)
 
@@ -111,14 +111,42 @@ def relate_encodings(encodings: tuple[Encoding, ...], *, layer: int | str = -1,
                      head: int | str = "mean", eps: float = DEFAULT_EPS,
                      half_steps: int = DEFAULT_HALF_STEPS, mode: str = "separate",
                      weights: str = "content", pool_words: bool = False,
-                     tol: float = DEFAULT_TOL) -> Relation:
-    """:func:`relate` on encodings from :func:`encode_texts` (no model call)."""
+                     tol: float = DEFAULT_TOL, device: str | torch.device | None = None
+                     ) -> Relation:
+    """:func:`relate` on encodings from :func:`encode_texts` (no model call).
+
+    ``device``: where softmax and Sinkhorn run. None or "cpu": float64 on the CPU (the
+    default); an accelerator ("cuda", "cuda:1", "mps"): float32 there, with the solver's
+    log-domain fallback; the results come back as float64 numpy arrays either way.
+    """
     eps, half_steps = check_settings(eps, half_steps, mode, weights)
-    return _relate(encodings, layer, head, eps, half_steps, mode, weights, pool_words, tol)
+    return _relate(encodings, layer, head, eps, half_steps, mode, weights, pool_words, tol,
+                   device)
+
+
+def _on(x: np.ndarray, device) -> torch.Tensor:
+    """A float64 numpy array as a tensor: as it is for the CPU, float32 on an accelerator."""
+    t = torch.from_numpy(x)
+    if device is None or torch.device(device).type == "cpu":
+        return t
+    return t.to(device=device, dtype=torch.float32)
+
+
+def _host(c):
+    """A coupling solved anywhere as numpy, its float arrays float64."""
+    c = to_numpy(c)
+    if c.plan.dtype == np.float64:
+        return c
+    f64 = {k: v.astype(np.float64) if isinstance(v, np.ndarray) and v.dtype.kind == "f" else v
+           for k, v in c.__dict__.items() if k != "history"}
+    h = c.history
+    if h is not None:
+        h = type(h)(h.steps, h.cost.astype(np.float64), h.entropy.astype(np.float64))
+    return type(c)(**f64, history=h)
 
 
 def _relate(encodings, layer, head, eps, half_steps, mode, weights, pool_words,
-            tol) -> Relation:
+            tol, device=None) -> Relation:
     """:func:`relate_encodings` on checked settings."""
     first = encodings[0]
     layer, head = check_layer_head(layer, head, first.n_layers, first.n_heads)
@@ -132,12 +160,13 @@ def _relate(encodings, layer, head, eps, half_steps, mode, weights, pool_words,
     bias = None if mode == "separate" else _bias_block(encodings[0], sa, sb)
     if bias is not None:  # the model's own logits: QKᵀ/√d + its position bias
         S = S + _head_bias(bias, layer, head)
-    St = torch.from_numpy(S)
-    attention = softmax_attention(St, eps, check_inputs=False).numpy()
+    St = _on(S, device)
+    attention = softmax_attention(St, eps, check_inputs=False).cpu().numpy().astype(
+        np.float64, copy=False)
     softmax_plan = a[:, None] * attention
     record = None if grid else history_steps(half_steps, S.size)
-    coupling = to_numpy(sinkhorn(St, torch.from_numpy(a), torch.from_numpy(b), eps,
-                                 half_steps, tol=tol, record=record, check_inputs=False))
+    coupling = _host(sinkhorn(St, _on(a, device), _on(b, device), eps, half_steps, tol=tol,
+                              record=record, check_inputs=False))
     exact = _exact_cached(S, a, b)
     prod = references.product(a, b)
     summary = summarise(S, a, b, softmax_plan, coupling, exact)
@@ -313,7 +342,8 @@ def _notices(encodings, coupling, grid, half_steps) -> list[Notice]:
 
 
 def eps_path(r: Relation, eps_values=None, *, half_steps: int = 4000,
-             tol: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
+             tol: float = 1e-6, device: str | torch.device | None = None
+             ) -> tuple[np.ndarray, np.ndarray]:
     """Sinkhorn couplings of one relation over a range of ε, large to small.
 
     Solving at ε on S equals solving at ε = 1 on S/ε, so all values run as one batch.
@@ -322,15 +352,16 @@ def eps_path(r: Relation, eps_values=None, *, half_steps: int = 4000,
         r: a single-head Relation. eps_values: decreasing ε values (default 12 values,
             log-spaced from 10 to 0.03).
         half_steps: the most half-steps (early stop at ``tol``); small ε needs many.
+        device: where to solve (see :func:`relate_encodings`); CPU float64 by default.
 
     Returns:
-        (eps (K,), plans (K, n, m)).
+        (eps (K,), plans (K, n, m) float64).
     """
     if r.scores.ndim != 2:
         raise SettingsError("The ε path is for one layer and head; choose a head first.")
     eps = np.geomspace(10, 0.03, 12) if eps_values is None else np.asarray(eps_values, float)
     eps = np.array([check_eps(e) for e in eps.ravel()])
-    S = torch.from_numpy(r.scores[None] / eps[:, None, None])
-    c = sinkhorn(S, torch.from_numpy(r.a), torch.from_numpy(r.b), 1.0, half_steps,
-                 tol=tol, early_stop=True)
-    return eps, c.plan.numpy()
+    S = _on(np.ascontiguousarray(r.scores[None] / eps[:, None, None]), device)
+    c = sinkhorn(S, _on(r.a, device), _on(r.b, device), 1.0, half_steps, tol=tol,
+                 early_stop=True)
+    return eps, c.plan.cpu().numpy().astype(np.float64, copy=False)

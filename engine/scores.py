@@ -119,7 +119,7 @@ def check_layer_head(layer, head, n_layers: int, n_heads: int) -> tuple[int | st
 def _index(x, size: int, name: str) -> int:
     try:
         i = int(x)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: ±inf
         raise SettingsError(f"{name} must be a whole number from 0 to {size - 1}, got {x!r}.") from None
     if isinstance(x, float) and not float(x).is_integer():
         raise SettingsError(f"{name} must be a whole number from 0 to {size - 1}, got {x!r}.")

@@ -31,9 +31,8 @@ from . import settings
 from .encoder import Encoder, clean_text, pooled_mean, unit
 from .errors import TextError
 from .sinkhorn import check_eps, sinkhorn
+from .settings import MAX_CANDIDATES
 from .types import Encoding, Notice, Ranking
-
-MAX_CANDIDATES = 50
 HALF_STEPS = 10_000  # the most half-steps per solve (they stop early at TOL)
 TOL = 1e-5  # L1 marginal error; the values are then within ~1e-6
 BATCH = 16  # texts per forward pass

@@ -16,6 +16,8 @@ into :data:`CONFIG`; code reads ``settings.CONFIG`` at call time, so a test can 
 | ``SINKSCOPE_TORCH_THREADS`` | 1 | torch threads in the app |
 | ``SINKSCOPE_WARM_UMAP`` | 1 | compile UMAP in the background at start (0: skip) |
 | ``SINKSCOPE_ENGINE`` | embedded | ``embedded``, or the URL of a served engine |
+| ``SINKSCOPE_MAX_BODY`` | 1000000 | largest request body the served engine reads, bytes |
+| ``SINKSCOPE_CACHE_MB`` | 512 | encodings a served engine's replica keeps (LRU), MB |
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ DEFAULT_TOL = 1e-6  # L1 marginal tolerance for "converged"
 # What the engine accepts, whatever the app's sliders offer.
 EPS_MIN, EPS_MAX = 1e-6, 1e6
 HALF_STEPS_CAP = 100_000
+MAX_CANDIDATES = 50  # candidate texts the Sentences view ranks at once
 
 EMBEDDED = "embedded"
 
@@ -84,6 +87,8 @@ class Config:
         torch_threads: torch threads in the app (0 leaves torch's default).
         warm_umap: compile UMAP in a background thread at app start.
         engine: "embedded", or the URL of a served engine (``python -m engine serve``).
+        max_body: the served engine answers 413 to a request body larger than this (bytes).
+        cache_mb: megabytes of encodings each replica of the served engine keeps (LRU).
     """
 
     models: str = ""
@@ -97,6 +102,8 @@ class Config:
     torch_threads: int = 1
     warm_umap: bool = True
     engine: str = EMBEDDED
+    max_body: int = 1_000_000
+    cache_mb: int = 512
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Config":
@@ -117,6 +124,8 @@ class Config:
             torch_threads=_int(env, "SINKSCOPE_TORCH_THREADS", 1, lowest=0),
             warm_umap=env.get("SINKSCOPE_WARM_UMAP", "1").strip() != "0",
             engine=env.get("SINKSCOPE_ENGINE", "").strip() or EMBEDDED,
+            max_body=_int(env, "SINKSCOPE_MAX_BODY", 1_000_000),
+            cache_mb=_int(env, "SINKSCOPE_CACHE_MB", 512, lowest=0),
         )
 
 

@@ -5,6 +5,11 @@ never changed per request); encodings and results live in ``st.cache_data`` keye
 plain strings and numbers (text, model, mode, settings), so a slider move re-runs only
 :func:`relation` and never encodes text or loads a model again. ``st.cache_data`` hands
 each caller its own unpickled copy, so nothing shared can be mutated by one session.
+
+One switch, ``SINKSCOPE_ENGINE``: "embedded" (the default) computes here; a URL sends
+every computation to that served engine through :class:`engine.client.EngineClient` (no
+model is loaded here, and torch is not even imported). The projections (PCA/UMAP) run
+here in both cases, from the points each relation carries.
 """
 
 from __future__ import annotations
@@ -17,17 +22,58 @@ import time
 import numpy as np
 import streamlit as st
 
-from engine import Encoder, encode_texts, eps_path as _eps_path, project, relate_encodings
 from engine import settings
-from engine.sentences import measures, rank
-from engine.encoder import allowed_models, describe
-from engine.settings import DEFAULT_MODEL
+from engine.client import EngineClient, EngineUnavailable, ModelInfo
+from engine.errors import ModelError
+from engine.projection import project
+from engine.settings import DEFAULT_MODEL, EMBEDDED
 
 log = logging.getLogger("sinkscope.app")
 
 
+def served() -> bool:
+    """True when ``SINKSCOPE_ENGINE`` names a served engine rather than "embedded"."""
+    return settings.CONFIG.engine != EMBEDDED
+
+
+@st.cache_resource(show_spinner=False)
+def client(url: str) -> EngineClient:
+    """One client per served engine, shared by every session (it keeps its connections)."""
+    return EngineClient(url)
+
+
+@st.cache_resource(show_spinner=False, ttl=300)
+def served_models(url: str) -> tuple[ModelInfo, ...]:
+    """What the served engine serves, asked again every five minutes (failures are not kept)."""
+    models = tuple(client(url).models())
+    freeze_heap()
+    return models
+
+
+def engine_answers() -> bool:
+    """Whether the served engine answers its health check right now."""
+    try:
+        return client(settings.CONFIG.engine).health(timeout=2.0).get("status") == "ok"
+    except EngineUnavailable:
+        return False
+
+
+def engine_label(model) -> str:
+    """Which engine computes, and where: for the sidebar."""
+    if served():
+        return f"served by {settings.CONFIG.engine}, on {model.device} ({model.dtype})"
+    return f"embedded, on {model.device}"
+
+
 def model_names() -> tuple[str, ...]:
     """Allow-listed model names, the packaged default first."""
+    if served():
+        try:
+            return tuple(m.name for m in served_models(settings.CONFIG.engine))
+        except EngineUnavailable:
+            return (DEFAULT_MODEL,)
+    from engine.encoder import allowed_models
+
     try:
         names = list(allowed_models())
     except Exception as e:  # a bad operator list should not hide the default model
@@ -41,6 +87,14 @@ def model_names() -> tuple[str, ...]:
 def model_label(name: str) -> str:
     """The picker's line for a model: its name, architecture, layers × heads and token
     limit, read from its configuration (only the chosen model's weights load)."""
+    if served():
+        for m in served_models(settings.CONFIG.engine):
+            if m.name == name:
+                return (f"{name} · {m.n_layers} layers × {m.n_heads} heads · "
+                        f"{m.max_tokens} tokens")
+        return name
+    from engine.encoder import describe
+
     try:
         return describe(name).label
     except Exception as e:  # a broken entry still shows; choosing it says what is wrong
@@ -59,9 +113,25 @@ def freeze_heap() -> None:
     gc.freeze()
 
 
+def encoder(model: str):
+    """The model (an ``Encoder``), loaded once per process (shared, read-only); with a
+    served engine, what it says about the model (a ``ModelInfo`` with the same
+    n_layers, n_heads, max_tokens and device)."""
+    if served():
+        infos = served_models(settings.CONFIG.engine)
+        for m in infos:
+            if m.name == model:
+                return m
+        raise ModelError(f"The engine at {settings.CONFIG.engine} does not serve {model!r}; "
+                         f"it serves {', '.join(m.name for m in infos)}.")
+    return _encoder(model)
+
+
 @st.cache_resource(show_spinner=False)
-def encoder(model: str) -> Encoder:
+def _encoder(model: str):
     """The model, loaded once per process (shared, read-only)."""
+    from engine import Encoder
+
     if settings.CONFIG.torch_threads > 0:
         import torch
         torch.set_num_threads(settings.CONFIG.torch_threads)
@@ -108,19 +178,48 @@ def encodings(model: str, text_a: str, text_b: str, mode: str):
     Held once per process, not copied per call: encodings are frozen with read-only
     arrays, so sessions can share them (a copy of a 512-token pair costs ~100 ms).
     """
+    from engine import encode_texts
+
     return encode_texts(encoder(model), text_a, _b(text_b, mode), mode)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+def prepare(model: str, text_a: str, text_b: str, mode: str) -> None:
+    """Encode the texts once, before the sliders run: here, or on the served engine (which
+    keeps them). Raises the engine's error for a text it cannot relate."""
+    if served():
+        relation(model, text_a, text_b, mode, -1, "mean", 1.0, 1, "content", False)
+    else:
+        encodings(model, text_a, text_b, mode)
+
+
 def relation(model: str, text_a: str, text_b: str, mode: str, layer: int, head,
              eps: float, half_steps: int, weights: str, pool: bool):
     """One layer and head (or the head mean) at one ε and half-step count."""
+    return _relation(settings.CONFIG.engine, model, text_a, text_b, mode, layer, head, eps,
+                     half_steps, weights, pool)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _relation(engine: str, model, text_a, text_b, mode, layer, head, eps, half_steps,
+              weights, pool):
+    return _relate(engine, model, text_a, text_b, mode, layer, head, eps, half_steps,
+                   weights, pool)
+
+
+def _relate(engine: str, model, text_a, text_b, mode, layer, head, eps, half_steps,
+            weights, pool):
+    """A relation from the engine ``engine`` names (uncached)."""
+    if engine != EMBEDDED:
+        return client(engine).relate(text_a, _b(text_b, mode), model=model, layer=layer,
+                                     head=head, eps=eps, half_steps=half_steps, mode=mode,
+                                     weights=weights, pool_words=pool)
+    from engine import relate_encodings
+
     enc = encodings(model, text_a, text_b, mode)
     return relate_encodings(enc, layer=layer, head=head, eps=eps, half_steps=half_steps,
                             mode=mode, weights=weights, pool_words=pool)
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
 def grid(model: str, text_a: str, text_b: str, mode: str, eps: float, half_steps: int,
          weights: str, pool: bool):
     """Every layer and head at once: plans (L, H, n, m) and (L, H) summaries.
@@ -128,15 +227,22 @@ def grid(model: str, text_a: str, text_b: str, mode: str, eps: float, half_steps
     The caller checks n·m ≤ ``CONFIG.grid_max_cells`` first (SINKSCOPE_GRID_MAX_CELLS): at 512
     tokens a side the grid's arrays alone would take about a gigabyte.
     """
-    enc = encodings(model, text_a, text_b, mode)
-    return relate_encodings(enc, layer="all", head="all", eps=eps, half_steps=half_steps,
-                            mode=mode, weights=weights, pool_words=pool)
+    return _relation_grid(settings.CONFIG.engine, model, text_a, text_b, mode, eps,
+                          half_steps, weights, pool)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _relation_grid(engine: str, model, text_a, text_b, mode, eps, half_steps, weights, pool):
+    return _relate(engine, model, text_a, text_b, mode, "all", "all", eps, half_steps,
+                   weights, pool)
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
 def sentence_measures(model: str, text_a: str, candidates: str):
     """Text A and the candidates (one per line) as measures of their last hidden states,
     with the model's sentence embeddings: (measures, lines dropped). Shared read-only."""
+    from engine.sentences import measures
+
     return measures(encoder(model), text_a, candidates)
 
 
@@ -144,6 +250,8 @@ def sentence_measures(model: str, text_a: str, candidates: str):
 def ranking(model: str, text_a: str, candidates: str, eps: float):
     """The Sentences view's :class:`~engine.types.Ranking` at one ε (no model call once
     the texts are encoded)."""
+    from engine.sentences import rank
+
     ms, dropped = sentence_measures(model, text_a, candidates)
     enc = encoder(model)
     return rank(ms, eps=eps, pooling=enc.pooling, mean_pooled=enc.mean_pooled,
@@ -163,12 +271,24 @@ def projection(model: str, text_a: str, text_b: str, mode: str, layer: int, head
     return project(r, space=space, method=method, dim=dim)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
 def eps_path(model: str, text_a: str, text_b: str, mode: str, layer: int, head,
              weights: str, pool: bool):
     """(ε values (K,), plans (K, n, m), exact plan (n, m)) from large ε to small."""
+    return _path(settings.CONFIG.engine, model, text_a, text_b, mode, layer, head, weights,
+                 pool)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _path(engine: str, model, text_a, text_b, mode, layer, head, weights, pool):
     r = _geometry(model, text_a, text_b, mode, layer, head, weights, pool)
-    eps, plans = _eps_path(r)
+    if engine != EMBEDDED:
+        eps, plans = client(engine).eps_path(text_a, _b(text_b, mode), model=model,
+                                             layer=layer, head=head, mode=mode,
+                                             weights=weights, pool_words=pool)
+    else:
+        from engine import eps_path as solve_path
+
+        eps, plans = solve_path(r)
     return np.asarray(eps), np.asarray(plans), np.asarray(r.exact_plan)
 
 

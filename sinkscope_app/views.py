@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from engine import settings
-from engine.sentences import MAX_CANDIDATES
+from engine.settings import MAX_CANDIDATES
 from engine.summary import fmt
 from engine.types import Relation
 from viz import bipartite, clouds, diagnostics, grid as vgrid, heatmaps

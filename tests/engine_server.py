@@ -1,0 +1,62 @@
+"""``python -m engine serve`` as a separate process, started and stopped by tests and
+benchmarks (the way an operator runs it)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from tests.server import ROOT
+
+
+class EngineProcess:
+    """The served engine on 127.0.0.1:``port``; :meth:`start` and :meth:`stop` it as often
+    as needed (the port stays the same, as after an operator's restart)."""
+
+    def __init__(self, port: int, *args: str):
+        self.port, self.args = port, args
+        self.url = f"http://127.0.0.1:{port}"
+        self.proc: subprocess.Popen | None = None
+        self.log = Path(tempfile.mkdtemp(prefix="sinkscope-engine-")) / "engine.log"
+
+    def start(self, timeout: float = 180) -> None:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "RAY_AUTH_MODE": "disabled"}
+        with open(self.log, "a") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "engine", "serve", "--port", str(self.port),
+                 *self.args], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True)  # its own process group, for a last-resort kill
+        t0 = time.monotonic()
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the engine exited: {self.log.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(self.url + "/v1/health", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            if time.monotonic() - t0 > timeout:
+                self.stop()
+                raise RuntimeError(f"the engine did not answer within {timeout} s: "
+                                   f"{self.log.read_text()[-3000:]}")
+            time.sleep(0.25)
+
+    def stop(self, timeout: float = 60) -> None:
+        """SIGTERM (the engine shuts Serve and Ray down), then the process group if it
+        has not gone within ``timeout`` seconds."""
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)

@@ -1,0 +1,508 @@
+"""The served engine: a real Ray Serve app (two replicas on a local Ray instance with 2
+CPUs), called over HTTP and through ``EngineClient``, against the embedded engine.
+
+One Ray instance and one Serve app serve the whole module; the fixture always shuts Serve
+and Ray down. Requests are modest (2 shared cores) but cover what the issue asks:
+agreement to 1e-12, 16 concurrent clients batched, both replicas answering, every bad
+request (and 200 garbage ones in a burst) answered with its status while the service stays
+healthy, a stop and restart seen by the client, the app through AppTest.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import io
+import json
+import os
+import threading
+
+import numpy as np
+import pytest
+import urllib3
+
+os.environ["SINKSCOPE_WARM_UMAP"] = "0"
+
+from engine import relate, settings  # noqa: E402
+from engine.client import EngineClient, EngineUnavailable, ModelInfo  # noqa: E402
+from engine.errors import ModelError, SettingsError, TextError  # noqa: E402
+from engine.export import relation_document, relation_from_dict  # noqa: E402
+from engine import wire  # noqa: E402
+from tests.server import free_port  # noqa: E402
+
+pytestmark = [pytest.mark.service, pytest.mark.slow, pytest.mark.model]
+
+A = "The bank of the river was steep and muddy."
+B = "She sat on the river bank and watched the boats."
+REPLICAS = 2
+HTTP = urllib3.PoolManager(maxsize=16, retries=False, timeout=urllib3.Timeout(total=120))
+
+
+@pytest.fixture(scope="module")
+def service():
+    """Serve's app with two replicas on a local Ray instance; stopped after the module."""
+    from engine import service as svc
+
+    port = free_port()
+    with svc.local_ray(num_cpus=2):
+        url = svc.start(svc.build(replicas=REPLICAS), port=port)
+        yield {"url": url, "port": port, "svc": svc}
+
+
+@pytest.fixture(scope="module")
+def url(service) -> str:
+    return service["url"]
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    from engine.relate import default_encoder
+
+    return default_encoder()
+
+
+def post(url: str, path: str, body, *, accept: str = wire.JSON, raw: bytes | None = None,
+         headers: dict | None = None):
+    """POST ``body`` (JSON) or ``raw`` bytes; returns (status, headers, decoded document)."""
+    data = raw if raw is not None else json.dumps(body).encode()
+    r = HTTP.request("POST", url + path, body=data,
+                     headers={"Accept": accept, "Content-Type": "application/json",
+                              **(headers or {})})
+    media = r.headers.get("Content-Type", "").split(";")[0]
+    assert b"Traceback" not in r.data and b'File "' not in r.data
+    return r.status, r.headers, wire.loads(r.data, wire.NPZ if media == wire.NPZ else wire.JSON)
+
+
+def assert_same(r1, r2, atol: float = 1e-12) -> None:
+    """Two Relations hold the same numbers (to ``atol``) and the same everything else."""
+    def same(x, y, where):
+        if dataclasses.is_dataclass(x):
+            assert type(x) is type(y), where
+            for f in dataclasses.fields(x):
+                same(getattr(x, f.name), getattr(y, f.name), f"{where}.{f.name}")
+        elif isinstance(x, np.ndarray) or isinstance(y, np.ndarray) or isinstance(x, float):
+            x, y = np.asarray(x), np.asarray(y)
+            assert x.shape == y.shape, where
+            if x.dtype == bool or y.dtype == bool:
+                assert np.array_equal(x, y), where
+            else:
+                np.testing.assert_allclose(x, y, rtol=0, atol=atol, equal_nan=True,
+                                           err_msg=where)
+        elif isinstance(x, tuple) and x and dataclasses.is_dataclass(x[0]):
+            assert len(x) == len(y), where
+            for i, (u, v) in enumerate(zip(x, y)):
+                same(u, v, f"{where}[{i}]")
+        else:
+            assert x == y, (where, x, y)
+
+    same(r1, r2, "relation")
+
+
+# --------------------------------------------------------------------------- no Ray needed
+def test_client_imports_without_torch():
+    """The client (and the app's served path) never needs torch."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import engine.client, engine.wire, engine.export; "
+            "assert 'torch' not in sys.modules, 'torch imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_wire_round_trip_is_exact(encoder):
+    """JSON and NPZ carry the same document; both rebuild an equal Relation (−inf
+    potentials and an infinite KL included)."""
+    for kw in (dict(layer=5, head=3, half_steps=1), dict(layer="all", head="all", eps=0.3),
+               dict(mode="joint", head="mean", pool_words=True)):
+        r = relate(A, B, encoder=encoder, **kw)
+        for media in (wire.JSON, wire.NPZ):
+            back = relation_from_dict(wire.loads(wire.dumps(relation_document(r), media),
+                                                 media))
+            assert_same(back, r, atol=0)
+    one = relate(A, B, encoder=encoder, half_steps=1)  # softmax: mass on [CLS], [SEP]
+    assert np.isposinf(one.summary.kl_to_product) and np.isneginf(one.coupling.f).any()
+    back = relation_from_dict(wire.loads(wire.dumps(relation_document(one), wire.NPZ),
+                                         wire.NPZ))
+    assert_same(back, one, atol=0)
+    with pytest.raises(ValueError):
+        wire.loads(b"PK\x03\x04 not really", wire.NPZ)
+    buf = io.BytesIO()
+    np.save(buf, np.array([object()], dtype=object), allow_pickle=True)
+    with pytest.raises(ValueError):  # pickles are never loaded
+        wire.loads(buf.getvalue(), wire.NPZ)
+
+
+def test_client_rejects_a_url_that_is_not_one():
+    with pytest.raises(SettingsError, match="http://host:8000"):
+        EngineClient("localhost:8000")
+
+
+def test_client_names_the_url_when_nothing_answers():
+    port = free_port()
+    c = EngineClient(f"http://127.0.0.1:{port}", timeout=5)
+    with pytest.raises(EngineUnavailable) as e:
+        c.relate(A, B)
+    assert f"127.0.0.1:{port}" in str(e.value) and "python -m engine serve" in str(e.value)
+    assert not isinstance(e.value, ValueError) and e.value.status is None
+
+
+def test_deploy_config_is_a_valid_serve_config():
+    """deploy/serve.yaml passes Ray's own schema and names this module's app."""
+    import yaml
+    from ray.serve.schema import ServeDeploySchema
+
+    from tests.server import ROOT
+
+    config = yaml.safe_load((ROOT / "deploy" / "serve.yaml").read_text())
+    schema = ServeDeploySchema.model_validate(config)
+    (app,) = schema.applications
+    assert app.import_path == "engine.service:app"
+    (dep,) = app.deployments
+    assert dep.name == "Engine" and dep.ray_actor_options.num_gpus >= 1
+    auto = dep.autoscaling_config
+    assert auto["min_replicas"] >= 1 and auto["max_replicas"] > auto["min_replicas"]
+    assert dep.max_ongoing_requests and dep.user_config["max_batch_size"] > 1
+    from engine import service as svc
+
+    assert svc.app is not None
+
+
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU")
+def test_relate_and_eps_path_on_cuda_match_the_cpu(encoder):
+    """What a GPU replica computes: float32 on the device, float64 numpy back, close to the
+    CPU's float64 (the solver's log-domain fallback at small ε included)."""
+    from engine import encode_texts, eps_path, relate_encodings
+
+    e = encode_texts(encoder, A, B, "separate")
+    for kw in (dict(layer=5, head=3, eps=0.05, half_steps=300), dict(layer="all", head="all")):
+        cpu = relate_encodings(e, **kw)
+        gpu = relate_encodings(e, **kw, device="cuda")
+        assert gpu.sinkhorn_plan.dtype == np.float64
+        assert np.abs(gpu.sinkhorn_plan - cpu.sinkhorn_plan).max() < 1e-5
+        assert np.abs(gpu.softmax_plan - cpu.softmax_plan).max() < 1e-6
+    r = relate_encodings(e, layer=2, head=1, half_steps=1)
+    np.testing.assert_allclose(eps_path(r, device="cuda")[1], eps_path(r)[1], atol=1e-5)
+
+
+# --------------------------------------------------------------------------- the service
+def test_health_models_and_openapi(url):
+    c = EngineClient(url)
+    h = c.health()
+    assert h["status"] == "ok" and h["device"] == "cpu" and h["dtype"] == "float64"
+    assert h["memory_mb"] > 0
+    (m,) = c.models()
+    assert m == ModelInfo("all-MiniLM-L6-v2", 6, 12, 32, 256, "cpu", "float64")
+    spec = json.loads(HTTP.request("GET", url + "/v1/openapi.json").data)
+    assert {"/v1/health", "/v1/models", "/v1/relate", "/v1/eps_path"} <= set(spec["paths"])
+    assert "text_a" in json.dumps(spec["paths"]["/v1/relate"])
+
+
+CASES = [
+    dict(layer=5, head=3, eps=0.5, half_steps=50),
+    dict(layer=-1, head="mean", eps=1.0, half_steps=1),
+    dict(layer="all", head="all", eps=0.7, half_steps=30),
+    dict(mode="joint", layer=2, head=7, weights="norm", pool_words=True, eps=2.0),
+    dict(mode="self", layer=0, head="mean", weights="uniform", half_steps=8),
+    dict(mode="joint", layer="all", head="all", eps=0.3, half_steps=20),
+    dict(layer=4, head=0, eps=0.05, half_steps=400, tol=1e-4),  # not converged: a notice
+]
+
+
+@pytest.mark.parametrize("kw", CASES, ids=lambda kw: ",".join(f"{k}={v}" for k, v in kw.items()))
+def test_served_equals_embedded(url, encoder, kw):
+    """Same texts, same settings: the served Relation equals the embedded one to 1e-12,
+    through NPZ (what the app uses) and through JSON (what curl gets)."""
+    embedded = relate(A, B, encoder=encoder, **kw)
+    for binary in (True, False):
+        served = EngineClient(url, binary=binary).relate(A, B, **kw)
+        assert_same(served, embedded, atol=1e-12)
+
+
+def test_served_texts_of_every_kind(url, encoder):
+    """Very different lengths, emoji, right-to-left text, HTML: equal to embedded."""
+    long_b = " ".join(["river bank money water loan quiet house"] * 20)
+    for a, b in (("Hi", long_b), ("👋🏽 naïve café — ok?", "مرحبا بالعالم"),
+                 ("<b>bold</b> & <script>x</script>", "[CLS] [SEP] tokens typed")):
+        assert_same(EngineClient(url).relate(a, b, layer=3, head=1),
+                    relate(a, b, encoder=encoder, layer=3, head=1))
+
+
+def test_json_is_the_clis_document(url, capsys):
+    """POST /v1/relate answers exactly what `python -m engine relate --json` prints."""
+    from engine.cli import main
+
+    assert main(["relate", A, B, "--layer", "5", "--head", "3", "--eps", "0.5",
+                 "--half-steps", "50", "--json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    status, _, served = post(url, "/v1/relate", {"text_a": A, "text_b": B, "layer": 5,
+                                                 "head": 3, "eps": 0.5, "half_steps": 50})
+    assert status == 200 and served == cli
+
+
+def test_eps_path_served_equals_embedded(url, encoder):
+    from engine import eps_path
+
+    r = relate(A, B, encoder=encoder, layer=2, head=5, eps=1.0, half_steps=1)
+    eps, plans = eps_path(r)
+    eps_s, plans_s = EngineClient(url).eps_path(A, B, layer=2, head=5)
+    np.testing.assert_allclose(eps_s, eps, rtol=0, atol=0)
+    np.testing.assert_allclose(plans_s, plans, rtol=0, atol=1e-12)
+    values = [5.0, 0.5, 0.1]
+    e2, p2 = EngineClient(url).eps_path(A, B, layer=2, head=5, eps_values=values,
+                                        half_steps=300)
+    assert list(e2) == values and p2.shape == (3, len(r.tokens_a), len(r.tokens_b))
+    np.testing.assert_allclose(p2, eps_path(r, values, half_steps=300)[1], atol=1e-12, rtol=0)
+
+
+def test_sixteen_concurrent_clients_are_batched(url, encoder):
+    """16 clients send new texts at once: every answer is right, and the deployment put
+    several requests into one forward pass (the batch sizes it reports)."""
+    animals = "cat dog fox cow owl pig rat bee ant bat elk emu eel yak ram hen".split()
+    pairs = [(f"The {x} sat on the old wall by the road.", f"A {x} slept under the tree.")
+             for x in animals]
+    start = threading.Barrier(len(pairs))
+
+    def call(pair):
+        start.wait()
+        return post(url, "/v1/relate", {"text_a": pair[0], "text_b": pair[1], "layer": 3,
+                                        "head": 4, "eps": 0.6}, accept=wire.NPZ)
+
+    with cf.ThreadPoolExecutor(len(pairs)) as pool:
+        answers = list(pool.map(call, pairs))
+    batches = []
+    for (status, headers, doc), (a, b) in zip(answers, pairs):
+        assert status == 200
+        batches.append(int(headers["X-Sinkscope-Batch"]))
+        assert_same(relation_from_dict(doc),
+                    relate(a, b, encoder=encoder, layer=3, head=4, eps=0.6), atol=1e-12)
+    assert max(batches) > 1, batches
+    # The same texts again: every encoding comes from the replicas' caches, or from an
+    # encoding another request for the same texts was already waiting for.
+    again = [post(url, "/v1/relate", {"text_a": a, "text_b": b, "eps": 2.0})
+             for a, b in pairs[:4]]
+    assert all(s == 200 for s, _, _ in again)
+    stats = [json.loads(HTTP.request("GET", url + "/v1/stats").data) for _ in range(6)]
+    assert all(s["cache"]["entries"] >= 1 for s in stats)
+    assert max(max(map(int, s["batch_sizes"])) for s in stats) > 1
+
+
+def test_two_replicas_both_answer(url):
+    seen = set()
+    for _ in range(200):
+        seen.add(json.loads(HTTP.request("GET", url + "/v1/health").data)["replica"])
+        if len(seen) == REPLICAS:
+            break
+    assert len(seen) == REPLICAS, seen
+
+
+LONG = " ".join(["word"] * 170)
+BAD = [  # (body or raw bytes, status, error type, words in the message)
+    (b"{bad json", 400, "BadRequest", "not valid JSON"),
+    (b"\xff\xfe\x00garbage", 400, "BadRequest", "not valid JSON"),
+    (b"[" * 100_000, 400, "BadRequest", "not valid JSON"),
+    (b"", 400, "BadRequest", "not valid JSON"),
+    ([1, 2], 422, "SettingsError", "must be a JSON object"),
+    ({"text_a": "x", "epsilon": 1}, 422, "SettingsError", "Unknown field 'epsilon'"),
+    ({"text_b": "x"}, 422, "TextError", "text_a is required"),
+    ({"text_a": "   ", "text_b": "x"}, 422, "TextError", "Text A is empty"),
+    ({"text_a": "x", "text_b": ""}, 422, "TextError", "Text B is empty"),
+    ({"text_a": 12, "text_b": "x"}, 422, "TextError", "must be a string"),
+    ({"text_a": "x", "text_b": "y", "eps": 0}, 422, "SettingsError", "ε must be"),
+    ({"text_a": "x", "text_b": "y", "eps": "abc"}, 422, "SettingsError", "ε must be a number"),
+    (b'{"text_a": "x", "text_b": "y", "eps": NaN}', 422, "SettingsError", "ε must be"),
+    (b'{"text_a": "x", "text_b": "y", "eps": 1e999}', 422, "SettingsError", "ε must be"),
+    ({"text_a": "x", "text_b": "y", "half_steps": 0}, 422, "SettingsError", "half_steps"),
+    ({"text_a": "x", "text_b": "y", "half_steps": 10**9}, 422, "SettingsError", "at most"),
+    ({"text_a": "x", "text_b": "y", "half_steps": 1.5}, 422, "SettingsError", "whole number"),
+    ({"text_a": "x", "text_b": "y", "layer": 99}, 422, "SettingsError", "out of range"),
+    (b'{"text_a": "x", "text_b": "y", "layer": 1e999}', 422, "SettingsError", "whole number"),
+    ({"text_a": "x", "text_b": "y", "head": "all"}, 422, "SettingsError", 'layer="all"'),
+    ({"text_a": "x", "text_b": "y", "mode": "diagonal"}, 422, "SettingsError", "mode must"),
+    ({"text_a": "x", "text_b": "y", "weights": "x"}, 422, "SettingsError", "weights must"),
+    ({"text_a": "x", "text_b": "y", "mode": []}, 422, "SettingsError", "mode must"),
+    ({"text_a": "x", "text_b": "y", "weights": {}}, 422, "SettingsError", "weights must"),
+    ({"text_a": "x", "text_b": "y", "pool_words": "yes"}, 422, "SettingsError", "true or false"),
+    ({"text_a": "x", "text_b": "y", "tol": -1}, 422, "SettingsError", "tol must"),
+    ({"text_a": "x", "text_b": "y", "model": "gpt-4"}, 422, "ModelError", "all-MiniLM-L6-v2"),
+    ({"text_a": LONG, "text_b": LONG, "layer": "all", "head": "all"}, 422, "SettingsError",
+     "too many for the heads grid"),
+    ({"text_a": "x", "text_b": "y", "text_c": "z" * 10_000}, 422, "SettingsError", "Unknown"),
+    (b'{"text_a": "' + b"a" * 1_100_000 + b'"}', 413, "PayloadTooLarge", "limit"),
+]
+
+
+@pytest.mark.parametrize("body, status, kind, words", BAD,
+                         ids=[f"{i}-{b[2]}" for i, b in enumerate(BAD)])
+def test_bad_request_gets_its_status_and_message(url, body, status, kind, words):
+    raw = body if isinstance(body, bytes) else None
+    got, _, doc = post(url, "/v1/relate", body, raw=raw)
+    assert got == status, doc
+    assert doc["error"]["type"] == kind and words in doc["error"]["message"], doc
+    assert EngineClient(url).health()["status"] == "ok"
+
+
+def test_bad_requests_through_the_client_raise_the_engines_errors(url):
+    c = EngineClient(url)
+    with pytest.raises(TextError, match="Text A is empty"):
+        c.relate("", B)
+    with pytest.raises(SettingsError, match="out of range"):
+        c.relate(A, B, layer=6)
+    with pytest.raises(ModelError, match="all-MiniLM-L6-v2"):
+        c.relate(A, B, model="nope")
+    with pytest.raises(SettingsError, match="one layer and head"):
+        c.eps_path(A, B, layer="all", head="all")
+
+
+def test_body_too_large_without_content_length_and_wrong_paths(url):
+    def chunks():
+        for _ in range(30):
+            yield b"x" * 50_000
+
+    r = HTTP.request("POST", url + "/v1/relate", body=chunks(), chunked=True)
+    assert r.status == 413 and json.loads(r.data)["error"]["type"] == "PayloadTooLarge"
+    r = HTTP.request("GET", url + "/v2/relate")
+    assert r.status == 404 and "/v1/relate" in json.loads(r.data)["error"]["message"]
+    r = HTTP.request("GET", url + "/v1/relate")
+    assert r.status == 405 and json.loads(r.data)["error"]["type"] == "MethodNotAllowed"
+    with pytest.raises(EngineUnavailable, match="HTTP 404"):  # not a sinkscope engine URL
+        EngineClient(url + "/not/here").health()
+
+
+def garbage(i: int, rng: np.random.Generator):
+    """One of several kinds of nonsense, all cheap for the service to refuse."""
+    kind = i % 6
+    if kind == 0:
+        return "/v1/relate", rng.bytes(int(rng.integers(1, 3000)))
+    if kind == 1:
+        good = json.dumps({"text_a": A, "text_b": B, "eps": 0.5}).encode()
+        return "/v1/relate", good[: int(rng.integers(1, len(good) - 1))]
+    if kind == 2:
+        junk = [None, True, -1, 1e308, "", "all", [], {}, [1], {"a": 1}, "x" * 100, -(10**30)]
+        body = {"text_a": A, "text_b": B}
+        for k in rng.choice(["eps", "half_steps", "layer", "head", "mode", "weights",
+                             "pool_words", "tol", "model"], size=3, replace=False):
+            body[str(k)] = junk[int(rng.integers(len(junk)))]
+        return "/v1/eps_path" if i % 12 == 2 else "/v1/relate", json.dumps(body).encode()
+    if kind == 3:
+        return "/v1/relate", json.dumps(rng.integers(0, 9, 50).tolist()).encode()
+    if kind == 4:
+        return f"/v1/{rng.bytes(4).hex()}", b"{}"
+    return "/v1/relate", json.dumps({"text_a": "\x00\x01\x02", "text_b": "\u200b\u200b",
+                                     "mode": "separate"}).encode()
+
+
+def test_two_hundred_garbage_requests_in_a_burst(url, encoder):
+    rng = np.random.default_rng(11)
+    requests = [garbage(i, rng) for i in range(200)]
+
+    def send(req):
+        path, data = req
+        r = HTTP.request("POST", url + path, body=data,
+                         headers={"Content-Type": "application/json"})
+        return r.status, r.data
+
+    with cf.ThreadPoolExecutor(16) as pool:
+        answers = list(pool.map(send, requests))
+    statuses = [s for s, _ in answers]
+    assert set(statuses) <= {200, 400, 404, 413, 422}, sorted(set(statuses))
+    assert statuses.count(200) < 20  # (a few junk values happen to be valid, e.g. head=true)
+    for status, data in answers:
+        if status == 200:
+            continue
+        err = json.loads(data)["error"]
+        assert err["type"] and err["message"] and "Traceback" not in err["message"]
+    # Still healthy, and still right.
+    assert EngineClient(url).health()["status"] == "ok"
+    assert_same(EngineClient(url).relate(A, B, layer=1, head=2),
+                relate(A, B, encoder=encoder, layer=1, head=2))
+
+
+def test_app_against_the_served_engine(url, monkeypatch):
+    """AppTest with SINKSCOPE_ENGINE=url: the page renders from the service, the sidebar
+    names it, the heads grid and the ε path come through the client."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.server import ROOT
+
+    monkeypatch.setattr(settings, "CONFIG", settings.Config.from_env(
+        {"SINKSCOPE_ENGINE": url, "SINKSCOPE_WARM_UMAP": "0"}))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    assert not at.exception and not at.error, ([e.value for e in at.exception],
+                                               [e.value for e in at.error])
+    assert any(f"served by {url}, on cpu (float64)" in c.value for c in at.sidebar.caption)
+    assert len(at.metric) == 8
+    for view in ("heads", "path", "cloud"):
+        at.session_state["view"] = view
+        at.run()
+        assert not at.exception and not at.error, view
+        assert at.get("plotly_chart") or at.get("bidi_component"), view
+
+
+def test_front_end_on_a_served_engine_never_imports_torch(url):
+    """A front end pointed at a served engine runs every view without torch or a model."""
+    import subprocess
+    import sys
+
+    from tests.server import ROOT
+
+    code = f"""
+import os, sys
+os.environ.update(SINKSCOPE_ENGINE={url!r}, SINKSCOPE_WARM_UMAP="0")
+from streamlit.testing.v1 import AppTest
+at = AppTest.from_file({str(ROOT / "app.py")!r}, default_timeout=120).run()
+for view in ("heads", "path", "cloud", "compare"):
+    at.session_state["view"] = view
+    at.run()
+    assert not at.exception and not at.error, view
+assert len(at.metric) == 8
+assert "torch" not in sys.modules and "ray" not in sys.modules
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300, cwd=ROOT)
+
+
+def test_app_with_no_engine_shows_a_notice(monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.server import ROOT
+
+    dead = f"http://127.0.0.1:{free_port()}"
+    monkeypatch.setattr(settings, "CONFIG", settings.Config.from_env(
+        {"SINKSCOPE_ENGINE": dead, "SINKSCOPE_WARM_UMAP": "0"}))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    assert not at.exception and not at.error
+    (w,) = at.warning
+    assert dead in w.value and "not available" in w.value and "by itself" in w.value
+
+
+def test_zz_stopped_service_is_unavailable_then_recovers(service, encoder, monkeypatch):
+    """Stop the service mid-session: the client (and the app) say it is unavailable, with
+    the URL; start it again on the same port: the same client and page carry on."""
+    from streamlit.testing.v1 import AppTest
+
+    from sinkscope_app.state import EPS_OPTIONS
+    from tests.server import ROOT
+
+    svc, url = service["svc"], service["url"]
+    c = EngineClient(url, timeout=10)
+    assert_same(c.relate(A, B, layer=5, head=1), relate(A, B, encoder=encoder, layer=5, head=1))
+    monkeypatch.setattr(settings, "CONFIG", settings.Config.from_env(
+        {"SINKSCOPE_ENGINE": url, "SINKSCOPE_WARM_UMAP": "0"}))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    assert not at.exception and len(at.metric) == 8
+    svc.stop()
+    try:
+        with pytest.raises(EngineUnavailable, match=url.replace(".", r"\.")):
+            c.relate(A, B, layer=5, head=2)
+        with pytest.raises(EngineUnavailable):
+            c.health()
+        at.session_state["eps"] = EPS_OPTIONS[EPS_OPTIONS.index(1.0) - 3]  # a slider move
+        at.run()
+        assert not at.exception and not at.error
+        assert any("not available" in w.value for w in at.warning)
+        assert len(at.select_slider) == 2 and len(at.sidebar.text_area) == 2  # controls stay
+    finally:
+        svc.start(svc.build(replicas=REPLICAS), port=service["port"])
+    assert_same(c.relate(A, B, layer=5, head=2), relate(A, B, encoder=encoder, layer=5, head=2))
+    at.run()  # what the page's probe does by itself once the engine answers
+    assert not at.exception and not at.error and len(at.metric) == 8
+    assert not any("not available" in w.value for w in at.warning)
