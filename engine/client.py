@@ -31,9 +31,9 @@ import numpy as np
 import urllib3
 
 from . import errors, wire
-from .export import relation_from_dict
+from .export import ranking_from_dict, relation_from_dict
 from .settings import DEFAULT_MODEL
-from .types import Relation
+from .types import Ranking, Relation
 
 _ERRORS = {"TextError": errors.TextError, "SettingsError": errors.SettingsError,
            "ModelError": errors.ModelError}
@@ -156,6 +156,20 @@ class EngineClient:
                     np.asarray(doc["plans"], dtype=np.float64))
         except (KeyError, TypeError, ValueError) as e:
             raise EngineUnavailable(self.url, "POST /v1/eps_path gave an unexpected answer: "
+                                    f"{type(e).__name__} {e}", 200) from None
+
+    def rank(self, text_a: str, candidates, *, model: str = DEFAULT_MODEL,
+             eps: float = 1.0) -> Ranking:
+        """``POST /v1/rank``: what :func:`engine.sentences.rank_texts` returns (candidates:
+        a list of texts, or one text with one candidate per line)."""
+        if not isinstance(candidates, str):
+            candidates = [str(c) for c in candidates]
+        doc = self._call("POST", "/v1/rank", {"text_a": text_a, "candidates": candidates,
+                                              "model": model, "eps": eps})
+        try:
+            return ranking_from_dict(doc)
+        except (KeyError, TypeError, ValueError) as e:
+            raise EngineUnavailable(self.url, "POST /v1/rank gave an unexpected answer: "
                                     f"{type(e).__name__} {e}", 200) from None
 
     def close(self) -> None:

@@ -13,9 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from .types import Coupling, History, Notice, Relation, Summary
+from .types import Coupling, History, Notice, Ranking, Relation, Summary
 
 SCHEMA = "sinkscope.relation/1"
+RANKING_SCHEMA = "sinkscope.ranking/1"
 # Fields whose null means −inf (potentials of zero-weight tokens) or +inf (a KL that is
 # infinite because the plan puts mass on a zero-weight token); elsewhere null means NaN.
 _NEG_INF = ("f", "g")
@@ -142,6 +143,38 @@ def relation_from_dict(d: dict[str, Any]) -> Relation:
         points_b=_np_opt(d["points_b"]), hidden_a=_np_opt(d["hidden_a"]),
         hidden_b=_np_opt(d["hidden_b"]), truncated_a=bool(d["truncated"]["a"]),
         truncated_b=bool(d["truncated"]["b"]),
+        notices=tuple(Notice(n["kind"], n["level"], n["message"]) for n in d["notices"]))
+
+
+def ranking_document(rk: Ranking) -> dict[str, Any]:
+    """A Sentences :class:`Ranking` as one document (the HTTP API's ``/v1/rank`` body)."""
+    return {"schema": RANKING_SCHEMA, "versions": versions(rk.model), "model": rk.model,
+            "text_a": rk.text_a, "candidates": list(rk.candidates),
+            "tokens_a": list(rk.tokens_a), "tokens": [list(t) for t in rk.tokens],
+            "similarity": rk.similarity, "divergence": rk.divergence,
+            "plans": list(rk.plans), "by_similarity": rk.by_similarity,
+            "by_divergence": rk.by_divergence, "spearman": rk.spearman, "eps": rk.eps,
+            "converged": rk.converged, "barycenter_gap": rk.barycenter_gap,
+            "pooling": rk.pooling,
+            "notices": [{"kind": n.kind, "level": n.level, "message": n.message}
+                        for n in rk.notices]}
+
+
+def ranking_from_dict(d: dict[str, Any]) -> Ranking:
+    """The :class:`Ranking` a :func:`ranking_document` describes (JSON or NPZ form)."""
+    if d.get("schema") != RANKING_SCHEMA:
+        raise ValueError(f"not a {RANKING_SCHEMA} document (schema {d.get('schema')!r})")
+    gap = d["barycenter_gap"]
+    return Ranking(
+        text_a=d["text_a"], candidates=tuple(d["candidates"]), tokens_a=tuple(d["tokens_a"]),
+        tokens=tuple(tuple(t) for t in d["tokens"]), similarity=_np(d["similarity"]),
+        divergence=_np(d["divergence"]), plans=tuple(_np(p) for p in d["plans"]),
+        by_similarity=np.asarray(d["by_similarity"], dtype=np.int64),
+        by_divergence=np.asarray(d["by_divergence"], dtype=np.int64),
+        spearman=float("nan") if d["spearman"] is None else float(d["spearman"]),
+        eps=float(d["eps"]), converged=np.asarray(d["converged"], dtype=bool),
+        barycenter_gap=None if gap is None else float(gap), pooling=d["pooling"],
+        model=d["model"],
         notices=tuple(Notice(n["kind"], n["level"], n["message"]) for n in d["notices"]))
 
 

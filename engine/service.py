@@ -15,6 +15,9 @@ HTTP API (FastAPI, mounted with ``serve.ingress``; README, "HTTP API"):
   (:func:`engine.export.relation_document`); ``layer="all", head="all"`` is the heads grid.
 - ``POST /v1/eps_path``: the same texts and view, with ``eps_values`` and ``half_steps``
   → the Sinkhorn plans along ε (:func:`engine.eps_path`).
+- ``POST /v1/rank``: ``{text_a, candidates, model, eps}`` → the Sentences view's ranking
+  of the candidates by sentence similarity and by Sinkhorn divergence
+  (:func:`engine.sentences.rank`).
 - ``GET /v1/stats``: the answering replica's counters (batch sizes, cache).
 
 Answers are JSON, or NPZ with ``Accept: application/x-npz`` (:mod:`engine.wire`).
@@ -55,10 +58,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from . import settings, wire
 from .encoder import CleanText, Encoder, allowed_models, clean_text
 from .errors import ModelError, SettingsError, SinkscopeError, TextError
-from .export import relation_document
+from .export import ranking_document, relation_document
 from .relate import check_mode, check_settings, eps_path, relate_encodings
 from .scores import check_layer_head
-from .settings import DEFAULT_EPS, DEFAULT_HALF_STEPS, DEFAULT_MODEL, DEFAULT_TOL, WEIGHTS
+from .sentences import measures, rank
+from .settings import (DEFAULT_EPS, DEFAULT_HALF_STEPS, DEFAULT_MODEL, DEFAULT_TOL,
+                       MAX_CANDIDATES, WEIGHTS)
 from .sinkhorn import check_eps, check_half_steps
 from .types import Encoding
 
@@ -68,8 +73,9 @@ log = logging.getLogger("ray.serve.sinkscope")
 APP_NAME = "sinkscope"
 EPS_PATH_SCHEMA = "sinkscope.eps_path/1"
 EPS_PATH_MAX_VALUES = 64
+MEASURES_KEPT = 16  # Sentences requests whose encoded texts a replica keeps
 ENDPOINTS = ("GET /v1/health", "GET /v1/models", "GET /v1/stats", "POST /v1/relate",
-             "POST /v1/eps_path")
+             "POST /v1/eps_path", "POST /v1/rank")
 # Replica settings Serve can change without a restart (user_config → reconfigure).
 TUNING = {"max_batch_size": 16, "batch_wait_timeout_s": 0.005, "cache_mb": None}
 GPU_BUCKET = 32  # tokens: on an accelerator, jobs up to this much apart share a pass
@@ -158,6 +164,26 @@ class EpsPathRequest(TextsRequest):
         _check_tol(self.tol)
 
 
+class RankRequest(BaseModel):
+    """POST /v1/rank: candidate texts ranked against text A (the Sentences view)."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    text_a: Any = Field(description="Text A, the text the candidates are ranked against.")
+    candidates: Any = Field(description=f"Up to {MAX_CANDIDATES} candidate texts: a list, or "
+                            "one text with one candidate per line.")
+    model: Any = Field(DEFAULT_MODEL, description="An allow-listed model (GET /v1/models).")
+    eps: Any = Field(DEFAULT_EPS, description="ε of the Sinkhorn divergence.")
+
+    def check(self, enc: Encoder) -> None:
+        check_eps(self.eps)
+        ok = isinstance(self.candidates, str) or (
+            isinstance(self.candidates, list) and all(isinstance(c, str) for c in self.candidates))
+        if not ok:
+            raise SettingsError("candidates must be a list of texts, or one text with one "
+                                "candidate per line.")
+
+
 def _check_tol(tol: Any) -> None:
     if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 < tol < float("inf"):
         raise SettingsError(f"tol must be a number > 0, got {_short(tol)}.")
@@ -241,6 +267,13 @@ def eps_path_answer(encodings: tuple[Encoding, ...], req: EpsPathRequest, device
                          "half_steps": int(req.half_steps), "tol": float(req.tol)},
             "tokens_a": list(r.tokens_a), "tokens_b": list(r.tokens_b),
             "eps": eps, "plans": plans}
+
+
+def rank_answer(enc: Encoder, req: RankRequest, measured) -> dict:
+    """POST /v1/rank: the Sentences ranking's document, from the texts' measures."""
+    ms, dropped = measured
+    return ranking_document(rank(ms, eps=float(req.eps), pooling=enc.pooling,
+                                 mean_pooled=enc.mean_pooled, dropped=dropped))
 
 
 def warm_up(enc: Encoder, device) -> None:
@@ -414,6 +447,7 @@ class Engine:
                             if self.device.type == "cuda" else "")
         self.cache = EncodingCache(settings.CONFIG.cache_mb * 2**20)
         self.inflight: dict[tuple, asyncio.Future] = {}
+        self.measures: dict[tuple, tuple] = {}  # the Sentences view's texts, newest last
         self.batches: collections.Counter[int] = collections.Counter()
         self.passes = 0
         self.requests = 0
@@ -478,6 +512,28 @@ class Engine:
     async def eps_path(self, request: Request) -> Response:
         """Sinkhorn plans of one head from large ε to small."""
         return await self._serve(request, EpsPathRequest, eps_path_answer)
+
+    @api.post("/v1/rank", openapi_extra=_body(RankRequest))
+    @_guard
+    async def rank(self, request: Request) -> Response:
+        """Candidates ranked against text A by similarity and by Sinkhorn divergence."""
+        self.requests += 1
+        req = parse(RankRequest, await read_json(request, settings.CONFIG.max_body))
+        enc = self._encoder(req.model)
+        req.check(enc)
+        media = wire.media_type(request.headers.get("accept"))
+
+        def work() -> bytes:  # the measures are kept: an ε move does not re-encode
+            key = (enc.name, str(req.text_a), json.dumps(req.candidates))
+            measured = self.measures.get(key)
+            if measured is None:
+                measured = self.measures[key] = measures(enc, req.text_a, req.candidates)
+                while len(self.measures) > MEASURES_KEPT:
+                    self.measures.pop(next(iter(self.measures)))
+            return wire.dumps(rank_answer(enc, req, measured), media)
+
+        return Response(await asyncio.to_thread(work), media_type=media,
+                        headers={"X-Sinkscope-Replica": self.replica})
 
     # ----------------------------------------------------------------------- machinery
     async def _serve(self, request: Request, model: type[TextsRequest],

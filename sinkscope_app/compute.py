@@ -249,7 +249,9 @@ def sentence_measures(model: str, text_a: str, candidates: str):
 @st.cache_data(show_spinner=False, max_entries=32)
 def ranking(model: str, text_a: str, candidates: str, eps: float):
     """The Sentences view's :class:`~engine.types.Ranking` at one ε (no model call once
-    the texts are encoded)."""
+    the texts are encoded), here or on the served engine."""
+    if served():
+        return client(settings.CONFIG.engine).rank(text_a, candidates, model=model, eps=eps)
     from engine.sentences import rank
 
     ms, dropped = sentence_measures(model, text_a, candidates)

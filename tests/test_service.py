@@ -417,6 +417,26 @@ def test_two_hundred_garbage_requests_in_a_burst(url, encoder):
                 relate(A, B, encoder=encoder, layer=1, head=2))
 
 
+def test_rank_served_equals_embedded(url, encoder):
+    from engine.sentences import rank_texts
+
+    cands = ["The river bank was muddy.", "She paid money into her account.", "Rain fell."]
+    for eps in (1.0, 0.2):
+        local = rank_texts(encoder, A, cands, eps=eps)
+        served = EngineClient(url).rank(A, "\n".join(cands), eps=eps)
+        assert served.candidates == local.candidates and served.tokens == local.tokens
+        np.testing.assert_allclose(served.similarity, local.similarity, atol=1e-12, rtol=0)
+        np.testing.assert_allclose(served.divergence, local.divergence, atol=1e-12, rtol=0)
+        assert list(served.by_divergence) == list(local.by_divergence)
+        for p, q in zip(served.plans, local.plans):
+            np.testing.assert_allclose(p, q, atol=1e-12, rtol=0)
+        assert served.notices == local.notices and served.eps == eps
+    status, _, doc = post(url, "/v1/rank", {"text_a": A, "candidates": [1, 2]})
+    assert status == 422 and "candidates must be a list of texts" in doc["error"]["message"]
+    status, _, doc = post(url, "/v1/rank", {"text_a": A, "candidates": [""]})
+    assert status == 422 and doc["error"]["type"] == "TextError"
+
+
 def test_app_against_the_served_engine(url, monkeypatch):
     """AppTest with SINKSCOPE_ENGINE=url: the page renders from the service, the sidebar
     names it, the heads grid and the ε path come through the client."""
@@ -431,7 +451,7 @@ def test_app_against_the_served_engine(url, monkeypatch):
                                                [e.value for e in at.error])
     assert any(f"served by {url}, on cpu (float64)" in c.value for c in at.sidebar.caption)
     assert len(at.metric) == 8
-    for view in ("heads", "path", "cloud"):
+    for view in ("heads", "path", "cloud", "sentences"):
         at.session_state["view"] = view
         at.run()
         assert not at.exception and not at.error, view
@@ -450,7 +470,7 @@ import os, sys
 os.environ.update(SINKSCOPE_ENGINE={url!r}, SINKSCOPE_WARM_UMAP="0")
 from streamlit.testing.v1 import AppTest
 at = AppTest.from_file({str(ROOT / "app.py")!r}, default_timeout=120).run()
-for view in ("heads", "path", "cloud", "compare"):
+for view in ("heads", "path", "cloud", "sentences", "compare"):
     at.session_state["view"] = view
     at.run()
     assert not at.exception and not at.error, view
