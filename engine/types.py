@@ -71,11 +71,14 @@ class History:
     Attributes:
         steps: (K,) half-steps t (1-based, increasing) that were recorded.
         cost: (..., K) ⟨−S, π_t⟩; entropy: (..., K) H(π_t).
+        plans: (..., K, n, m) the plans π_t themselves when the caller asked for them
+            (``sinkhorn(..., record_plans=True)``), else None.
     """
 
     steps: Any
     cost: Any
     entropy: Any
+    plans: Any = None
 
 
 @dataclass(frozen=True)

@@ -134,6 +134,30 @@ def projection(model: str, text_a: str, text_b: str, mode: str, layer: int, head
     return project(r, space=space, method=method, dim=dim)
 
 
+@st.cache_data(show_spinner=False, max_entries=16)
+def lattice(model: str, text_a: str, text_b: str, mode: str, layer: int, head,
+            weights: str, pool: bool, eps_stops: tuple, step_stops: tuple):
+    """Every slider frame of one layer and head, packed for the browser (a ``scrub.Payload``).
+
+    One batched solver call over the lattice's ε values (engine.lattice); a payload over
+    ``CONFIG.live_max_bytes`` comes back without data and with a note saying why.
+    """
+    from engine.lattice import grid, relation_lattice
+
+    from . import scrub
+
+    r = _geometry(model, text_a, text_b, mode, layer, head, weights, pool)
+    cfg = settings.CONFIG
+    eps, steps = grid(eps_stops, step_stops, max_half_steps=cfg.live_max_half_steps)
+    id_ = scrub.lattice_id(model, text_a, text_b, mode, layer, head, weights, pool)
+    payload = scrub.build(lambda: relation_lattice(r, eps, steps), id_,
+                          max_bytes=cfg.live_max_bytes)
+    log.info("lattice %s: %d × %d frames of %d × %d in %.2f s, %s bytes", id_, len(eps),
+             len(steps), *r.scores.shape, payload.seconds,
+             len(payload.data) if payload.data else "no")
+    return payload
+
+
 @st.cache_data(show_spinner=False, max_entries=64)
 def eps_path(model: str, text_a: str, text_b: str, mode: str, layer: int, head,
              weights: str, pool: bool):
