@@ -255,9 +255,13 @@ def explore(ctx: views.Ctx) -> None:
         st.caption("Figures: use the camera button on each chart (format in the sidebar). "
                    "To share this view, copy the page's address: every control is in it.")
     if ctx.lattice is not None:  # last, so the charts are out first
-        payload = compute.lattice(*ctx.geometry, EPS_OPTIONS, HALF_STEP_OPTIONS)
+        try:
+            payload = compute.lattice(*ctx.geometry, EPS_OPTIONS, HALF_STEP_OPTIONS)
+        except Exception:  # the sliders keep working through the server
+            log.exception("the live sliders' frames could not be computed")
+            payload = None
         scrub.lattice_element(payload)
-        if payload.note:
+        if payload is not None and payload.note:
             st.caption(payload.note)
     sync_url()
 

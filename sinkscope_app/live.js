@@ -294,11 +294,10 @@ function binEdges(mass, scale, nBins = 5) {  // viz._data.bin_edges
 }
 const positions = (size, span) => size === 1 ? [(span - 1) / 2]
   : Array.from({length: size}, (_, k) => k * (span - 1) / (size - 1));
-function nodeHover(k, side, labels, partners, w, plan, n, m) {  // viz.bipartite.node_hover
+function nodeHover(k, side, labels, partners, w, plan, sums, n, m) {  // viz.bipartite.node_hover
   const along = side === "a" ? m : n;
   const at = (p) => (side === "a" ? plan[k * m + p] : plan[p * m + k]);
-  let sum = 0;
-  for (let p = 0; p < along; p++) sum += at(p);
+  const sum = sums[k];
   const verb = side === "a" ? "sends" : "receives";
   const head = `${side.toUpperCase()}[${k}] ${labels[k]}<br>weight ${side} = ${fmt(w[k])}, ` +
                `${verb} ${fmt(sum)}<br>heaviest partners:<br>`;
@@ -312,10 +311,12 @@ function patchGraph(gd, L, f) {
   const meta = gd.layout.meta, {n, m} = L, span = Math.max(n, m);
   const ya = positions(n, span), yb = positions(m, span);
   const plans = {softmax: f.soft, sinkhorn: f.sink};
+  const sums = {softmax: {a: f.softRows, b: f.softCols}, sinkhorn: {a: f.sinkRows, b: f.sinkCols}};
   const scale = Math.max(...meta.plans.map((p) => max(plans[p])));
   const drawn = {};
   for (const p of meta.plans) {
-    const e = topEdges(plans[p], n, m, meta.top_k, meta.threshold, meta.max_edges);
+    const e = topEdges(plans[p], n, m, meta.top_k,
+                       Math.max(meta.threshold, (meta.min_edge || 0) * scale), meta.max_edges);
     drawn[p] = {edges: e, bins: binEdges(e.mass, scale)};
     if (meta.highlight) {
       const [side, idx] = meta.highlight;
@@ -339,7 +340,8 @@ function patchGraph(gd, L, f) {
     if (mt.part === "nodes") {
       const w = mt.side === "a" ? L.a : L.b, size = mt.side === "a" ? n : m;
       const hovertext = Array.from({length: size}, (_, k) =>
-        nodeHover(k, mt.side, mt.labels, mt.partners, w, plans[mt.plan], n, m));
+        nodeHover(k, mt.side, mt.labels, mt.partners, w, plans[mt.plan], sums[mt.plan][mt.side],
+                  n, m));
       return {...tr, hovertext};
     }
     return tr;
@@ -365,6 +367,10 @@ function applyFrame(gd, L, f) {
 }
 
 // ---------------------------------------------------------------- charts
+const whenIdle = (fn) => (window.requestIdleCallback
+  ? {idle: window.requestIdleCallback(fn, {timeout: 1500})} : {timer: setTimeout(fn, 300)});
+const cancelIdle = (h) => (h.idle !== undefined ? window.cancelIdleCallback(h.idle)
+                                                 : clearTimeout(h.timer));
 function mountChart({parentElement, data}) {
   if (!data.spec) {  // preload: start fetching plotly.js, draw nothing
     loadPlotly(data.src).catch(() => {});
@@ -389,7 +395,8 @@ function mountChart({parentElement, data}) {
   }
   gd.style.minHeight = data.height + "px";
   const bind = data.bind || null;
-  (async () => {
+  if (gd.__idle) { cancelIdle(gd.__idle); gd.__idle = null; }
+  const draw = async () => {
     try {
       const Plotly = await loadPlotly(data.src);
       const fig = JSON.parse(data.spec);
@@ -408,7 +415,14 @@ function mountChart({parentElement, data}) {
     } catch (err) {
       gd.textContent = "This chart could not be drawn: " + err.message;
     }
-  })();
+  };
+  // The server's exact figure of the frame the browser already shows from the lattice
+  // changes nothing visible: draw it when the page is idle, not in the middle of a drag.
+  const sameFrame = bind && gd.__sk && gd.dataset.source === "browser" &&
+    gd.__sk.bind && gd.__sk.bind.lattice === bind.lattice &&
+    gd.dataset.frame === `${bind.eps},${bind.steps}`;
+  if (sameFrame) gd.__idle = whenIdle(() => { gd.__idle = null; draw(); });
+  else draw();
   return () => {
     SK.charts.delete(gd);
     if (gd.__observer) gd.__observer.disconnect();
@@ -434,16 +448,18 @@ const CSS = `
 .sk-thumb:focus-visible{box-shadow:0 0 0 .2rem rgba(255,75,75,.45)}
 .sk-ends{display:flex;justify-content:space-between;font-size:.75rem;color:var(--sk-muted)}
 .sk-note{font-size:.8rem;color:var(--sk-muted);min-height:1.1em;margin:.15rem 0 .1rem}
-.sk-metrics{display:flex;flex-wrap:wrap;gap:.25rem .5rem;border-top:1px solid var(--sk-line);
-  border-bottom:1px solid var(--sk-line);padding:.3rem 0;margin-bottom:.25rem}
-.sk-metric{position:relative;flex:1 1 9.5rem;min-width:8.5rem;outline:none;border-radius:.3rem;
-  padding:.05rem .3rem}
+.sk-metrics{display:grid;grid-template-columns:repeat(auto-fit,minmax(6.6rem,1fr));
+  gap:.2rem .4rem;border-top:1px solid var(--sk-line);border-bottom:1px solid var(--sk-line);
+  padding:.25rem 0;margin-bottom:.1rem}
+.sk-metric{position:relative;outline:none;border-radius:.3rem;padding:0 .25rem;cursor:help}
 .sk-metric:focus-visible{box-shadow:0 0 0 .15rem rgba(255,75,75,.45)}
-.sk-mlabel{font-size:.72rem;color:var(--sk-muted);white-space:nowrap;overflow:hidden;
-  text-overflow:ellipsis;display:block}
-.sk-mvalue{font-size:1.02rem;font-weight:600;font-variant-numeric:tabular-nums}
-.sk-mdetail{font-size:.7rem;color:var(--sk-muted);margin-left:.3rem}
-.sk-help{font-size:.7rem;color:var(--sk-muted);margin-left:.25rem;cursor:help}
+.sk-mlabel{font-size:.7rem;line-height:1.15;color:var(--sk-muted);display:block}
+.sk-mvalue{font-size:1rem;font-weight:600;font-variant-numeric:tabular-nums}
+.sk-mdetail{font-size:.66rem;line-height:1.15;color:var(--sk-muted);display:block}
+.sk-help{display:inline-block;width:.95rem;height:.95rem;line-height:.95rem;text-align:center;
+  border:1px solid var(--sk-muted);border-radius:50%;font-size:.62rem;color:var(--sk-muted);
+  margin-left:.35rem;cursor:help;vertical-align:.05rem}
+[data-testid="stMainBlockContainer"]{padding-top:3.2rem}
 .sk-tip{display:none;position:absolute;z-index:1000;top:100%;left:0;width:19rem;
   padding:.5rem .6rem;border-radius:.4rem;font-size:.8rem;line-height:1.35;font-weight:400;
   background:var(--st-secondary-background-color,#f0f2f6);color:var(--st-text-color,#31333f);
@@ -480,7 +496,7 @@ class Slider {
     tip.id = `${id}-help`;
     tip.setAttribute("role", "tooltip");
     wrap.setAttribute("aria-describedby", tip.id);
-    wrap.append(el("span", "sk-help", "ⓘ"), tip);
+    wrap.append(el("span", "sk-help", "?"), tip);
     const left = el("span");
     left.append(lab, wrap);
     this.valueEl = el("span", "sk-value");
@@ -643,7 +659,11 @@ class Scrub {
     this.eps.valueEl.textContent = `ε = ${this.eps.labels[this.eps.index]}`;
     this.steps.valueEl.textContent = this.steps.labels[this.steps.index];
   }
+  busy() {  // a drag in progress, or a key pressed in the last 200 ms
+    return this.eps.dragging || this.steps.dragging || performance.now() - this.lastInput < 200;
+  }
   input(how) {
+    this.lastInput = performance.now();
     this.showValues();
     const v = this.value();
     writeUrl(this.eps.labels[this.eps.index], v.steps);
@@ -679,13 +699,20 @@ class Scrub {
     const v = this.value();
     const ie = L.epsIndex(v.eps), ks = L.steps.indexOf(v.steps);
     const i = ie === null ? L.nearestEps(v.eps) : ie, k = ks < 0 ? L.nearestStep(v.steps) : ks;
+    const t0 = performance.now();
     const f = L.frame(i, k);
     const work = [];
+    // Charts in view now; the others once the person pauses (a redraw costs tens of ms,
+    // and while dragging only what can be seen matters).
+    let later = false;
     for (const gd of SK.charts) {
       if (!gd.isConnected || !gd.__sk || !gd.__sk.bind || gd.__sk.bind.lattice !== L.id) continue;
+      if (!inView(gd) && this.busy()) { later = true; continue; }
       const p = applyFrame(gd, L, f);
       if (p) work.push(p);
     }
+    clearTimeout(this.rest);
+    if (later) this.rest = setTimeout(() => this.requestFrame(), 200);
     this.renderMetrics(this.frameMetrics(f));
     if (ie === null || ks < 0) {
       this.setNote(`Showing the nearest precomputed frame (ε = ${fmt(f.eps)}, ` +
@@ -694,9 +721,11 @@ class Scrub {
     } else {
       this.setNote(this.serverNote(f.steps));
     }
+    if (!work.length) return;
     Promise.all(work).then(() => {
       SK.stats.redraws += 1;
       SK.stats.last = performance.now();
+      SK.stats.ms = (SK.stats.ms || []).concat([SK.stats.last - t0]).slice(-200);
       SK.stats.frame = [f.eps, f.steps];
     }).catch(() => {});
   }
@@ -739,7 +768,7 @@ class Scrub {
         cell.tabIndex = 0;
         const lab = el("span", "sk-mlabel");
         const line = el("div");
-        const value = el("span", "sk-mvalue");
+        const value = el("div", "sk-mvalue");
         const detail = el("span", "sk-mdetail");
         const tip = el("span", "sk-tip");
         tip.id = `sk-tip-${++uid}`;
@@ -764,10 +793,15 @@ class Scrub {
   }
   destroy() {
     clearTimeout(this.timer);
+    clearTimeout(this.rest);
     if (this.raf) cancelAnimationFrame(this.raf);
   }
 }
 
+const inView = (gd) => {
+  const r = gd.getBoundingClientRect();
+  return r.bottom > 0 && r.top < (window.innerHeight || 0) && r.width > 0;
+};
 const same = (p, q) => !!p && !!q && p.eps === q.eps && p.steps === q.steps;
 function nearestIndex(stops, x, log) {
   let best = 0;

@@ -19,6 +19,7 @@ from viz.heatmaps import fill
 from engine.types import Relation
 
 N_BINS = 5
+MIN_EDGE = 1e-4  # edges lighter than this fraction of the heaviest are not drawn
 _WHICH = ("both", "softmax", "sinkhorn")
 # Panel titles; filled here and, for other frames of the ε × half-step lattice, in the
 # browser (``layout.meta``).
@@ -102,8 +103,9 @@ def graph(relation: Relation, *, which: str = "both", top_k: int | None = 3,
           theme: str = "light") -> go.Figure:
     """Bipartite graph of softmax's joint measure and/or the Sinkhorn coupling.
 
-    An edge i–j is drawn when π_ij > 0, π_ij ≥ ``threshold`` and j is among the
-    ``top_k`` heaviest partners of A's token i. Width and opacity grow with π_ij on one
+    An edge i–j is drawn when π_ij ≥ ``threshold``, π_ij ≥ :data:`MIN_EDGE` times the
+    heaviest mass shown (a lighter edge would be a line for no mass: at small ε softmax
+    gives most pairs 1e-80) and j is among the ``top_k`` heaviest partners of A's token i. Width and opacity grow with π_ij on one
     scale shared by both panels. Softmax piles edges onto a few B tokens and leaves
     others bare; the coupling reaches every B token in proportion to b.
 
@@ -147,7 +149,8 @@ def graph(relation: Relation, *, which: str = "both", top_k: int | None = 3,
     edge_col = th.edge_color(theme)
     for col, key in enumerate(keys, start=1):
         plan = plans[key]
-        i, j, mass = top_edges(plan, top_k=top_k, threshold=threshold, max_edges=max_edges)
+        i, j, mass = top_edges(plan, top_k=top_k, threshold=max(threshold, MIN_EDGE * scale),
+                               max_edges=max_edges)
         for tr in _edge_traces(i, j, mass, ya, yb, scale, edge_col, fade, "edges", False, key):
             fig.add_trace(tr, row=1, col=col)
         if highlight is not None:
@@ -173,7 +176,7 @@ def graph(relation: Relation, *, which: str = "both", top_k: int | None = 3,
                         "grey nodes carry no weight</sup>"),
         hovermode="closest", showlegend=False,
         meta=dict(kind="graph", plans=keys, titles=[TITLES[k] for k in keys], top_k=top_k or 0,
-                  threshold=float(threshold), max_edges=int(max_edges),
+                  threshold=float(threshold), min_edge=MIN_EDGE, max_edges=int(max_edges),
                   highlight=None if highlight is None else [highlight[0], int(highlight[1])]))
     height = height or int(min(1100, max(380, 150 + 18 * span)))
     return th.apply(fig, theme, height=height, width=width)
