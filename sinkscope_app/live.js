@@ -17,6 +17,7 @@ const SK = (window.__sinkscope = window.__sinkscope || {
   charts: new Set(),    // plot divs; gd.__sk = {bind, config}
   scrub: null,          // the sliders' controller
   stats: {redraws: 0, last: 0, frame: null, served: 0, commits: 0},
+  keyCommitMs: 450,     // keys: the value goes to the server once they pause this long
 });
 
 // ---------------------------------------------------------------- numbers and text
@@ -671,7 +672,7 @@ class Scrub {
     if (this.live()) {
       this.requestFrame();
       // keys: send the value once the person pauses; pointer: on release
-      if (how === "key") this.timer = setTimeout(() => this.commit(), 450);
+      if (how === "key") this.timer = setTimeout(() => this.commit(), SK.keyCommitMs);
     } else if (how === "key") {
       this.commit();
     } else {
