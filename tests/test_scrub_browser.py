@@ -49,6 +49,12 @@ CAPTURE = """() => [...document.querySelectorAll('.js-plotly-plot')]
   })"""
 
 
+# The titles a person sees (SVG text), chart by chart.
+SHOWN_TITLES = """() => [...document.querySelectorAll('.js-plotly-plot')]
+  .filter(g => g.layout && g.layout.meta && g.isConnected)
+  .map(g => [...g.querySelectorAll('.gtitle, .annotation-text')].map(t => t.textContent).join(' | '))"""
+
+
 def flat(v):
     out = []
 
@@ -167,6 +173,15 @@ def slider(pg, name: str):
     return pg.get_by_role("slider", name=name)
 
 
+def wait_browser_frame(pg, frame: str) -> None:
+    """Wait until every bound chart shows ``frame`` ("ε,t"), drawn by plotly in the browser
+    from the lattice (not a canvas preview, not yet the server's figure)."""
+    wait_js(pg, """f => { const g = [...document.querySelectorAll('.js-plotly-plot')]
+        .filter(g => g.layout && g.layout.meta && g.isConnected);
+        return g.length > 0 && g.every(x => x.dataset.source === 'browser' && x.dataset.frame === f); }""",
+            frame)
+
+
 def wait_server_frame(pg, frame: str) -> None:
     """Wait until every bound chart shows the server's own figure of ``frame`` ("ε,t") and
     the address bar says so (the server writes it at the end of its run)."""
@@ -219,6 +234,7 @@ def test_02_keys_redraw_from_the_lattice_without_a_server_request(page):
         .map((g, i) => (g.dataset.skMark = String(i)))""")
     before = metrics(page)
     page.evaluate("window.__sinkscope.keyCommitMs = 600000")  # hold the value until blur
+    ws_start = stats(page)["ws"]
     for value in ("0.8", "0.6", "0.5"):
         s0 = stats(page)
         t_key = page.evaluate("performance.now()")
@@ -229,12 +245,16 @@ def test_02_keys_redraw_from_the_lattice_without_a_server_request(page):
         sent = [t for t in s1["wsTimes"] if t > t_key]
         assert all(t > s1["last"] for t in sent), (sent, s1["last"])
         assert eps.get_attribute("aria-valuetext") == value
-        assert query(page)["eps"] == value  # the address bar follows at once
-        titles = [c["titles"] for c in page.evaluate(CAPTURE)]
-        assert all(f"ε={value}" in " ".join(t) for t in titles), titles
+        compare = page.evaluate(SHOWN_TITLES)[0]  # the maps in view are redrawn at once
+        assert f"Sinkhorn (ε={value}, 100 half-steps)" in compare, compare
     assert metrics(page) != before
-    # one message when the slider lets go (blur; normally a pause of 450 ms), then the
-    # server draws the same frame exactly
+    # once the keys rest, plotly redraws every chart from the lattice, and the address bar
+    # follows; one message goes to the server when the slider lets go (blur; normally a
+    # pause of 450 ms), and the server draws the same frame exactly
+    wait_browser_frame(page, "0.5,100")
+    wait_js(page, "() => new URLSearchParams(location.search).get('eps') === '0.5'")
+    assert all("ε=0.5" in t for t in page.evaluate(SHOWN_TITLES))
+    assert stats(page)["ws"] == ws_start, "a message went to the server before the release"
     browser_side = page.evaluate(CAPTURE)
     assert {c["source"] for c in browser_side} == {"browser"}
     assert stats(page)["commits"] == 0
@@ -277,6 +297,9 @@ def test_04_half_step_one_is_softmax_in_the_browser(page):
     shown = metrics(page)
     assert shown["Softmax column error"] == shown["Sinkhorn column error"]
     assert "Half-step 1" in page.inner_text(".sk-note")
+    wait_js(page, """() => [...document.querySelectorAll('.js-plotly-plot')].some(g =>
+        g.layout.meta && g.layout.meta.kind === 'compare' && g.dataset.frame === '0.5,1'
+        && g.dataset.source !== 'preview')""")
     compare = next(c for c in page.evaluate(CAPTURE) if c["kind"] == "compare")
     soft, sink = (flat(t["z"]) for t in compare["traces"] if t["part"].startswith("map"))
     assert max(abs(p - q) for p, q in zip(soft, sink)) <= 1e-12  # Sinkhorn's map is softmax's

@@ -139,7 +139,7 @@ def heatmap(plan: object, tokens_a: Sequence[str] | None = None,
         hi = lo + 1.0
     trace = map_trace_dict(
         z, la, lb, zname=zlabel, fields=_score_fields(scores, z.shape), colorscale=scale,
-        zmin=lo, zmax=hi, colorbar=dict(title=dict(text=zlabel), thickness=14))
+        zmin=lo, zmax=hi, colorbar=th.colorbar(title=dict(text=zlabel), thickness=14))
     if diverging:
         trace["zmid"] = 0.0
     return _figure([trace], _map_layout(la, lb, title), theme, height or default_height(n),
@@ -318,7 +318,9 @@ def compare(relation: Relation, *, view: str = "joint", height: int | None = Non
         title=dict(text=f"How text A relates to text B · {_settings(relation)}"),
         meta=dict(kind="compare", view=view, titles=list(COMPARE_TITLES),
                   not_converged=NOT_CONVERGED, labels_a=la, labels_b=lb),
-        margin=th.token_margins(x_tokens, y_tokens, top=120, right=110),
+        # fixed margins (sized for the colour bar and legend): a colour bar whose tick
+        # labels change width would otherwise move them, and plotly would draw twice
+        margin={**th.token_margins(x_tokens, y_tokens, top=120, right=110), "autoexpand": False},
         annotations=[dict(text=t, x=sum(_COLS[2 * k]) / 2, y=1.0, xref="paper", yref="paper",
                           xanchor="center", yanchor="bottom", showarrow=False,
                           font=dict(size=16)) for k, t in enumerate(titles)],
@@ -329,21 +331,21 @@ def compare(relation: Relation, *, view: str = "joint", height: int | None = Non
         yaxis2=dict(y_tokens, domain=bottom, anchor="x2", matches="y", showticklabels=False,
                     title=dict(text="")),
         # column bars above the maps share their token axis and one mass axis
-        xaxis3=dict(domain=_COLS[0], anchor="y3", matches="x", showticklabels=False,
+        xaxis3=dict(automargin=False, domain=_COLS[0], anchor="y3", matches="x", showticklabels=False,
                     showgrid=False),
-        yaxis3=dict(domain=top, anchor="x3", range=[0, col_hi], nticks=3,
+        yaxis3=dict(automargin=False, domain=top, anchor="x3", range=[0, col_hi], nticks=3,
                     title=dict(text="B receives")),
-        xaxis4=dict(domain=_COLS[2], anchor="y4", matches="x2", showticklabels=False,
+        xaxis4=dict(automargin=False, domain=_COLS[2], anchor="y4", matches="x2", showticklabels=False,
                     showgrid=False),
-        yaxis4=dict(domain=top, anchor="x4", range=[0, col_hi], nticks=3, matches="y3"),
+        yaxis4=dict(automargin=False, domain=top, anchor="x4", range=[0, col_hi], nticks=3, matches="y3"),
         # row bars beside the maps share their rows and one mass axis
-        xaxis5=dict(domain=_COLS[1], anchor="y5", range=[0, row_hi], nticks=3, tickangle=0,
+        xaxis5=dict(automargin=False, domain=_COLS[1], anchor="y5", range=[0, row_hi], nticks=3, tickangle=0,
                     title=dict(text="A sends")),
-        yaxis5=dict(domain=bottom, anchor="x5", matches="y", showticklabels=False,
+        yaxis5=dict(automargin=False, domain=bottom, anchor="x5", matches="y", showticklabels=False,
                     showgrid=False),
-        xaxis6=dict(domain=_COLS[3], anchor="y6", range=[0, row_hi], nticks=3, tickangle=0,
+        xaxis6=dict(automargin=False, domain=_COLS[3], anchor="y6", range=[0, row_hi], nticks=3, tickangle=0,
                     matches="x5", title=dict(text="A sends")),
-        yaxis6=dict(domain=bottom, anchor="x6", matches="y", showticklabels=False,
+        yaxis6=dict(automargin=False, domain=bottom, anchor="x6", matches="y", showticklabels=False,
                     showgrid=False),
     )
     return _figure(data, layout, theme, height or default_height(n, extra=140), width)
@@ -373,7 +375,8 @@ def difference(relation: Relation, *, view: str = "joint", height: int | None = 
     trace = map_trace_dict(
         z, la, lb, zname="Sinkhorn − softmax", fields=fields, colorscale=th.DIFF_SCALE,
         zmin=-lim, zmax=lim, zmid=0.0,
-        colorbar=dict(title=dict(text="Δ mass" if view == "joint" else "Δ π(j|i)"), thickness=14),
+        colorbar=th.colorbar(title=dict(text="Δ mass" if view == "joint" else "Δ π(j|i)"),
+                             thickness=14),
         meta=dict(part="diff", fields=["Sinkhorn", "softmax"]))
     c = relation.coupling
     template = fill(DIFFERENCE_TITLE, settings=_settings(relation))
