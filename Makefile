@@ -43,6 +43,7 @@ test-fast: install
 bench: install chromium
 	$(PY) -m engine.bench solver
 	$(PY) -m benchmarks.latency
+	$(PY) -m benchmarks.scrub
 
 fuzz: install
 	SINKSCOPE_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q tests/test_sinkhorn.py -k hypothesis

@@ -4,8 +4,9 @@ couplings. Run with ``make run`` (or ``streamlit run app.py``).
 This file only wires widgets (fixed keys, mirrored in the URL) to cached engine calls
 (``sinkscope_app.compute``) and to figures from ``viz`` (``sinkscope_app.views``).
 The sidebar holds the texts and the model settings (a change re-runs the page); the ε and
-half-step sliders, the metrics and the views live in one ``st.fragment``, so a slider move
-re-runs only them and never re-encodes the texts.
+half-step sliders, the metrics and the views live in one ``st.fragment``. The sliders are
+live (``sinkscope_app.scrub``): while they move the browser redraws from every precomputed
+frame; a release re-runs only the fragment, which never re-encodes the texts.
 """
 
 from __future__ import annotations

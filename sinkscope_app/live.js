@@ -456,8 +456,6 @@ function hidePreview(gd) {  // back to what plotly draws: its maps, titles and f
   gd.dataset.frame = sk.frame || "";
   gd.dataset.source = sk.source || "";
 }
-SK.__patch = (gd, L, f) => PATCH[gd.layout.meta.kind](gd, L, f);
-SK.__applyFull = (gd, L, f) => applyFrame(gd, L, f);
 
 // Swap frame f of lattice L into the chart gd (a figure viz built for the same relation).
 function applyFrame(gd, L, f) {
