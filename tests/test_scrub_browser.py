@@ -256,6 +256,7 @@ def test_02_keys_redraw_from_the_lattice_without_a_server_request(page):
     assert all("ε=0.5" in t for t in page.evaluate(SHOWN_TITLES))
     assert stats(page)["ws"] == ws_start, "a message went to the server before the release"
     browser_side = page.evaluate(CAPTURE)
+    strip = page.locator(".sk-metric").all_inner_texts()
     assert {c["source"] for c in browser_side} == {"browser"}
     assert stats(page)["commits"] == 0
     page.evaluate("window.__sinkscope.keyCommitMs = 450")
@@ -263,6 +264,10 @@ def test_02_keys_redraw_from_the_lattice_without_a_server_request(page):
     wait_server_frame(page, "0.5,100")
     assert stats(page)["commits"] == 1
     assert_same_figures(browser_side, page.evaluate(CAPTURE))
+    # the metric strip the browser computed is the one the server computes
+    wait_js(page, "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')")
+    for mine, theirs in zip(strip, page.locator(".sk-metric").all_inner_texts()):
+        assert same_text(mine, theirs), (mine, theirs)
     assert page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')]
         .map(g => g.dataset.skMark)""") == marks, "charts were replaced, not updated"
 
@@ -385,3 +390,15 @@ def test_09_long_texts_fall_back_to_the_server(page, problems):
         (g.layout.annotations || []).some(a => a.text.includes('ε=' + e + ',')))""", new)
     wait_js(page, "e => new URLSearchParams(location.search).get('eps') === e", new)
     assert not problems, problems
+
+
+def test_10_number_format_matches_the_server(page):
+    from engine.summary import fmt
+
+    values = [0.0, 1.0, -1.0, 0.5, 1 / 3, 2 / 3, 0.001, 0.000999, 0.0012345, 99950.0, 12345.6,
+              1e5, -2.5e-17, 3e-17, 123.4, 999.5, 1000.0, 10.0, 0.1 + 0.2, 7.77e8,
+              float("inf"), float("-inf"), float("nan")]
+    got = page.evaluate("""xs => xs.map(x => window.__sinkscope.fmt(
+        x === 'inf' ? Infinity : x === '-inf' ? -Infinity : x === 'nan' ? NaN : x))""",
+                        [v if v == v and abs(v) != float("inf") else str(v) for v in values])
+    assert got == [fmt(v) for v in values]
