@@ -56,6 +56,7 @@ bench: install chromium
 	$(PY) -m benchmarks.learn
 	$(PY) -m benchmarks.models
 	$(PY) -m benchmarks.service
+	$(PY) -m benchmarks.scrub
 
 fuzz: install
 	SINKSCOPE_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q tests/test_sinkhorn.py -k hypothesis

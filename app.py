@@ -4,12 +4,14 @@ couplings. Run with ``make run`` (or ``streamlit run app.py``).
 This file only wires widgets (fixed keys, mirrored in the URL) to cached engine calls
 (``sinkscope_app.compute``) and to figures from ``viz`` (``sinkscope_app.views``).
 The sidebar holds the texts and the model settings (a change re-runs the page); the ε and
-half-step sliders, the metrics and the views live in one ``st.fragment``, so a slider move
-re-runs only them and never re-encodes the texts.
+half-step sliders, the metrics and the views live in one ``st.fragment``. The sliders are
+live (``sinkscope_app.scrub``): while they move the browser redraws from every precomputed
+frame; a release re-runs only the fragment, which never re-encodes the texts.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 from engine import settings  # first: sets the offline environment the libraries read
@@ -19,7 +21,7 @@ import streamlit as st  # noqa: E402
 from engine import SinkscopeError
 from engine.client import EngineUnavailable
 from engine.export import marginals_csv, plans_csv, to_npz
-from sinkscope_app import compute, examples, live, metrics, outage, report, views
+from sinkscope_app import compute, examples, live, metrics, outage, report, scrub, views
 from sinkscope_app.state import (DEFAULTS, EPS_OPTIONS, HALF_STEP_OPTIONS, IMAGE_FORMATS,
                                  KEYS, MODES, VIEWS, WEIGHTS, example_values, parse_query,
                                  to_query, valid_text)
@@ -185,46 +187,51 @@ except EngineUnavailable:
 
 
 # --------------------------------------------------------------------------- main area
+def on_scrub() -> None:
+    """A live slider was released on a new value: keep it (the URL, exports and the other
+    views follow on this rerun)."""
+    value = scrub.parse_value(ss.get("scrub"), EPS_OPTIONS, HALF_STEP_OPTIONS)
+    if value is not None:
+        ss["eps"], ss["steps"] = value
+
+
+def live_sliders(ctx: views.Ctx, r) -> views.Ctx:
+    """Both sliders and the metric strip (sinkscope_app.scrub); returns ``ctx`` naming the
+    lattice of frames the charts may take from them (None above the size budget)."""
+    n, m = r.scores.shape if r is not None else (0, 0)
+    cap = settings.CONFIG.live_max_cells
+    live = r is not None and n * m <= cap
+    lattice = scrub.lattice_id(*ctx.geometry) if live else None
+    scrub.sliders(key="scrub", eps=ss["eps"], steps=ss["steps"], eps_stops=EPS_OPTIONS,
+                  step_stops=HALF_STEP_OPTIONS, lattice=lattice,
+                  metrics=metrics.rows(r) if r is not None else [],
+                  note="" if live or r is None else scrub.too_large_note(n, m, cap),
+                  help=views.SLIDER_HELP, on_change=on_scrub)
+    return dataclasses.replace(ctx, lattice=lattice)
+
+
 @st.fragment
 def explore(ctx: views.Ctx) -> None:
-    """Sliders, metrics and the selected view; re-runs alone when a slider moves."""
+    """Sliders, metrics and the selected view; re-runs alone when a slider is released
+    (while it moves, the browser redraws from the precomputed frames)."""
     for k in views.FRAGMENT_KEYS:
         if k in ss:
             ss[k] = ss[k]
-    c1, c2 = st.columns(2)
-    c1.select_slider(
-        "ε — entropy (log scale)", options=EPS_OPTIONS, key="eps",
-        format_func=lambda e: f"{e:g}",
-        help="Softmax temperature and Sinkhorn's entropy weight. Small ε: sharp plans close "
-             "to exact optimal transport (needs more half-steps). Large ε: everything "
-             "spreads towards the product a⊗b. ε = 1 is the model's own softmax.")
-    c2.select_slider(
-        "half-steps (1 = softmax)", options=HALF_STEP_OPTIONS, key="steps",
-        format_func=lambda t: "1 = softmax" if t == 1 else f"{t}",
-        help="Sinkhorn alternates a row normalisation (odd) and a column normalisation "
-             "(even). One half-step is exactly diag(a)·softmax(S/ε); two is one full "
-             "Sinkhorn iteration; many converge to the coupling.")
     try:
-        r = compute.relation(*ctx.geometry[:6], float(ss["eps"]), int(ss["steps"]),
-                             ctx.weights, ctx.pool)
-    except SinkscopeError as e:
-        st.error(str(e))
-        sync_url()
-        return
-    except EngineUnavailable as e:
-        outage.notice(e)
+        r, error = compute.relation(*ctx.geometry[:6], float(ss["eps"]), int(ss["steps"]),
+                                    ctx.weights, ctx.pool), None
+    except (SinkscopeError, EngineUnavailable) as e:
+        r, error = None, e
+    ctx = live_sliders(ctx, r)
+    if r is None:  # the sliders stay; the page says what is wrong
+        if isinstance(error, EngineUnavailable):
+            outage.notice(error)
+        else:
+            st.error(str(error))
         sync_url()
         return
     for n in r.notices:
         (st.warning if n.level == "warning" else st.info)(n.message)
-
-    cols = st.columns(4) + st.columns(4)
-    for col, m in zip(cols, metrics.rows(r)):
-        col.metric(m.label, m.value, delta=m.detail or None, delta_color="off",
-                   delta_arrow="off", help=m.help, border=True)
-    if r.half_steps == 1:
-        st.caption("Half-step 1: the Sinkhorn plan **is** softmax, diag(a)·softmax(S/ε) — rows "
-                   "right, columns off by the softmax column error.")
 
     top = st.columns([5, 1], vertical_alignment="bottom")
     with top[0]:
@@ -266,6 +273,15 @@ def explore(ctx: views.Ctx) -> None:
             width="stretch")
         st.caption("Figures: use the camera button on each chart (format in the sidebar). "
                    "To share this view, copy the page's address: every control is in it.")
+    if ctx.lattice is not None:  # last, so the charts are out first
+        try:
+            payload = compute.lattice(*ctx.geometry, EPS_OPTIONS, HALF_STEP_OPTIONS)
+        except Exception:  # the sliders keep working through the server
+            log.exception("the live sliders' frames could not be computed")
+            payload = None
+        scrub.lattice_element(payload)
+        if payload is not None and payload.note:
+            st.caption(payload.note)
     sync_url()
 
 

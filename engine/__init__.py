@@ -21,6 +21,7 @@ _WHERE = {
     "project": "projection", "rank_texts": "sentences", "Ranking": "types",
     "encode_texts": "relate", "eps_path": "relate", "relate": "relate",
     "relate_encodings": "relate",
+    "Lattice": "lattice", "relation_lattice": "lattice",
 }
 __all__ = sorted(_WHERE)
 

@@ -158,6 +158,24 @@ class EngineClient:
             raise EngineUnavailable(self.url, "POST /v1/eps_path gave an unexpected answer: "
                                     f"{type(e).__name__} {e}", 200) from None
 
+    def lattice(self, text_a: str, text_b: str | None = None, *, model: str = DEFAULT_MODEL,
+                eps_values, steps, id: str = "", max_bytes: int = 3_000_000,
+                **view: Any) -> bytes | None:
+        """``POST /v1/lattice``: the live sliders' frames for the relation of the same texts
+        and view (layer, head, mode, weights, pool_words), as :func:`engine.frames.encode`
+        packs them; None when they would take more than ``max_bytes``."""
+        body = {"text_a": text_a, "text_b": text_b, "model": model, "id": id,
+                "eps_values": [float(e) for e in np.asarray(eps_values, float).ravel()],
+                "steps": [int(t) for t in np.asarray(steps).ravel()],
+                "max_bytes": int(max_bytes), **view}
+        doc = self._call("POST", "/v1/lattice", body)
+        try:
+            payload = doc["payload"]
+            return None if payload is None else np.asarray(payload, dtype=np.uint8).tobytes()
+        except (KeyError, TypeError, ValueError) as e:
+            raise EngineUnavailable(self.url, "POST /v1/lattice gave an unexpected answer: "
+                                    f"{type(e).__name__} {e}", 200) from None
+
     def rank(self, text_a: str, candidates, *, model: str = DEFAULT_MODEL,
              eps: float = 1.0) -> Ranking:
         """``POST /v1/rank``: what :func:`engine.sentences.rank_texts` returns (candidates:

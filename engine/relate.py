@@ -189,21 +189,36 @@ def _relate(encodings, layer, head, eps, half_steps, mode, weights, pool_words,
 def summarise(S: np.ndarray, a: np.ndarray, b: np.ndarray, softmax_plan: np.ndarray,
               coupling, exact: np.ndarray) -> Summary:
     """The metrics strip's numbers for plans (..., n, m) on scores S (..., n, m)."""
-    plan = coupling.plan
+    return summary_of(S, a, b, softmax_plan, coupling.plan, row_err=coupling.row_err[..., -1],
+                      col_err=coupling.col_err[..., -1], cost=coupling.cost,
+                      entropy=coupling.entropy, converged=coupling.converged, exact=exact)
+
+
+def summary_of(S: np.ndarray, a: np.ndarray, b: np.ndarray, softmax_plan: np.ndarray,
+               plan: np.ndarray, *, row_err, col_err, cost, entropy, converged,
+               exact: np.ndarray) -> Summary:
+    """:func:`summarise` from arrays: plans (..., n, m), their final marginal errors,
+    cost, entropy and convergence (...); softmax plans broadcast against ``plan``."""
+    prod = references.product(a, b)
+    batch = plan.shape[:-2]
+
+    def full(x):
+        return _num(np.broadcast_to(np.asarray(x, dtype=np.float64), batch))
+
     return Summary(
-        softmax_col_err=_num(references.l1(softmax_plan.sum(-2), b, axes=-1)),
-        sinkhorn_row_err=_num(coupling.row_err[..., -1]),
-        sinkhorn_col_err=_num(coupling.col_err[..., -1]),
-        cost=_num(coupling.cost),
-        entropy=_num(coupling.entropy),
-        kl_to_product=_num(references.kl(plan, references.product(a, b))),
-        mutual_information=_num(references.mutual_information(plan)),
-        zero_weight_mass=_num(references.zero_weight_mass(plan, a, b)),
-        exact_cost=_num(references.cost(exact, S)),
-        l1_to_exact=_num(references.l1(plan, exact)),
-        l1_to_product=_num(references.l1(plan, references.product(a, b))),
-        softmax_cost=_num(references.cost(softmax_plan, S)),
-        converged=_num(coupling.converged) if plan.ndim > 2 else bool(coupling.converged),
+        softmax_col_err=full(references.l1(softmax_plan.sum(-2), b, axes=-1)),
+        sinkhorn_row_err=full(row_err),
+        sinkhorn_col_err=full(col_err),
+        cost=full(cost),
+        entropy=full(entropy),
+        kl_to_product=full(references.kl(plan, prod)),
+        mutual_information=full(references.mutual_information(plan)),
+        zero_weight_mass=full(references.zero_weight_mass(plan, a, b)),
+        exact_cost=full(references.cost(exact, S)),
+        l1_to_exact=full(references.l1(plan, exact)),
+        l1_to_product=full(references.l1(plan, prod)),
+        softmax_cost=full(references.cost(softmax_plan, S)),
+        converged=full(converged) if batch else bool(converged),
     )
 
 

@@ -15,6 +15,8 @@ HTTP API (FastAPI, mounted with ``serve.ingress``; README, "HTTP API"):
   (:func:`engine.export.relation_document`); ``layer="all", head="all"`` is the heads grid.
 - ``POST /v1/eps_path``: the same texts and view, with ``eps_values`` and ``half_steps``
   → the Sinkhorn plans along ε (:func:`engine.eps_path`).
+- ``POST /v1/lattice``: the same texts and view, with ``eps_values`` and ``steps`` → every
+  (ε, half-step) frame of the live sliders, packed for a browser (:mod:`engine.frames`).
 - ``POST /v1/rank``: ``{text_a, candidates, model, eps}`` → the Sentences view's ranking
   of the candidates by sentence similarity and by Sinkhorn divergence
   (:func:`engine.sentences.rank`).
@@ -49,16 +51,18 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from ray import serve
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from . import settings, wire
+from . import frames, settings, wire
 from .encoder import CleanText, Encoder, allowed_models, clean_text
 from .errors import ModelError, SettingsError, SinkscopeError, TextError
 from .export import ranking_document, relation_document
+from .lattice import relation_lattice
 from .relate import check_mode, check_settings, eps_path, relate_encodings
 from .scores import check_layer_head
 from .sentences import measures, rank
@@ -73,9 +77,10 @@ log = logging.getLogger("ray.serve.sinkscope")
 APP_NAME = "sinkscope"
 EPS_PATH_SCHEMA = "sinkscope.eps_path/1"
 EPS_PATH_MAX_VALUES = 64
+LATTICE_SCHEMA = "sinkscope.lattice/1"
 MEASURES_KEPT = 16  # Sentences requests whose encoded texts a replica keeps
 ENDPOINTS = ("GET /v1/health", "GET /v1/models", "GET /v1/stats", "POST /v1/relate",
-             "POST /v1/eps_path", "POST /v1/rank")
+             "POST /v1/eps_path", "POST /v1/lattice", "POST /v1/rank")
 # Replica settings Serve can change without a restart (user_config → reconfigure).
 TUNING = {"max_batch_size": 16, "batch_wait_timeout_s": 0.005, "cache_mb": None}
 GPU_BUCKET = 32  # tokens: on an accelerator, jobs up to this much apart share a pass
@@ -162,6 +167,36 @@ class EpsPathRequest(TextsRequest):
                 check_eps(e)
         check_half_steps(self.half_steps)
         _check_tol(self.tol)
+
+
+class LatticeRequest(TextsRequest):
+    """POST /v1/lattice: every frame of the live sliders for one layer and head."""
+
+    eps_values: Any = Field(description="The lattice's ε values (engine.frames.grid).")
+    steps: Any = Field(description="The lattice's half-step counts, 1 first.")
+    id: Any = Field("", description="A name the browser gives this lattice.")
+    max_bytes: Any = Field(3_000_000, description="The largest payload wanted; above it the "
+                           "answer holds no payload.")
+
+    def check(self, enc: Encoder) -> None:
+        super().check(enc)
+        if self.layer == "all":
+            raise SettingsError("A lattice is for one layer and head; choose a head first.")
+        for name, values, most in (("eps_values", self.eps_values, 128),
+                                   ("steps", self.steps, 128)):
+            if not isinstance(values, list) or not 0 < len(values) <= most:
+                raise SettingsError(f"{name} must be a list of 1 to {most} numbers.")
+        for e in self.eps_values:
+            check_eps(e)
+        for t in self.steps:
+            check_half_steps(t)
+        if max(self.steps) > settings.HALF_STEPS_CAP // 10:
+            raise SettingsError(f"steps go up to {settings.HALF_STEPS_CAP // 10:,} here.")
+        if not isinstance(self.id, str) or len(self.id) > 64:
+            raise SettingsError("id must be a short text.")
+        if isinstance(self.max_bytes, bool) or not isinstance(self.max_bytes, int) \
+                or not 0 < self.max_bytes <= 64 * 2**20:
+            raise SettingsError("max_bytes must be a whole number of bytes up to 64 MiB.")
 
 
 class RankRequest(BaseModel):
@@ -267,6 +302,21 @@ def eps_path_answer(encodings: tuple[Encoding, ...], req: EpsPathRequest, device
                          "half_steps": int(req.half_steps), "tol": float(req.tol)},
             "tokens_a": list(r.tokens_a), "tokens_b": list(r.tokens_b),
             "eps": eps, "plans": plans}
+
+
+def lattice_answer(encodings: tuple[Encoding, ...], req: LatticeRequest, device) -> dict:
+    """POST /v1/lattice: the live sliders' frames as the browser's payload (uint8 bytes),
+    or no payload (over ``max_bytes`` even at 8 bits)."""
+    cells = np.prod(token_counts(encodings, req.mode))
+    if cells > settings.CONFIG.live_max_cells:
+        raise SettingsError(f"{cells:,} token pairs is more than the {settings.CONFIG.live_max_cells:,}"
+                            " whose frames are precomputed (SINKSCOPE_LIVE_MAX_CELLS).")
+    r = relate_encodings(encodings, layer=req.layer, head=req.head, eps=1.0, half_steps=1,
+                         mode=req.mode, weights=req.weights, pool_words=req.pool_words)
+    lat = relation_lattice(r, np.asarray(req.eps_values, float), np.asarray(req.steps, int))
+    data, bits = frames.encode(lat, req.id, max_bytes=int(req.max_bytes))
+    return {"schema": LATTICE_SCHEMA, "id": req.id, "bits": bits,
+            "payload": None if data is None else np.frombuffer(data, dtype=np.uint8)}
 
 
 def rank_answer(enc: Encoder, req: RankRequest, measured) -> dict:
@@ -512,6 +562,12 @@ class Engine:
     async def eps_path(self, request: Request) -> Response:
         """Sinkhorn plans of one head from large ε to small."""
         return await self._serve(request, EpsPathRequest, eps_path_answer)
+
+    @api.post("/v1/lattice", openapi_extra=_body(LatticeRequest))
+    @_guard
+    async def lattice(self, request: Request) -> Response:
+        """Every (ε, half-step) frame of one head, packed for the live sliders."""
+        return await self._serve(request, LatticeRequest, lattice_answer)
 
     @api.post("/v1/rank", openapi_extra=_body(RankRequest))
     @_guard

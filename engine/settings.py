@@ -13,6 +13,9 @@ into :data:`CONFIG`; code reads ``settings.CONFIG`` at call time, so a test can 
 | ``SINKSCOPE_MAX_HALF_STEPS`` | 1000 | end of the half-step slider |
 | ``SINKSCOPE_EPS_MIN`` / ``_MAX`` | 0.01 / 100 | range of the ε slider |
 | ``SINKSCOPE_GRID_MAX_CELLS`` | 25600 | most token pairs n·m for the all-heads grid |
+| ``SINKSCOPE_LIVE_MAX_CELLS`` | 4096 | most token pairs n·m whose slider frames are precomputed |
+| ``SINKSCOPE_LIVE_MAX_BYTES`` | 3000000 | most bytes of frames sent to the browser |
+| ``SINKSCOPE_LIVE_MAX_HALF_STEPS`` | 1000 | largest half-step count precomputed |
 | ``SINKSCOPE_TORCH_THREADS`` | 1 | torch threads in the app |
 | ``SINKSCOPE_WARM_UMAP`` | 1 | compile UMAP in the background at start (0: skip) |
 | ``SINKSCOPE_ENGINE`` | embedded | ``embedded``, or the URL of a served engine |
@@ -84,6 +87,12 @@ class Config:
         max_half_steps: the half-step slider's end (at most :data:`HALF_STEPS_CAP`).
         eps_min, eps_max: the ε slider's range.
         grid_max_cells: most token pairs n·m for the all-heads grid.
+        live_max_cells: most token pairs n·m for which every slider frame (ε × half-steps)
+            is precomputed and scrubbed in the browser; above it the sliders recompute on
+            the server when released.
+        live_max_bytes: most bytes of precomputed frames sent to one browser.
+        live_max_half_steps: the largest half-step count precomputed (stops above it are
+            computed on the server when a slider is released there).
         torch_threads: torch threads in the app (0 leaves torch's default).
         warm_umap: compile UMAP in a background thread at app start.
         engine: "embedded", or the URL of a served engine (``python -m engine serve``).
@@ -99,6 +108,9 @@ class Config:
     eps_min: float = 0.01
     eps_max: float = 100.0
     grid_max_cells: int = 160 * 160
+    live_max_cells: int = 64 * 64
+    live_max_bytes: int = 3_000_000
+    live_max_half_steps: int = 1000
     torch_threads: int = 1
     warm_umap: bool = True
     engine: str = EMBEDDED
@@ -121,6 +133,10 @@ class Config:
             max_half_steps=min(_int(env, "SINKSCOPE_MAX_HALF_STEPS", 1000), HALF_STEPS_CAP),
             eps_min=lo, eps_max=hi,
             grid_max_cells=_int(env, "SINKSCOPE_GRID_MAX_CELLS", 160 * 160),
+            live_max_cells=_int(env, "SINKSCOPE_LIVE_MAX_CELLS", 64 * 64, lowest=0),
+            live_max_bytes=_int(env, "SINKSCOPE_LIVE_MAX_BYTES", 3_000_000),
+            live_max_half_steps=min(_int(env, "SINKSCOPE_LIVE_MAX_HALF_STEPS", 1000),
+                                    HALF_STEPS_CAP),
             torch_threads=_int(env, "SINKSCOPE_TORCH_THREADS", 1, lowest=0),
             warm_umap=env.get("SINKSCOPE_WARM_UMAP", "1").strip() != "0",
             engine=env.get("SINKSCOPE_ENGINE", "").strip() or EMBEDDED,

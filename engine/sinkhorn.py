@@ -108,6 +108,7 @@ def sinkhorn(
     method: str = "auto",
     block: int = 50,
     record: Any = None,
+    record_plans: bool = False,
     check_inputs: bool = True,
 ) -> Coupling:
     """Entropic optimal transport between a and b for cost −S, by Sinkhorn half-steps.
@@ -130,6 +131,9 @@ def sinkhorn(
         block: half-steps between stability checks in "auto".
         record: half-steps t (1-based) after which to record the plan's cost ⟨−S, π_t⟩
             and entropy H(π_t) into ``Coupling.history``; None records nothing.
+        record_plans: also keep the plans π_t at those half-steps in
+            ``Coupling.history.plans`` (..., K, n, m), e.g. to show every frame of a
+            slider without solving once per frame. Memory grows with K·n·m.
         check_inputs: validate ε, a and b (disable only in tight loops on checked data).
 
     Returns:
@@ -162,7 +166,7 @@ def sinkhorn(
     steps = () if record is None else tuple(sorted(
         {int(t) for t in np.asarray(record).ravel() if 1 <= int(t) <= half_steps}))
     args = (float(eps), int(half_steps), float(tol), early_stop, method, block, steps,
-            record is not None)
+            record is not None, bool(record_plans))
     if at.dim() == 1 and (at == 0).any():
         # One row support for the whole batch: solve on it and put zero rows back. (Zero
         # columns stay: half-step 1 is softmax over all of B, zero weights included.)
@@ -184,32 +188,39 @@ def to_numpy(c: Coupling) -> Coupling:
     fields = {k: np_(v) for k, v in c.__dict__.items()}
     if c.history is not None:
         fields["history"] = History(*(np_(x) for x in (c.history.steps, c.history.cost,
-                                                        c.history.entropy)))
+                                                        c.history.entropy, c.history.plans)))
     return Coupling(**fields)
 
 
 def _scatter_rows(c: Coupling, ia: torch.Tensor, n: int) -> Coupling:
     """Embed a coupling solved on the rows ia back into (..., n, m) with zero rows."""
-    batch, m = c.plan.shape[:-2], c.plan.shape[-1]
-    plan = c.plan.new_zeros(*batch, n, m)
-    plan[..., ia, :] = c.plan
+    def rows(x: torch.Tensor) -> torch.Tensor:
+        out = x.new_zeros(*x.shape[:-2], n, x.shape[-1])
+        out[..., ia, :] = x
+        return out
+
+    batch = c.plan.shape[:-2]
     f = c.f.new_full((*batch, n), -math.inf)
     f[..., ia] = c.f
-    return Coupling(plan=plan, f=f, g=c.g, row_err=c.row_err, col_err=c.col_err,
+    history = c.history
+    if history is not None and history.plans is not None:
+        history = History(history.steps, history.cost, history.entropy, rows(history.plans))
+    return Coupling(plan=rows(c.plan), f=f, g=c.g, row_err=c.row_err, col_err=c.col_err,
                     converged=c.converged, cost=c.cost, entropy=c.entropy, eps=c.eps,
-                    half_steps_run=c.half_steps_run, tol=c.tol, history=c.history)
+                    half_steps_run=c.half_steps_run, tol=c.tol, history=history)
 
 
-def _cost_entropy(log_plan: torch.Tensor, S: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(⟨−S, π⟩, H(π)) of plans given by their logs, (B, n, m) → (B,), (B,)."""
+def _cost_entropy(log_plan: torch.Tensor, S: torch.Tensor,
+                  keep_plan: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """(⟨−S, π⟩, H(π), π or None) of plans given by their logs, (B, n, m) → (B,), (B,)."""
     plan = torch.exp(log_plan)
     cost = -(plan * S).sum((-2, -1))
     entropy = -(plan * torch.where(plan > 0, log_plan, 0)).sum((-2, -1))
-    return cost, entropy
+    return cost, entropy, (plan if keep_plan else None)
 
 
 def _solve(S, a, b, eps, half_steps, tol, early_stop, method, block, record,
-           keep_history) -> Coupling:
+           keep_history, keep_plans) -> Coupling:
     """Run the half-steps on checked tensors; see :func:`sinkhorn`.
 
     S (..., n, m) is flattened to (B, n, m); a (B, n, 1) and b (B, 1, m) are kept as
@@ -234,9 +245,9 @@ def _solve(S, a, b, eps, half_steps, tol, early_stop, method, block, record,
     beta = torch.zeros_like(b)  # g / ε, (B, 1, m)
     rows.append(_err(torch.exp(alpha + lse), a, -2)[None])
     t = 1
-    # The history: (cost, entropy) of state t for each t in ``record``.
+    # The history: (cost, entropy, plan or None) of state t for each t in ``record``.
     pending = [s for s in record if s > 1]
-    recorded = [_cost_entropy(Se + alpha, Sf)] if record and record[0] == 1 else []
+    recorded = [_cost_entropy(Se + alpha, Sf, keep_plans)] if record and record[0] == 1 else []
     use_kernel = method == "auto" and half_steps > 1
     K = Kt = u = v = None
     if use_kernel:
@@ -273,7 +284,7 @@ def _solve(S, a, b, eps, half_steps, tol, early_stop, method, block, record,
             log_state = Se + alpha + beta
             if use_kernel:  # state t is diag(u) K diag(v)
                 log_state = log_state + u.log() + v.log()
-            recorded.append(_cost_entropy(log_state, Sf))
+            recorded.append(_cost_entropy(log_state, Sf, keep_plans))
         if early_stop and t < half_steps:
             # errors of state t − 1, whose two marginals are both known now
             err = torch.maximum(torch.cat(rows)[t - 2], torch.cat(cols)[t - 2])
@@ -292,17 +303,21 @@ def _solve(S, a, b, eps, half_steps, tol, early_stop, method, block, record,
     col_err = torch.cat(cols).T.reshape(*batch, t)
     f = torch.where(on_a, eps * alpha, -math.inf)[..., 0].reshape(*batch, n)
     g = torch.where(on_b, eps * beta, -math.inf)[:, 0].reshape(*batch, m)
-    cost, entropy = _cost_entropy(log_plan, Sf)
+    cost, entropy, _ = _cost_entropy(log_plan, Sf)
     converged = torch.maximum(row_err[..., -1], col_err[..., -1]) <= tol
     history = None
     if keep_history:
         k = len(recorded)  # fewer than asked after an early stop
         costs = ents = Sf.new_zeros(Sf.shape[0], 0)
+        plans = Sf.new_zeros(Sf.shape[0], 0, n, m) if keep_plans else None
         if k:
-            costs = torch.stack([c for c, _ in recorded], -1)
-            ents = torch.stack([e for _, e in recorded], -1)
+            costs = torch.stack([c for c, _, _ in recorded], -1)
+            ents = torch.stack([e for _, e, _ in recorded], -1)
+            if keep_plans:
+                plans = torch.stack([p for _, _, p in recorded], 1)
         history = History(steps=torch.tensor(record[:k], dtype=torch.int64),
-                          cost=costs.reshape(*batch, k), entropy=ents.reshape(*batch, k))
+                          cost=costs.reshape(*batch, k), entropy=ents.reshape(*batch, k),
+                          plans=None if plans is None else plans.reshape(*batch, k, n, m))
     return Coupling(plan=plan.reshape(*batch, n, m), f=f, g=g, row_err=row_err,
                     col_err=col_err, converged=converged, cost=cost.reshape(batch),
                     entropy=entropy.reshape(batch), eps=eps, half_steps_run=t, tol=tol,

@@ -79,11 +79,14 @@ class History:
     Attributes:
         steps: (K,) half-steps t (1-based, increasing) that were recorded.
         cost: (..., K) ⟨−S, π_t⟩; entropy: (..., K) H(π_t).
+        plans: (..., K, n, m) the plans π_t themselves when the caller asked for them
+            (``sinkhorn(..., record_plans=True)``), else None.
     """
 
     steps: Any
     cost: Any
     entropy: Any
+    plans: Any = None
 
 
 @dataclass(frozen=True)
@@ -338,3 +341,41 @@ def _places(order: np.ndarray) -> np.ndarray:
     places = np.empty(len(order), dtype=np.int64)
     places[np.asarray(order)] = np.arange(1, len(order) + 1)
     return places
+
+
+@dataclass(frozen=True)
+class Lattice:
+    """Sinkhorn plans of one score matrix over a grid of ε values × half-step counts.
+
+    Attributes:
+        eps: (E,) ε values, increasing.
+        steps: (T,) half-step counts t, increasing, ``steps[0] == 1`` (softmax).
+        plans: (E, T, n, m) π after ``steps[k]`` half-steps at ``eps[i]``, started from
+            g = 0; ``plans[:, 0]`` is diag(a)·softmax(S/ε).
+        attention: (E, n, m) softmax(S/ε), rows summing to 1 (rows of weight 0 included).
+        row_err, col_err: (E, T) ‖π1 − a‖₁ and ‖πᵀ1 − b‖₁ of each frame.
+        summary: the metrics strip's numbers, each an (E, T) array (``converged`` too).
+        a: (n,) and b: (m,) the weights; tol: the tolerance ``converged`` was judged by.
+    """
+
+    eps: np.ndarray
+    steps: np.ndarray
+    plans: np.ndarray
+    attention: np.ndarray
+    row_err: np.ndarray
+    col_err: np.ndarray
+    summary: Summary
+    a: np.ndarray
+    b: np.ndarray
+    tol: float
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(E, T): how many ε values and half-step counts the lattice holds."""
+        return len(self.eps), len(self.steps)
+
+    def index(self, eps: float, half_steps: int) -> tuple[int, int] | None:
+        """(i, k) of the frame at exactly (ε, t), or None when the lattice does not hold it."""
+        i = np.flatnonzero(np.isclose(self.eps, float(eps), rtol=1e-9, atol=0))
+        k = np.flatnonzero(self.steps == int(half_steps))
+        return (int(i[0]), int(k[0])) if i.size and k.size else None

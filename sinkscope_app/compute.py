@@ -273,6 +273,49 @@ def projection(model: str, text_a: str, text_b: str, mode: str, layer: int, head
     return project(r, space=space, method=method, dim=dim)
 
 
+def lattice(model: str, text_a: str, text_b: str, mode: str, layer: int, head,
+            weights: str, pool: bool, eps_stops: tuple, step_stops: tuple):
+    """Every slider frame of one layer and head, packed for the browser (a ``scrub.Payload``).
+
+    One batched solver call over the lattice's ε values (engine.lattice), here or on the
+    served engine; a payload over ``CONFIG.live_max_bytes`` comes back without data and
+    with a note saying why.
+    """
+    return _lattice(settings.CONFIG.engine, model, text_a, text_b, mode, layer, head,
+                    weights, pool, tuple(eps_stops), tuple(step_stops))
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _lattice(engine: str, model, text_a, text_b, mode, layer, head, weights, pool,
+             eps_stops, step_stops):
+    from engine.frames import grid, header
+
+    from . import scrub
+
+    cfg = settings.CONFIG
+    eps, steps = grid(eps_stops, step_stops, max_half_steps=cfg.live_max_half_steps)
+    id_ = scrub.lattice_id(model, text_a, text_b, mode, layer, head, weights, pool)
+    if engine != EMBEDDED:
+        def pack():
+            data = client(engine).lattice(
+                text_a, _b(text_b, mode), model=model, eps_values=eps, steps=steps, id=id_,
+                max_bytes=cfg.live_max_bytes, layer=layer, head=head, mode=mode,
+                weights=weights, pool_words=pool)
+            return data, header(data)["bits"] if data else 0
+    else:
+        from engine.lattice import relation_lattice
+
+        r = _geometry(model, text_a, text_b, mode, layer, head, weights, pool)
+
+        def pack():
+            return scrub.encode(relation_lattice(r, eps, steps), id_,
+                                max_bytes=cfg.live_max_bytes)
+    payload = scrub.build(pack, id_, max_bytes=cfg.live_max_bytes)
+    log.info("lattice %s: %d × %d frames in %.2f s, %s bytes", id_, len(eps), len(steps),
+             payload.seconds, len(payload.data) if payload.data else "no")
+    return payload
+
+
 def eps_path(model: str, text_a: str, text_b: str, mode: str, layer: int, head,
              weights: str, pool: bool):
     """(ε values (K,), plans (K, n, m), exact plan (n, m)) from large ε to small."""

@@ -42,6 +42,7 @@ class Ctx:
     pool: bool
     n_layers: int
     n_heads: int
+    lattice: str | None = None  # id of the live sliders' frames, None when they are off
 
     @property
     def geometry(self) -> tuple:
@@ -49,16 +50,25 @@ class Ctx:
                 self.pool)
 
 
-def chart(fig: go.Figure, name: str, img: str, *, key: str, live: bool = True, **kw):
+def chart(fig: go.Figure, name: str, img: str, *, key: str, live: bool = True,
+          bind: dict | None = None, **kw):
     """A plotly chart in our theme (not Streamlit's), with a PNG/SVG download button.
 
-    ``live`` charts update in place when a slider moves (:mod:`.live`); charts that send
+    ``live`` charts update in place when a slider moves (:mod:`.live`), and a chart with
+    ``bind`` (:func:`bind`) takes the live sliders' frames in the browser; charts that send
     selection events back (the All heads grid) or animate (ε path) use ``st.plotly_chart``.
     """
     config = theme_config(img, name)
     if live:
-        return live_chart(fig, key=key, config=config)
+        return live_chart(fig, key=key, config=config, bind=bind)
     return st.plotly_chart(fig, theme=None, width="stretch", config=config, key=key, **kw)
+
+
+def bind(r: Relation, ctx: Ctx) -> dict | None:
+    """What a chart of ``r`` needs to take other frames of the live sliders' lattice."""
+    if ctx.lattice is None:
+        return None
+    return {"lattice": ctx.lattice, "eps": float(r.eps), "steps": int(r.half_steps)}
 
 
 def _radio(label: str, options: dict, key: str, **kw):
@@ -72,12 +82,12 @@ def render_compare(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figur
            "always show the joint marginals.")
     cview = st.session_state["cview"]
     figs = [heatmaps.compare(r, view=cview, theme=theme)]
-    chart(figs[0], "compare", img, key="fig_compare")
+    chart(figs[0], "compare", img, key="fig_compare", bind=bind(r, ctx))
     st.caption("Bars above each map: what each token of B receives, against its weight b "
                "(vermillion: too much, blue: left alone, grey: on target). Bars beside: what "
                "each token of A sends, against a.")
     figs.append(heatmaps.difference(r, view=cview, theme=theme))
-    chart(figs[1], "difference", img, key="fig_difference")
+    chart(figs[1], "difference", img, key="fig_difference", bind=bind(r, ctx))
     if r.model_attention is not None:
         with st.expander("The model's own attention from A to B (joint mode)"):
             fig = heatmaps.heatmap(r.model_attention, r.tokens_a, r.tokens_b, zlabel="attention",
@@ -114,7 +124,7 @@ def render_graph(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]
                           top_k=int(st.session_state["topk"]) or None,
                           threshold=float(st.session_state["thr"]), highlight=highlight,
                           theme=theme)
-    chart(fig, "graph", img, key="fig_graph")
+    chart(fig, "graph", img, key="fig_graph", bind=bind(r, ctx))
     return [fig]
 
 
@@ -399,3 +409,10 @@ RENDER = {"compare": render_compare, "graph": render_graph, "cloud": render_clou
 FRAGMENT_KEYS = ("view", "cview", "gwhich", "topk", "thr", "hl", "space", "method", "dim",
                  "grank",
                  "edges", "cwhich", "gplan", "gval", "eps", "steps", "sset", "cands", "scand")
+SLIDER_HELP = {
+    "eps": "Softmax temperature and Sinkhorn's entropy weight. Small ε: sharp plans close "
+           "to exact optimal transport (needs more half-steps). Large ε: everything "
+           "spreads towards the product a⊗b. ε = 1 is the model's own softmax.",
+    "steps": "Sinkhorn alternates a row normalisation (odd) and a column normalisation "
+             "(even). One half-step is exactly diag(a)·softmax(S/ε); two is one full "
+             "Sinkhorn iteration; many converge to the coupling."}

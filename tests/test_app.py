@@ -48,11 +48,23 @@ def figures(at: AppTest) -> list[dict]:
     return live + [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
 
 
+def component(at: AppTest, name: str) -> list:
+    """The protos of the live components named ``name`` on the page."""
+    return [el.proto for el in at.get("bidi_component") if el.proto.component_name == name]
+
+
+def scrub_data(at: AppTest) -> dict:
+    """What the live sliders were given: values, stops, lattice id, metric strip, note."""
+    (proto,) = component(at, "sinkscope_scrub")
+    return json.loads(proto.json)
+
+
 def metric(at: AppTest, label: str) -> str:
-    for m in at.metric:
-        if m.label == label:
-            return m.value
-    raise AssertionError(f"no metric {label!r}; have {[m.label for m in at.metric]}")
+    rows = scrub_data(at)["metrics"]
+    for m in rows:
+        if m["label"] == label:
+            return m["value"]
+    raise AssertionError(f"no metric {label!r}; have {[m['label'] for m in rows]}")
 
 
 def ok(at: AppTest) -> None:
@@ -155,13 +167,23 @@ def test_metric_format():
 def test_default_page_renders(default_app):
     at = default_app
     ok(at)
-    labels = [m.label for m in at.metric]
+    data = scrub_data(at)
+    labels = [m["label"] for m in data["metrics"]]
     assert labels == ["Softmax column error", "Sinkhorn row error", "Sinkhorn column error",
                       "Cost ⟨−S, π⟩", "Entropy H(π)", "KL(π ‖ a⊗b)", "‖π − π*‖₁ to exact OT",
                       "Converged"]
-    assert all(m.proto.help for m in at.metric)
-    assert [s.label for s in at.select_slider] == ["ε — entropy (log scale)",
-                                                   "half-steps (1 = softmax)"]
+    assert all(m["help"] for m in data["metrics"])
+    # The live sliders: the slider stops, the values, and the lattice the charts bind to
+    assert data["eps_stops"] == list(EPS_OPTIONS) and data["step_stops"] == list(HALF_STEP_OPTIONS)
+    bank = EXAMPLES["bank"]["settings"]  # a bare address opens the default example's settings
+    assert (data["eps"], data["steps"]) == (bank["eps"], bank["steps"])
+    assert set(data["help"]) == {"eps", "steps"}
+    (lattice,) = component(at, "sinkscope_lattice")
+    assert lattice.WhichOneof("data") == "bytes" and lattice.bytes[:4] == b"SKL1"
+    binds = [json.loads(el.proto.json).get("bind") for el in at.get("bidi_component")
+             if el.proto.component_name == "sinkscope_live_chart"]
+    assert [b for b in binds if b] == [{"lattice": data["lattice"], "eps": bank["eps"],
+                                        "steps": bank["steps"]}] * 2
     assert at.segmented_control(key="view").value == "compare"
     figs = figures(at)
     assert len(figs) == 2
@@ -183,7 +205,8 @@ def test_default_page_renders(default_app):
 def test_eps_slider_changes_coupling_and_metrics(default_app):
     at = default_app
     before = (metric(at, "Entropy H(π)"), metric(at, "KL(π ‖ a⊗b)"))
-    at.select_slider(key="eps").set_value(2.0).run()
+    at.session_state["eps"] = 2.0  # what the live slider's release sets (app.on_scrub)
+    at.run()
     ok(at)
     title = figures(at)[0]["layout"]["annotations"][1]["text"]
     assert "ε=2" in title, title
@@ -196,14 +219,16 @@ def test_eps_slider_changes_coupling_and_metrics(default_app):
 
 def test_half_step_one_is_softmax(default_app):
     at = default_app
-    at.select_slider(key="eps").set_value(1.0)
-    at.select_slider(key="steps").set_value(1).run()
+    at.session_state["eps"] = 1.0
+    at.session_state["steps"] = 1
+    at.run()
     ok(at)
     assert metric(at, "Sinkhorn column error") == metric(at, "Softmax column error")
     assert float(metric(at, "Sinkhorn row error")) < 1e-12
     assert metric(at, "Converged") == "no"
-    assert any("is** softmax" in c.value for c in at.caption)
-    at.select_slider(key="steps").set_value(100).run()
+    assert scrub_data(at)["steps"] == 1  # the browser adds the "half-step 1 is softmax" note
+    at.session_state["steps"] = 100
+    at.run()
     ok(at)
     assert float(metric(at, "Sinkhorn column error")) < 1e-6
 
@@ -229,6 +254,18 @@ def test_each_view_renders(default_app, view):
         cd = tiles["customdata"]
         shape = cd["shape"] if isinstance(cd, dict) else f"{len(cd)}, {len(cd[0])}"
         assert shape.replace(" ", "") == f"{L * H},3"
+
+
+def test_long_texts_fall_back_to_the_server_with_a_note():
+    long = " ".join(["river bank money water stone bridge"] * 14)  # > 64 tokens each
+    at = run({"a": long, "b": long})
+    ok(at)
+    data = scrub_data(at)
+    assert data["lattice"] is None and "SINKSCOPE_LIVE_MAX_CELLS" in data["note"]
+    assert not component(at, "sinkscope_lattice")
+    assert all("bind" not in json.loads(el.proto.json) for el in at.get("bidi_component")
+               if el.proto.component_name == "sinkscope_live_chart")
+    assert len(figures(at)) == 2
 
 
 def test_view_controls(default_app):

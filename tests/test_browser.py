@@ -105,7 +105,7 @@ def shot(pg, name: str) -> Path:
 
 def test_01_page_loads_with_charts(page):
     assert page.locator(".js-plotly-plot").count() >= 2
-    assert page.locator('[data-testid="stMetric"]').count() == 8
+    assert page.locator(".sk-metric").count() == 8  # the compact metric strip
     assert any("How text A relates to text B" in t for t in titles(page))
     assert query(page)["eps"] == "1"
     no_errors(page)
@@ -128,8 +128,17 @@ def test_02_type_a_pair(page):
     no_errors(page)
 
 
+def eps_slider(pg):
+    return pg.get_by_role("slider", name="ε — entropy (log scale)")
+
+
+def steps_slider(pg):
+    return pg.get_by_role("slider", name="half-steps (1 = softmax)")
+
+
 def test_03_move_eps_with_keyboard(page):
-    eps = page.locator('[data-testid="stSlider"] input[type="range"]').first
+    wait_js(page, "() => window.__sinkscope.scrub && window.__sinkscope.scrub.live()")
+    eps = eps_slider(page)
     assert eps.get_attribute("aria-valuetext") == "1"
     # Mark the chart divs: a slider move must update them in place (Plotly.react), not
     # unmount and redraw them, which cost ~100 ms a move.
@@ -158,12 +167,12 @@ def test_03_move_eps_with_keyboard(page):
 
 
 def test_04_half_steps_to_one_is_softmax(page):
-    steps = page.locator('[data-testid="stSlider"] input[type="range"]').nth(1)
+    steps = steps_slider(page)
     steps.focus()
     steps.press("Home")
     wait_title(page, "1 half-step)")
     wait_idle(page)
-    values = page.locator('[data-testid="stMetricValue"]').all_inner_texts()
+    values = page.locator(".sk-metric .sk-mvalue").all_inner_texts()
     assert values[0] == values[2], values  # softmax column error == Sinkhorn column error
     wait_query(page, "steps", "1")
     # Back up to 100, one key press (and one chart update) at a time.

@@ -53,19 +53,21 @@ def messages(at: AppTest) -> list[str]:
 
 
 def metric_numbers(at: AppTest) -> dict[str, list[float]]:
-    """Every number shown in the metrics strip (values and deltas), by label."""
+    """Every number shown in the metrics strip (values and details), by label."""
     out: dict[str, list[float]] = {}
-    for m in at.metric:
-        shown = f"{m.value} {m.proto.delta or ''}"
-        assert not NON_FINITE.search(shown), (m.label, shown)
-        if m.label == "Converged":
-            assert m.value in ("yes", "no"), m.value
-            out[m.label] = []
+    rows = [json.loads(el.proto.json)["metrics"] for el in at.get("bidi_component")
+            if el.proto.component_name == "sinkscope_scrub"]
+    for m in (rows[0] if rows else []):
+        shown = f"{m['value']} {m['detail']}"
+        assert not NON_FINITE.search(shown), (m["label"], shown)
+        if m["label"] == "Converged":
+            assert m["value"] in ("yes", "no"), m["value"]
+            out[m["label"]] = []
             continue
         nums = [float(x) for x in NUMBER.findall(shown)]
-        assert nums, (m.label, shown)
-        assert all(math.isfinite(x) for x in nums), (m.label, shown)
-        out[m.label] = nums
+        assert nums, (m["label"], shown)
+        assert all(math.isfinite(x) for x in nums), (m["label"], shown)
+        out[m["label"]] = nums
     return out
 
 

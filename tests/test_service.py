@@ -417,6 +417,27 @@ def test_two_hundred_garbage_requests_in_a_burst(url, encoder):
                 relate(A, B, encoder=encoder, layer=1, head=2))
 
 
+def test_lattice_served_equals_embedded(url, encoder):
+    from engine import encode_texts, relate_encodings
+    from engine.frames import decode, encode, grid
+    from engine.lattice import relation_lattice
+
+    eps, steps = grid([0.1, 0.5, 1.0, 5.0], [1, 2, 3, 10, 40], max_half_steps=1000)
+    r = relate_encodings(encode_texts(encoder, A, B, "separate"), layer=2, head=5)
+    local, bits = encode(relation_lattice(r, eps, steps), "x", max_bytes=10**7)
+    served = EngineClient(url).lattice(A, B, eps_values=eps, steps=steps, id="x",
+                                       max_bytes=10**7, layer=2, head=5)
+    assert bits == 16 and served == local  # the same bytes: one lattice, one packing
+    d = decode(served)
+    np.testing.assert_allclose(d["plans"][:, 0], r.a[:, None] * decode(local)["attention"],
+                               atol=1e-4)
+    assert EngineClient(url).lattice(A, B, eps_values=eps, steps=steps, max_bytes=100,
+                                     layer=2, head=5) is None  # over the budget: no payload
+    status, _, doc = post(url, "/v1/lattice", {"text_a": A, "text_b": B, "layer": "all",
+                                               "head": "all", "eps_values": [1], "steps": [1]})
+    assert status == 422 and "one layer and head" in doc["error"]["message"]
+
+
 def test_rank_served_equals_embedded(url, encoder):
     from engine.sentences import rank_texts
 
@@ -437,6 +458,13 @@ def test_rank_served_equals_embedded(url, encoder):
     assert status == 422 and doc["error"]["type"] == "TextError"
 
 
+def strip(at) -> list[dict]:
+    """The metric strip the live sliders show (label, value, detail, help per number)."""
+    (el,) = [el for el in at.get("bidi_component")
+             if el.proto.component_name == "sinkscope_scrub"]
+    return json.loads(el.proto.json)["metrics"]
+
+
 def test_app_against_the_served_engine(url, monkeypatch):
     """AppTest with SINKSCOPE_ENGINE=url: the page renders from the service, the sidebar
     names it, the heads grid and the ε path come through the client."""
@@ -450,7 +478,7 @@ def test_app_against_the_served_engine(url, monkeypatch):
     assert not at.exception and not at.error, ([e.value for e in at.exception],
                                                [e.value for e in at.error])
     assert any(f"served by {url}, on cpu (float64)" in c.value for c in at.sidebar.caption)
-    assert len(at.metric) == 8
+    assert len(strip(at)) == 8
     for view in ("heads", "path", "cloud", "sentences"):
         at.session_state["view"] = view
         at.run()
@@ -474,7 +502,8 @@ for view in ("heads", "path", "cloud", "sentences", "compare"):
     at.session_state["view"] = view
     at.run()
     assert not at.exception and not at.error, view
-assert len(at.metric) == 8
+(el,) = [e for e in at.get("bidi_component") if e.proto.component_name == "sinkscope_scrub"]
+assert len(__import__("json").loads(el.proto.json)["metrics"]) == 8
 assert "torch" not in sys.modules and "ray" not in sys.modules
 """
     subprocess.run([sys.executable, "-c", code], check=True, timeout=300, cwd=ROOT)
@@ -508,7 +537,7 @@ def test_zz_stopped_service_is_unavailable_then_recovers(service, encoder, monke
     monkeypatch.setattr(settings, "CONFIG", settings.Config.from_env(
         {"SINKSCOPE_ENGINE": url, "SINKSCOPE_WARM_UMAP": "0"}))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
-    assert not at.exception and len(at.metric) == 8
+    assert not at.exception and len(strip(at)) == 8
     svc.stop()
     try:
         with pytest.raises(EngineUnavailable, match=url.replace(".", r"\.")):
@@ -519,10 +548,12 @@ def test_zz_stopped_service_is_unavailable_then_recovers(service, encoder, monke
         at.run()
         assert not at.exception and not at.error
         assert any("not available" in w.value for w in at.warning)
-        assert len(at.select_slider) == 2 and len(at.sidebar.text_area) == 2  # controls stay
+        sliders = [e for e in at.get("bidi_component")
+                   if e.proto.component_name == "sinkscope_scrub"]
+        assert len(sliders) == 1 and len(at.sidebar.text_area) == 2  # controls stay
     finally:
         svc.start(svc.build(replicas=REPLICAS), port=service["port"])
     assert_same(c.relate(A, B, layer=5, head=2), relate(A, B, encoder=encoder, layer=5, head=2))
     at.run()  # what the page's probe does by itself once the engine answers
-    assert not at.exception and not at.error and len(at.metric) == 8
+    assert not at.exception and not at.error and len(strip(at)) == 8
     assert not any("not available" in w.value for w in at.warning)

@@ -14,12 +14,18 @@ from plotly.subplots import make_subplots
 
 from viz import theme as th
 from viz._data import as_array, as_plan, bin_edges, bin_style, labels, segments, top_edges
+from viz.heatmaps import fill
 
 from engine.types import Relation
 
 N_BINS = 5
 LABEL_PX = 13  # the least vertical room (pixels) a node label needs
+MIN_EDGE = 1e-4  # edges lighter than this fraction of the heaviest are not drawn
 _WHICH = ("both", "softmax", "sinkhorn")
+# Panel titles; filled here and, for other frames of the ε × half-step lattice, in the
+# browser (``layout.meta``).
+TITLES = {"softmax": "Softmax diag(a)·softmax(S/ε), ε={eps}",
+          "sinkhorn": "Sinkhorn coupling, ε={eps}, {steps}"}
 
 
 def _positions(size: int, span: int) -> np.ndarray:
@@ -29,15 +35,19 @@ def _positions(size: int, span: int) -> np.ndarray:
     return np.arange(size) * (span - 1) / (size - 1)
 
 
-def _edge_traces(i, j, mass, ya, yb, scale, color, fade, name, show_legend):
-    """N_BINS line traces (lightest first) for edges (i, j) with the given masses."""
+def _edge_traces(i, j, mass, ya, yb, scale, color, fade, name, show_legend, plan=""):
+    """N_BINS line traces (lightest first) for edges (i, j) with the given masses.
+
+    Each trace's ``meta`` is {"part": name, "plan": plan, "bin": k}.
+    """
     traces = []
     for k, sel in enumerate(bin_edges(mass, scale, N_BINS)):
         w, op = bin_style(k, N_BINS)
         x, y = segments(np.zeros(sel.size), ya[i[sel]], np.ones(sel.size), yb[j[sel]])
         traces.append(go.Scatter(x=x, y=y, mode="lines", line=dict(width=w, color=color),
                                  opacity=op * fade, hoverinfo="skip", name=name,
-                                 legendgroup=name, showlegend=show_legend and k == N_BINS - 1))
+                                 legendgroup=name, showlegend=show_legend and k == N_BINS - 1,
+                                 meta=dict(part=name, plan=plan, bin=k)))
     return traces
 
 
@@ -50,12 +60,25 @@ def _partners(plan: np.ndarray, index: int, axis: int, names: list[str], top: in
     return "<br>".join(f"  → {names[p]}  {th.fmt(row[p])}" for p in order)
 
 
-def _node_trace(y, w, tokens, partner_names, plan, side, highlight_index, theme, span,
+def node_hover(k: int, side: str, tokens: list[str], partner_names: list[str], w: np.ndarray,
+               plan: np.ndarray) -> str:
+    """Hover text of node k on ``side``: its weight, what it sends or receives, and its
+    heaviest partners with their masses."""
+    sums = plan.sum(axis=1 if side == "a" else 0)
+    verb = "sends" if side == "a" else "receives"
+    head = (f"{side.upper()}[{k}] {tokens[k]}<br>weight {side} = {th.fmt(w[k])}, "
+            f"{verb} {th.fmt(sums[k])}<br>heaviest partners:<br>")
+    return head + _partners(plan, k, 0 if side == "a" else 1, partner_names)
+
+
+def _node_trace(y, w, tokens, partner_names, plan, side, highlight_index, theme, span, key="",
                 label_every=1):
     """Markers and labels for one side; hover lists the top partners with masses.
 
     Only every ``label_every``-th token (and the highlighted one) is labelled, so labels
-    never overlap on long texts; hover names every token.
+    never overlap on long texts; hover names every token. ``meta`` is {"part": "nodes",
+    "plan": key, "side": side, "labels": tokens, "partners": partner_names} (what the
+    browser needs to rewrite the hover).
     """
     w_max = float(w.max()) if w.max() > 0 else 1.0
     big = float(np.clip(600 / span, 8, 30))
@@ -65,13 +88,7 @@ def _node_trace(y, w, tokens, partner_names, plan, side, highlight_index, theme,
     line_w = np.zeros(len(w))
     if highlight_index is not None:
         line_w[highlight_index] = 3.0
-    sums = plan.sum(axis=1 if side == "a" else 0)
-    hover = []
-    for k, tok in enumerate(tokens):
-        verb = "sends" if side == "a" else "receives"
-        head = (f"{side.upper()}[{k}] {tok}<br>weight {side} = {th.fmt(w[k])}, "
-                f"{verb} {th.fmt(sums[k])}<br>heaviest partners:<br>")
-        hover.append(head + _partners(plan, k, 0 if side == "a" else 1, partner_names))
+    hover = [node_hover(k, side, tokens, partner_names, w, plan) for k in range(len(tokens))]
     return go.Scatter(
         x=np.full(len(w), 0.0 if side == "a" else 1.0), y=y, mode="markers+text",
         text=[th.shorten(t) if k % label_every == 0 or k == highlight_index else ""
@@ -80,7 +97,9 @@ def _node_trace(y, w, tokens, partner_names, plan, side, highlight_index, theme,
         marker=dict(size=size, color=color, opacity=1.0, line=dict(width=line_w, color=th.COLOR_ACCENT)),
         hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
         name="text A" if side == "a" else "text B", showlegend=False,
-        cliponaxis=False, textfont=dict(color=th.foreground(theme)))
+        cliponaxis=False, textfont=dict(color=th.foreground(theme)),
+        meta=dict(part="nodes", plan=key, side=side, labels=list(tokens),
+                  partners=list(partner_names)))
 
 
 def graph(relation: Relation, *, which: str = "both", top_k: int | None = 3,
@@ -89,8 +108,9 @@ def graph(relation: Relation, *, which: str = "both", top_k: int | None = 3,
           theme: str = "light") -> go.Figure:
     """Bipartite graph of softmax's joint measure and/or the Sinkhorn coupling.
 
-    An edge i–j is drawn when π_ij > 0, π_ij ≥ ``threshold`` and j is among the
-    ``top_k`` heaviest partners of A's token i. Width and opacity grow with π_ij on one
+    An edge i–j is drawn when π_ij ≥ ``threshold``, π_ij ≥ :data:`MIN_EDGE` times the
+    heaviest mass shown (a lighter edge would be a line for no mass: at small ε softmax
+    gives most pairs 1e-80) and j is among the ``top_k`` heaviest partners of A's token i. Width and opacity grow with π_ij on one
     scale shared by both panels. Softmax piles edges onto a few B tokens and leaves
     others bare; the coupling reaches every B token in proportion to b.
 
@@ -125,8 +145,9 @@ def graph(relation: Relation, *, which: str = "both", top_k: int | None = 3,
     ya, yb = _positions(n, span), _positions(m, span)
     scale = max(float(plans[k].max()) for k in keys)
     c = relation.coupling
-    titles = {"softmax": f"Softmax diag(a)·softmax(S/ε), ε={th.fmt(relation.eps)}",
-              "sinkhorn": f"Sinkhorn coupling, ε={th.fmt(c.eps)}, {th.half_steps_text(c.half_steps_run)}"}
+    titles = {"softmax": fill(TITLES["softmax"], eps=th.fmt(relation.eps)),
+              "sinkhorn": fill(TITLES["sinkhorn"], eps=th.fmt(c.eps),
+                               steps=th.half_steps_text(c.half_steps_run))}
     fig = make_subplots(rows=1, cols=len(keys), subplot_titles=[titles[k] for k in keys],
                         horizontal_spacing=0.14)
     height = height or int(min(1100, max(380, 150 + 18 * span)))
@@ -135,22 +156,23 @@ def graph(relation: Relation, *, which: str = "both", top_k: int | None = 3,
     edge_col = th.edge_color(theme)
     for col, key in enumerate(keys, start=1):
         plan = plans[key]
-        i, j, mass = top_edges(plan, top_k=top_k, threshold=threshold, max_edges=max_edges)
-        for tr in _edge_traces(i, j, mass, ya, yb, scale, edge_col, fade, "edges", False):
+        i, j, mass = top_edges(plan, top_k=top_k, threshold=max(threshold, MIN_EDGE * scale),
+                               max_edges=max_edges)
+        for tr in _edge_traces(i, j, mass, ya, yb, scale, edge_col, fade, "edges", False, key):
             fig.add_trace(tr, row=1, col=col)
         if highlight is not None:
             side, idx = highlight[0], int(highlight[1])
             sel = (i == idx) if side == "a" else (j == idx)
             color = th.COLOR_A if side == "a" else th.COLOR_B
             for tr in _edge_traces(i[sel], j[sel], mass[sel], ya, yb, scale, color, 1.0,
-                                   "highlight", False):
+                                   "highlight", False, key):
                 fig.add_trace(tr, row=1, col=col)
         hl_a = int(highlight[1]) if highlight is not None and highlight[0] == "a" else None
         hl_b = int(highlight[1]) if highlight is not None and highlight[0] == "b" else None
-        fig.add_trace(_node_trace(ya, a, la, lb, plan, "a", hl_a, theme, span, label_every),
-                      row=1, col=col)
-        fig.add_trace(_node_trace(yb, b, lb, la, plan, "b", hl_b, theme, span, label_every),
-                      row=1, col=col)
+        fig.add_trace(_node_trace(ya, a, la, lb, plan, "a", hl_a, theme, span, key,
+                                  label_every), row=1, col=col)
+        fig.add_trace(_node_trace(yb, b, lb, la, plan, "b", hl_b, theme, span, key,
+                                  label_every), row=1, col=col)
     fig.update_xaxes(range=[-0.55, 1.55], tickvals=[0, 1], ticktext=["text A", "text B"],
                      showgrid=False, zeroline=False, fixedrange=True)
     fig.update_yaxes(range=[span - 0.5, -0.5], visible=False, fixedrange=True)
@@ -161,5 +183,8 @@ def graph(relation: Relation, *, which: str = "both", top_k: int | None = 3,
         title=dict(text=f"Who sends mass to whom · {rule} · layer {relation.layer}, head "
                         f"{relation.head}<br><sup>node area ∝ weight, edge width ∝ mass; "
                         "grey nodes carry no weight</sup>"),
-        hovermode="closest", showlegend=False)
+        hovermode="closest", showlegend=False,
+        meta=dict(kind="graph", plans=keys, titles=[TITLES[k] for k in keys], top_k=top_k or 0,
+                  threshold=float(threshold), min_edge=MIN_EDGE, max_edges=int(max_edges),
+                  highlight=None if highlight is None else [highlight[0], int(highlight[1])]))
     return th.apply(fig, theme, height=height, width=width)

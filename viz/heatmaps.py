@@ -6,6 +6,7 @@ Axes are numeric (0..n-1) with tick text, so repeated tokens keep their own row/
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -138,7 +139,7 @@ def heatmap(plan: object, tokens_a: Sequence[str] | None = None,
         hi = lo + 1.0
     trace = map_trace_dict(
         z, la, lb, zname=zlabel, fields=_score_fields(scores, z.shape), colorscale=scale,
-        zmin=lo, zmax=hi, colorbar=dict(title=dict(text=zlabel), thickness=14))
+        zmin=lo, zmax=hi, colorbar=th.colorbar(title=dict(text=zlabel), thickness=14))
     if diverging:
         trace["zmid"] = 0.0
     return _figure([trace], _map_layout(la, lb, title), theme, height or default_height(n),
@@ -169,12 +170,14 @@ def _classes(sums: np.ndarray, target: np.ndarray) -> list[np.ndarray]:
 
 def _marginal_traces(sums: np.ndarray, target: np.ndarray, tokens: list[str], *,
                      side: str, axes: tuple[str, str], legend_seen: set[str],
-                     fg: str) -> list[dict]:
+                     fg: str, plan: str = "") -> list[dict]:
     """Bars of the plan's marginal (split into above / below / on target) and target marks.
 
     ``side`` "b" draws vertical bars over columns j (sums over A); "a" horizontal bars
     beside rows i. ``axes`` names the (x, y) axes to draw on. A class enters the legend
-    the first time it is non-empty (``legend_seen`` records which did).
+    the first time it is non-empty (``legend_seen`` records which did). Each trace's
+    ``meta`` names its part: {"part": "cols"/"rows", "plan": plan, "cls": k} for the
+    bars of class k of :data:`_CLASSES`, "cols_target"/"rows_target" for the marks.
     """
     name = "b" if side == "b" else "a"
     idx = np.arange(len(sums))
@@ -185,14 +188,15 @@ def _marginal_traces(sums: np.ndarray, target: np.ndarray, tokens: list[str], *,
              else f"{side.upper()}[{pos}] %{{customdata[0]}}<br>sends {val}")
     hover += f"<br>target {name} %{{customdata[1]:.4g}}<br>difference %{{customdata[2]:+.3g}}<extra></extra>"
     on = dict(xaxis=axes[0], yaxis=axes[1])
+    part = "cols" if side == "b" else "rows"
     traces: list[dict] = []
-    for (label, color), sel in zip(_CLASSES, _classes(sums, target)):
+    for k, ((label, color), sel) in enumerate(zip(_CLASSES, _classes(sums, target))):
         xy = dict(x=idx[sel], y=sums[sel]) if side == "b" else dict(x=sums[sel], y=idx[sel], orientation="h")
         show = label not in legend_seen and sel.size > 0
         traces.append(dict(type="bar", **xy, **on, width=0.8,
                            marker=dict(color=color, line=dict(width=0)), name=label,
                            legendgroup=label, customdata=cd[sel], showlegend=show,
-                           hovertemplate=hover))
+                           hovertemplate=hover, meta=dict(part=part, plan=plan, cls=k)))
         if show:
             legend_seen.add(label)
     size = float(np.clip(360 / max(1, len(sums)), 5, 16))
@@ -202,7 +206,8 @@ def _marginal_traces(sums: np.ndarray, target: np.ndarray, tokens: list[str], *,
     show = f"target {name}" not in legend_seen
     traces.append(dict(type="scatter", **xy, **on, mode="markers", marker=mark,
                        name=f"target {name}", legendgroup=f"target {name}", showlegend=show,
-                       hovertemplate=f"target {name} %{{{'y' if side == 'b' else 'x'}:.4g}}<extra></extra>"))
+                       hovertemplate=f"target {name} %{{{'y' if side == 'b' else 'x'}:.4g}}<extra></extra>",
+                       meta=dict(part=f"{part}_target", plan=plan)))
     if show:
         legend_seen.add(f"target {name}")
     return traces
@@ -224,6 +229,21 @@ def _domains(sizes: Sequence[float], spacing: float) -> list[list[float]]:
 # compare's grid: columns map | row bars | map | row bars; rows column bars / maps.
 _COLS = _domains((0.39, 0.09, 0.39, 0.09), 0.012)
 _ROWS = _domains((0.8, 0.2), 0.03)  # from the bottom: maps, then the column bars above
+
+
+# Titles of the figures whose numbers follow the sliders: the builders fill them with
+# str.format, and the browser fills the same templates (``layout.meta``) when it shows
+# another frame of the ε × half-step lattice without asking the server.
+COMPARE_TITLES = ("Softmax (ε={eps}) · column error {softmax_col_err}",
+                  "Sinkhorn (ε={eps}, {steps}) · max error {max_err}{not_converged}")
+NOT_CONVERGED = " · not converged"
+DIFFERENCE_TITLE = ("Sinkhorn − softmax · {settings} · ε={eps}, {steps}"
+                    "<br><sup>red: the coupling puts more mass here; blue: less</sup>")
+
+
+def fill(template: str, **values: str) -> str:
+    """``template`` with its {name} fields replaced (unknown fields are left as they are)."""
+    return re.sub(r"\{(\w+)\}", lambda mt: values.get(mt.group(1), mt.group(0)), template)
 
 
 # (map, column bars, row bars) axes of each plan in :func:`compare`'s figure
@@ -265,22 +285,24 @@ def compare(relation: Relation, *, view: str = "joint", height: int | None = Non
     soft_col = references.l1(soft.sum(0), b, axes=-1)
     sink_err = max(references.l1(sink.sum(1), a, axes=-1), references.l1(sink.sum(0), b, axes=-1))
     converged = bool(np.all(np.asarray(c.converged)))
-    titles = (f"Softmax (ε={th.fmt(relation.eps)}) · column error {th.fmt(soft_col)}",
-              f"Sinkhorn (ε={th.fmt(c.eps)}, {th.half_steps_text(c.half_steps_run)}) · max error "
-              f"{th.fmt(sink_err)}" + ("" if converged else " · not converged"))
+    titles = (fill(COMPARE_TITLES[0], eps=th.fmt(relation.eps), softmax_col_err=th.fmt(soft_col)),
+              fill(COMPARE_TITLES[1], eps=th.fmt(c.eps), steps=th.half_steps_text(c.half_steps_run),
+                   max_err=th.fmt(sink_err), not_converged="" if converged else NOT_CONVERGED))
     fg = th.foreground(theme)
     legend_seen: set[str] = set()
     zlabel = "mass π(i, j)" if view == "joint" else "π(j | i)"
     data: list[dict] = []
     for k, (z, joint) in enumerate(((shown_soft, soft), (shown_sink, sink))):
-        maps, cols, rows = AXES[("softmax", "sinkhorn")[k]]
+        key = ("softmax", "sinkhorn")[k]
+        maps, cols, rows = AXES[key]
         data.append(map_trace_dict(z, la, lb, zname="mass" if view == "joint" else "π(j|i)",
                                    fields=fields, coloraxis="coloraxis",
-                                   xaxis=maps[0], yaxis=maps[1]))
+                                   xaxis=maps[0], yaxis=maps[1],
+                                   meta=dict(part="map", plan=key)))
         data += _marginal_traces(joint.sum(0), b, lb, side="b", axes=cols,
-                                 legend_seen=legend_seen, fg=fg)
+                                 legend_seen=legend_seen, fg=fg, plan=key)
         data += _marginal_traces(joint.sum(1), a, la, side="a", axes=rows,
-                                 legend_seen=legend_seen, fg=fg)
+                                 legend_seen=legend_seen, fg=fg, plan=key)
     lo, hi = limits(shown_soft, shown_sink)
     col_hi = 1.08 * max(1e-12, float(np.max([soft.sum(0), sink.sum(0), b])))
     row_hi = 1.08 * max(1e-12, float(np.max([soft.sum(1), sink.sum(1), a])))
@@ -294,7 +316,11 @@ def compare(relation: Relation, *, view: str = "joint", height: int | None = Non
         barmode="overlay", bargap=0.15,
         legend=dict(orientation="h", yanchor="bottom", y=1.06, x=1.0, xanchor="right"),
         title=dict(text=f"How text A relates to text B · {_settings(relation)}"),
-        margin=th.token_margins(x_tokens, y_tokens, top=120, right=110),
+        meta=dict(kind="compare", view=view, titles=list(COMPARE_TITLES),
+                  not_converged=NOT_CONVERGED, labels_a=la, labels_b=lb),
+        # fixed margins (sized for the colour bar and legend): a colour bar whose tick
+        # labels change width would otherwise move them, and plotly would draw twice
+        margin={**th.token_margins(x_tokens, y_tokens, top=120, right=110), "autoexpand": False},
         annotations=[dict(text=t, x=sum(_COLS[2 * k]) / 2, y=1.0, xref="paper", yref="paper",
                           xanchor="center", yanchor="bottom", showarrow=False,
                           font=dict(size=16)) for k, t in enumerate(titles)],
@@ -305,21 +331,21 @@ def compare(relation: Relation, *, view: str = "joint", height: int | None = Non
         yaxis2=dict(y_tokens, domain=bottom, anchor="x2", matches="y", showticklabels=False,
                     title=dict(text="")),
         # column bars above the maps share their token axis and one mass axis
-        xaxis3=dict(domain=_COLS[0], anchor="y3", matches="x", showticklabels=False,
+        xaxis3=dict(automargin=False, domain=_COLS[0], anchor="y3", matches="x", showticklabels=False,
                     showgrid=False),
-        yaxis3=dict(domain=top, anchor="x3", range=[0, col_hi], nticks=3,
+        yaxis3=dict(automargin=False, domain=top, anchor="x3", range=[0, col_hi], nticks=3,
                     title=dict(text="B receives")),
-        xaxis4=dict(domain=_COLS[2], anchor="y4", matches="x2", showticklabels=False,
+        xaxis4=dict(automargin=False, domain=_COLS[2], anchor="y4", matches="x2", showticklabels=False,
                     showgrid=False),
-        yaxis4=dict(domain=top, anchor="x4", range=[0, col_hi], nticks=3, matches="y3"),
+        yaxis4=dict(automargin=False, domain=top, anchor="x4", range=[0, col_hi], nticks=3, matches="y3"),
         # row bars beside the maps share their rows and one mass axis
-        xaxis5=dict(domain=_COLS[1], anchor="y5", range=[0, row_hi], nticks=3, tickangle=0,
+        xaxis5=dict(automargin=False, domain=_COLS[1], anchor="y5", range=[0, row_hi], nticks=3, tickangle=0,
                     title=dict(text="A sends")),
-        yaxis5=dict(domain=bottom, anchor="x5", matches="y", showticklabels=False,
+        yaxis5=dict(automargin=False, domain=bottom, anchor="x5", matches="y", showticklabels=False,
                     showgrid=False),
-        xaxis6=dict(domain=_COLS[3], anchor="y6", range=[0, row_hi], nticks=3, tickangle=0,
+        xaxis6=dict(automargin=False, domain=_COLS[3], anchor="y6", range=[0, row_hi], nticks=3, tickangle=0,
                     matches="x5", title=dict(text="A sends")),
-        yaxis6=dict(domain=bottom, anchor="x6", matches="y", showticklabels=False,
+        yaxis6=dict(automargin=False, domain=bottom, anchor="x6", matches="y", showticklabels=False,
                     showgrid=False),
     )
     return _figure(data, layout, theme, height or default_height(n, extra=140), width)
@@ -349,10 +375,12 @@ def difference(relation: Relation, *, view: str = "joint", height: int | None = 
     trace = map_trace_dict(
         z, la, lb, zname="Sinkhorn − softmax", fields=fields, colorscale=th.DIFF_SCALE,
         zmin=-lim, zmax=lim, zmid=0.0,
-        colorbar=dict(title=dict(text="Δ mass" if view == "joint" else "Δ π(j|i)"), thickness=14))
+        colorbar=th.colorbar(title=dict(text="Δ mass" if view == "joint" else "Δ π(j|i)"),
+                             thickness=14),
+        meta=dict(part="diff", fields=["Sinkhorn", "softmax"]))
     c = relation.coupling
-    title = (f"Sinkhorn − softmax · {_settings(relation)} · ε={th.fmt(relation.eps)}, "
-             f"{th.half_steps_text(c.half_steps_run)}"
-             "<br><sup>red: the coupling puts more mass here; blue: less</sup>")
-    return _figure([trace], _map_layout(la, lb, title, top=90), theme,
-                   height or default_height(n), width)
+    template = fill(DIFFERENCE_TITLE, settings=_settings(relation))
+    title = fill(template, eps=th.fmt(relation.eps), steps=th.half_steps_text(c.half_steps_run))
+    layout = _map_layout(la, lb, title, top=90)
+    layout["meta"] = dict(kind="difference", view=view, title=template)
+    return _figure([trace], layout, theme, height or default_height(n), width)

@@ -1,0 +1,143 @@
+"""Live ε and half-step sliders: every frame in the browser, redrawn while dragging.
+
+The engine solves every (ε, t) frame of the current relation in one batched call
+(:mod:`engine.lattice`); :func:`encode` packs a display copy of them (quantised plans,
+float32 marginals, float64 metric numbers) into one compressed binary payload, sent to the
+browser once per texts / model view / layer / head. A client-side component
+(:func:`sliders`, JavaScript in ``live.js``) owns both sliders and, on every input event,
+swaps the frame's arrays into the charts that viz built (``Plotly.react``), and rewrites
+the metric strip, without a round trip. When a slider is released the value goes to the
+server, which writes the URL, recomputes the exact relation (exports, other views) and
+computes any value the lattice does not hold.
+
+Above a size budget (``SINKSCOPE_LIVE_MAX_CELLS`` token pairs, or a payload over
+``SINKSCOPE_LIVE_MAX_BYTES``) no lattice is built: the sliders send their value on release
+and the server redraws, as before, with a note that says why.
+
+The payload's binary layout is :mod:`engine.frames`'s (it also travels from a served
+engine, ``POST /v1/lattice``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.frames import MAGIC, METRICS, decode, encode  # noqa: F401  (the payload)
+from engine.summary import HELP, ZERO_MASS, Metric
+
+from .live import component
+
+
+@dataclass(frozen=True)
+class Payload:
+    """What the browser gets for one relation's sliders.
+
+    Attributes:
+        id: names the relation (texts, model view, layer, head, weights, pooling, grid).
+        data: the binary payload, or None when the sliders fall back to the server.
+        note: why there is no payload ("" when there is one).
+        bits: 16 or 8, the integers the plans were quantised to (0 without a payload).
+        seconds: time to solve and encode the lattice.
+    """
+
+    id: str
+    data: bytes | None
+    note: str = ""
+    bits: int = 0
+    seconds: float = 0.0
+
+
+def lattice_id(*geometry: object) -> str:
+    """A short stable id for a relation's settings (model, texts, mode, layer, head,
+    weights, pooling: what decides its frames; the grid is fixed per process)."""
+    return hashlib.sha1(repr(geometry).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def build(pack, id_: str, *, max_bytes: int) -> Payload:
+    """The payload ``pack()`` makes — (bytes or None, bits): a lattice solved and encoded
+    here, or received from a served engine — timed; no bytes (over ``max_bytes``) becomes
+    a fallback with a note."""
+    t0 = time.perf_counter()
+    data, bits = pack()
+    seconds = time.perf_counter() - t0
+    if data is None:
+        return Payload(id_, None, "Live sliders are off for these texts: their frames would "
+                       f"take more than {max_bytes / 1e6:.1f} MB (SINKSCOPE_LIVE_MAX_BYTES), "
+                       "so each slider release recomputes on the server.", 0, seconds)
+    return Payload(id_, data, "", bits, seconds)
+
+
+def too_large_note(n: int, m: int, max_cells: int) -> str:
+    """Why the sliders recompute on the server for texts of n × m tokens."""
+    return (f"Live sliders are off for these texts: {n} × {m} tokens is more than the "
+            f"{max_cells:,} token pairs whose frames are precomputed "
+            "(SINKSCOPE_LIVE_MAX_CELLS), so each slider release recomputes on the server.")
+
+
+# --------------------------------------------------------------------------- components
+def metric_dicts(rows: list[Metric]) -> list[dict]:
+    """The metric strip's rows as JSON for the component."""
+    return [{"key": r.key, "label": r.label, "value": r.value, "detail": r.detail,
+             "help": r.help} for r in rows]
+
+
+def sliders(*, key: str, eps: float, steps: int, eps_stops, step_stops, lattice: str | None,
+            metrics: list[Metric], note: str, help: dict[str, str], on_change) -> dict | None:
+    """Both sliders and the metric strip, drawn and driven in the browser.
+
+    Args:
+        key: the component's fixed key.
+        eps, steps: the values the server holds (the URL's).
+        eps_stops, step_stops: the sliders' stops (arrow keys move one stop).
+        lattice: the id of the lattice payload whose frames the sliders scrub, or None
+            when the server redraws on release.
+        metrics: the metric strip for (eps, steps), as the server computed it.
+        note: a sentence shown under the sliders (why they are not live), or "".
+        help: help texts of the two sliders, {"eps": ..., "steps": ...}.
+        on_change: called (before the rerun) when a slider is released on a new value.
+
+    Returns:
+        The component's state: {"frame": {"eps": ε, "steps": t}} once a slider was
+        released, else empty. (Not "value": Streamlit unwraps a state holding only a
+        dict named "value" and would call callbacks per field.)
+    """
+    data = {
+        "role": "scrub", "lattice": lattice, "eps": float(eps), "steps": int(steps),
+        "eps_stops": [float(e) for e in eps_stops],
+        "eps_labels": [f"{e:g}" for e in eps_stops],
+        "step_stops": [int(t) for t in step_stops],
+        "metrics": metric_dicts(metrics), "note": note, "help": help,
+        "zero_mass": ZERO_MASS, "metric_help": HELP,
+    }
+    return component("sinkscope_scrub")(key=key, data=data, on_frame_change=on_change)
+
+
+def lattice_element(payload: Payload | None, *, key: str = "sinkscope_lattice") -> None:
+    """Send the lattice's frames to the browser (an invisible element); nothing for None.
+
+    The payload is the same bytes on every rerun for the same relation, so Streamlit
+    sends it once and refers to it by hash afterwards.
+    """
+    if payload is None or payload.data is None:
+        return
+    component("sinkscope_lattice")(key=key, data=payload.data)
+
+
+def parse_value(state, eps_stops, step_stops) -> tuple[float, int] | None:
+    """(ε, t) from the component's state {"frame": {"eps", "steps"}}, snapped to the
+    nearest stops; None when it holds no usable value (the browser's data is untrusted)."""
+    try:
+        v = state.get("frame") if hasattr(state, "get") else getattr(state, "frame", None)
+        eps, steps = float(v["eps"]), float(v["steps"])
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return None
+    if not (np.isfinite(eps) and np.isfinite(steps) and eps > 0):
+        return None
+    e = np.asarray(eps_stops, dtype=float)
+    t = np.asarray(step_stops, dtype=float)
+    return (float(e[np.argmin(np.abs(np.log(e) - np.log(eps)))]),
+            int(t[np.argmin(np.abs(t - steps))]))
