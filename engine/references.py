@@ -62,7 +62,7 @@ def kl(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     pos = p > 0
     off = (pos & (q <= 0)).any((-2, -1))
     ratio = np.where(pos, p, 1.0) / np.where(pos & (q > 0), q, 1.0)
-    out = np.where(pos, p * np.log(ratio), 0.0).sum((-2, -1))
+    out = np.maximum(np.where(pos, p * np.log(ratio), 0.0).sum((-2, -1)), 0.0)  # ≥ 0; no −1e-16
     return np.where(off, np.inf, out)
 
 

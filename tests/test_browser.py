@@ -3,8 +3,9 @@ headless Chromium. Types a pair, moves ε with the keyboard, clicks a grid tile,
 every view and takes a screenshot of each: into a temporary folder, or into the folder
 named by ``SINKSCOPE_SCREENSHOTS`` (``make screenshots`` writes the README's there).
 
-One server and one browser page serve the whole module (a fresh Chromium costs ~5 s,
-a fresh server plus model ~10 s on 2 cores).
+One server and one browser serve the whole module (a fresh Chromium costs ~5 s, a fresh
+server plus model ~10 s on 2 cores); each test opens its own page at the URL state it
+starts from, so any test runs alone.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
 
@@ -36,15 +37,33 @@ JS_LAYOUT = """() => [...document.querySelectorAll('.js-plotly-plot')].map(g =>
 
 
 @pytest.fixture(scope="module")
-def page(app_server, browser):
+def context(browser):
     SHOTS.mkdir(parents=True, exist_ok=True)
     ctx = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
-    pg = ctx.new_page()
-    pg.set_default_timeout(TIMEOUT)
-    pg.goto(app_server)
-    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
-    yield pg
+    yield ctx
     ctx.close()
+
+
+def open_page(context, server: str, query: dict | None = None):
+    """A fresh page at ``server`` with the URL state ``query`` (each test states its own)."""
+    pg = context.new_page()
+    pg.set_default_timeout(TIMEOUT)
+    pg.goto(f"{server}/?{urlencode(query)}" if query else server)
+    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
+    wait_idle(pg)
+    return pg
+
+
+# The pair and view the README's screenshots show.
+PAIR = {"a": TEXT_A, "b": TEXT_B, "layer": "2", "head": "7", "eps": "0.5", "steps": "100"}
+
+
+@pytest.fixture
+def page(context, app_server):
+    """A fresh page on the typed pair at layer 2, head 7, ε = 0.5, 100 half-steps."""
+    pg = open_page(context, app_server, PAIR)
+    yield pg
+    pg.close()
 
 
 def no_errors(pg) -> None:
@@ -75,6 +94,13 @@ def wait_idle(pg, pause: float = 0.4) -> None:
     settle(pg, pause)
 
 
+def text_box(pg, which: str):
+    """The sidebar's Text A or Text B box, found by its label (not by position: the sidebar
+    re-renders while the app writes the address bar)."""
+    return pg.get_by_role("textbox", name="Text A (queries)" if which == "a" else "Text B (keys)",
+                          exact=True)
+
+
 def titles(pg) -> list[str]:
     return pg.evaluate(JS_TITLES)
 
@@ -103,17 +129,24 @@ def shot(pg, name: str) -> Path:
     return path
 
 
-def test_01_page_loads_with_charts(page):
+def test_01_bare_address_opens_the_default_example_with_charts(context, app_server):
+    from sinkscope_app.examples import load
+
+    page = open_page(context, app_server)
+    bank = load()["bank"]["settings"]
     assert page.locator(".js-plotly-plot").count() >= 2
     assert page.locator(".sk-metric").count() == 8  # the compact metric strip
-    assert any("How text A relates to text B" in t for t in titles(page))
-    assert query(page)["eps"] == "1"
+    assert any("How text A relates to text B · layer 4" in t for t in titles(page))
+    q = query(page)
+    assert (q["ex"], float(q["eps"]), int(q["steps"])) == ("bank", bank["eps"], bank["steps"])
     no_errors(page)
+    page.close()
 
 
-def test_02_type_a_pair(page):
-    area_a = page.locator('[data-testid="stSidebar"] textarea').nth(0)
-    area_b = page.locator('[data-testid="stSidebar"] textarea').nth(1)
+def test_02_type_a_pair(context, app_server):
+    page = open_page(context, app_server, {"eps": "1", "steps": "100"})
+    area_a = text_box(page, "a")
+    area_b = text_box(page, "b")
     area_a.fill(TEXT_A)
     area_a.press("Control+Enter")
     wait_idle(page)
@@ -126,6 +159,7 @@ def test_02_type_a_pair(page):
     q = query(page)
     assert q["a"] == TEXT_A and q["b"] == TEXT_B and q["ex"] == "custom"
     no_errors(page)
+    page.close()
 
 
 def eps_slider(pg):
@@ -136,7 +170,8 @@ def steps_slider(pg):
     return pg.get_by_role("slider", name="half-steps (1 = softmax)")
 
 
-def test_03_move_eps_with_keyboard(page):
+def test_03_move_eps_with_keyboard(context, app_server):
+    page = open_page(context, app_server, {**PAIR, "eps": "1"})
     wait_js(page, "() => window.__sinkscope.scrub && window.__sinkscope.scrub.live()")
     eps = eps_slider(page)
     assert eps.get_attribute("aria-valuetext") == "1"
@@ -164,6 +199,7 @@ def test_03_move_eps_with_keyboard(page):
           f"(each: {', '.join(f'{x * 1000:.0f}' for x in latencies)} ms)")
     assert statistics.median(latencies) < 10, latencies
     no_errors(page)
+    page.close()
 
 
 def test_04_half_steps_to_one_is_softmax(page):
@@ -197,7 +233,8 @@ def test_05_compare_screenshot(page):
     ("Convergence", "Sinkhorn convergence", "convergence"),
     ("ε path", "Sinkhorn coupling at ε", "eps_path"),
 ])
-def test_06_views(page, label, needle, name):
+def test_06_views(context, app_server, label, needle, name):
+    page = open_page(context, app_server, PAIR)
     choose_view(page, label)
     wait_title(page, needle)
     wait_query(page, "view", {"ε path": "path"}.get(label, label.lower()))
@@ -212,9 +249,11 @@ def test_06_views(page, label, needle, name):
         settle(page, 0.5)
     shot(page, name)
     no_errors(page)
+    page.close()
 
 
-def test_07_click_a_grid_tile_selects_that_head(page):
+def test_07_click_a_grid_tile_selects_that_head(context, app_server):
+    page = open_page(context, app_server, {**PAIR, "head": "mean"})
     choose_view(page, "All heads")
     wait_title(page, "Layers × heads")
     wait_idle(page, pause=1.0)
@@ -249,6 +288,7 @@ def test_07_click_a_grid_tile_selects_that_head(page):
     assert outlined == 1  # the selected tile is outlined
     shot(page, "heads")
     no_errors(page)
+    page.close()
 
 
 def test_08_about_and_url_restores_view(page, app_server):
@@ -288,10 +328,11 @@ def test_09_bad_input_shows_message_not_traceback(page, app_server):
         assert any("ε must be a positive number" in w for w in warnings), warnings
         assert fresh.locator('[data-testid="stException"]').count() == 0
         # HTML typed by a user is shown as text, never rendered.
-        area_a = fresh.locator('[data-testid="stSidebar"] textarea').nth(0)
+        area_a = text_box(fresh, "a")
+        wait_js(fresh, """() => !document.querySelector('[data-testid="stStatusWidget"]')""")
         area_a.fill("<b>bold</b> and <i>it</i>")
         area_a.press("Control+Enter")
-        fresh.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
+        wait_js(fresh, "() => document.querySelectorAll('.js-plotly-plot .main-svg').length > 0")
         wait_idle(fresh)
         wait_js(fresh, """() => [...document.querySelectorAll('.js-plotly-plot .ytick text')]
             .some(e => e.textContent.includes('<'))""")

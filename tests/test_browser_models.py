@@ -44,9 +44,9 @@ def test_sentences_to_compare_and_model_picker(server, browser):
         wait_js(pg, f"() => ({JS_LAYOUT})().includes('violin')")
         wait_idle(pg)
         no_errors(pg)
-        text_b = pg.locator('[data-testid="stSidebar"] textarea').nth(1)
+        text_b = pg.get_by_role("textbox", name="Text B (keys)", exact=True)
         assert text_b.input_value() == VIOLIN and query(pg)["b"] == VIOLIN
-        text_a = pg.locator('[data-testid="stSidebar"] textarea').nth(0).input_value()
+        text_a = pg.get_by_role("textbox", name="Text A (queries)", exact=True).input_value()
 
         # the picker: each model with its size; changing it keeps both texts
         picker = pg.get_by_role("combobox", name="Model")
@@ -61,8 +61,8 @@ def test_sentences_to_compare_and_model_picker(server, browser):
         wait_query(pg, "model", "tiny-mpnet")
         wait_idle(pg)
         no_errors(pg)
-        assert pg.locator('[data-testid="stSidebar"] textarea').nth(0).input_value() == text_a
-        assert pg.locator('[data-testid="stSidebar"] textarea').nth(1).input_value() == VIOLIN
+        assert pg.get_by_role("textbox", name="Text A (queries)", exact=True).input_value() == text_a
+        assert pg.get_by_role("textbox", name="Text B (keys)", exact=True).input_value() == VIOLIN
         assert "relative position bias" in pg.inner_text("body")  # separate mode says so
         assert query(pg)["layer"] == "1"  # the tiny model's last layer
     finally:

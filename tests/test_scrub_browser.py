@@ -131,25 +131,44 @@ def server():
 
 
 @pytest.fixture(scope="module")
-def problems() -> list[str]:
-    return []
-
-
-@pytest.fixture(scope="module")
-def page(server, browser, problems):
+def context(browser):
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, device_scale_factor=1)
     ctx.add_init_script(WS_SPY)
-    pg = ctx.new_page()
+    yield ctx
+    ctx.close()
+
+
+def open_page(context, server: str, query: str):
+    """A fresh page at ``server/?query`` (each test states the sliders it starts from),
+    with its page and console errors collected in ``pg.problems``."""
+    pg = context.new_page()
     pg.set_default_timeout(TIMEOUT)
-    pg.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
-    pg.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
+    pg.problems = []
+    pg.on("pageerror", lambda e: pg.problems.append(f"pageerror: {e}"))
+    pg.on("console", lambda m: pg.problems.append(f"console {m.type}: {m.text}")
           if m.type in ("error", "warning") else None)
-    pg.goto(server)
+    pg.goto(f"{server}/?{query}")
     pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
     wait_js(pg, "() => window.__sinkscope && window.__sinkscope.scrub && "
                 "window.__sinkscope.scrub.live()")
+    wait_js(pg, "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')")
+    return pg
+
+
+@pytest.fixture
+def page(context, server):
+    """A fresh page at ε = 1 and 100 half-steps."""
+    pg = open_page(context, server, "eps=1&steps=100")
     yield pg
-    ctx.close()
+    pg.close()
+
+
+@pytest.fixture
+def page_half(context, server):
+    """A fresh page at ε = 0.5 and 100 half-steps."""
+    pg = open_page(context, server, "eps=0.5&steps=100")
+    yield pg
+    pg.close()
 
 
 def wait_js(pg, expression: str, arg=None) -> None:
@@ -272,7 +291,8 @@ def test_02_keys_redraw_from_the_lattice_without_a_server_request(page):
         .map(g => g.dataset.skMark)""") == marks, "charts were replaced, not updated"
 
 
-def test_03_a_pointer_drag_redraws_while_moving_and_sends_once(page):
+def test_03_a_pointer_drag_redraws_while_moving_and_sends_once(page_half):
+    page = page_half
     track = page.locator(".sk-track").nth(1).bounding_box()  # half-steps
     y = track["y"] + track["height"] / 2
     x0, x1 = track["x"] + 12, track["x"] + track["width"] - 12
@@ -294,7 +314,8 @@ def test_03_a_pointer_drag_redraws_while_moving_and_sends_once(page):
     assert s2["commits"] == s0["commits"] + 1 and s2["ws"] >= s0["ws"] + 1
 
 
-def test_04_half_step_one_is_softmax_in_the_browser(page):
+def test_04_half_step_one_is_softmax_in_the_browser(page_half):
+    page = page_half
     steps = slider(page, STEPS_NAME)
     s0 = stats(page)
     steps.press("Home")
@@ -311,7 +332,8 @@ def test_04_half_step_one_is_softmax_in_the_browser(page):
     wait_server_frame(page, "0.5,1")
 
 
-def test_05_a_value_the_lattice_lacks_is_computed_on_release(page):
+def test_05_a_value_the_lattice_lacks_is_computed_on_release(page_half):
+    page = page_half
     steps = slider(page, STEPS_NAME)
     steps.press("End")  # 1,500 half-steps: above the 1,000 the lattice holds
     wait_js(page, "() => document.querySelector('.sk-note').textContent.includes('when you let go')")
@@ -322,7 +344,8 @@ def test_05_a_value_the_lattice_lacks_is_computed_on_release(page):
     assert query(page)["steps"] == "1500"
 
 
-def test_06_the_graph_follows_the_sliders(page):
+def test_06_the_graph_follows_the_sliders(context, server):
+    page = open_page(context, server, "eps=0.5&steps=1500")
     page.locator('[data-testid="stButtonGroup"] button', has_text="Graph").first.click()
     wait_js(page, """() => [...document.querySelectorAll('.js-plotly-plot')]
         .some(g => g.layout && g.layout.meta && g.layout.meta.kind === 'graph'
@@ -340,9 +363,17 @@ def test_06_the_graph_follows_the_sliders(page):
     browser_side = page.evaluate(CAPTURE)
     wait_server_frame(page, "0.5,3")
     assert_same_figures(browser_side, page.evaluate(CAPTURE))
+    page.close()
 
 
-def test_07_a_shared_link_restores_both_values(page):
+def test_07_a_shared_link_restores_both_values(page_half):
+    page = page_half
+    page.locator('[data-testid="stButtonGroup"] button', has_text="Graph").first.click()
+    steps = slider(page, STEPS_NAME)
+    steps.press("Home")
+    for _ in range(2):
+        steps.press("ArrowRight")
+    wait_server_frame(page, "0.5,3")
     url = page.url
     q = query(page)
     assert (q["eps"], q["steps"], q["view"]) == ("0.5", "3", "graph")
@@ -358,7 +389,8 @@ def test_07_a_shared_link_restores_both_values(page):
         fresh.close()
 
 
-def test_08_every_view_without_page_or_console_errors(page, problems):
+def test_08_every_view_without_page_or_console_errors(page):
+    problems = page.problems
     for label in ("Compare", "Cloud", "Convergence", "All heads", "ε path", "About", "Graph",
                   "Compare"):
         page.locator('[data-testid="stButtonGroup"] button', has_text=label).first.click()
@@ -371,9 +403,11 @@ def test_08_every_view_without_page_or_console_errors(page, problems):
     assert not problems, problems
 
 
-def test_09_long_texts_fall_back_to_the_server(page, problems):
+def test_09_long_texts_fall_back_to_the_server(page):
+    problems = page.problems
     for k, text in enumerate((LONG, LONG.replace("river", "forest"))):
-        area = page.locator('[data-testid="stSidebar"] textarea').nth(k)
+        area = page.get_by_role("textbox", name=("Text A (queries)", "Text B (keys)")[k],
+                                exact=True)
         area.fill(text)
         area.press("Control+Enter")
         wait_js(page, "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')")

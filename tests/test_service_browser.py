@@ -40,7 +40,7 @@ def test_app_waits_for_the_engine_and_survives_its_restart(served_app, engine, b
     page = ctx.new_page()
     page.set_default_timeout(TIMEOUT)
     try:
-        page.goto(served_app)  # the engine is not up yet
+        page.goto(f"{served_app}/?eps=1&steps=100")  # the engine is not up yet
         page.wait_for_selector(f"{NOTICE} >> text=is not available", timeout=TIMEOUT)
         assert engine.url in page.locator(NOTICE).first.inner_text()
         no_errors(page)
@@ -51,7 +51,7 @@ def test_app_waits_for_the_engine_and_survives_its_restart(served_app, engine, b
         assert page.evaluate("() => window.sinkscopeNotReloaded === true")
         sidebar = page.locator('[data-testid="stSidebar"]').inner_text()
         assert f"served by {engine.url}, on cpu (float64)" in sidebar, sidebar[-600:]
-        eps = page.locator('[data-testid="stSlider"] input[type="range"]').first
+        eps = page.get_by_role("slider", name="ε — entropy (log scale)")
         eps.focus()
         eps.press("ArrowLeft")
         wait_title(page, "Sinkhorn (ε=0.8,")
@@ -68,7 +68,7 @@ def test_app_waits_for_the_engine_and_survives_its_restart(served_app, engine, b
         page.wait_for_selector(f"{NOTICE} >> text=is not available", timeout=TIMEOUT)
         notice = page.locator(NOTICE).first.inner_text()
         assert engine.url in notice and "by itself" in notice, notice
-        assert page.locator('[data-testid="stSlider"]').count() == 2  # the controls stay
+        assert page.get_by_role("slider").count() == 2  # the controls stay
         assert page.locator('[data-testid="stSidebar"] textarea').count() == 2
         assert page.locator('[data-testid="stException"]').count() == 0
         assert "Traceback" not in page.inner_text("body")
