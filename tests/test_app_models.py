@@ -109,8 +109,9 @@ def test_model_in_the_url(two_models):
 
 # ----------------------------------------------------------------------------- Sentences
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def sentences_app() -> AppTest:
+    """A fresh session on the Sentences view (each test starts from its default set)."""
     return run(query={"view": "sentences"})
 
 
