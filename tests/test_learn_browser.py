@@ -112,7 +112,9 @@ def test_01_next_through_every_step(page, app_server):
           f"screenshots in {STEP_SHOTS}")
 
 
-def test_02_arrow_keys_move_between_steps(page):
+def test_02_arrow_keys_move_between_steps(page, app_server):
+    page.goto(f"{app_server}/learn?step={N_STEPS}&lang=en")
+    wait_step(page, N_STEPS)
     page.evaluate("() => document.activeElement && document.activeElement.blur()")
     page.keyboard.press("ArrowLeft")
     wait_step(page, N_STEPS - 1)
