@@ -605,6 +605,66 @@ function tokenHover(gd) {
   gd.addEventListener("mouseleave", hide);
 }
 
+// ---------------------------------------------------------------- token axes
+// A token axis (tick text at fixed values, viz.theme.token_axis) shows every k-th label
+// where the chart's real width (or height) leaves too little room for all of them: the
+// rule of viz.theme._thin_axis, with the size the page gives the chart.
+function tokenTicks(layout) {  // the figure's own ticks of each token axis
+  const out = {};
+  for (const [name, ax] of Object.entries(layout || {})) {
+    if (/^[xy]axis\d*$/.test(name) && ax && ax.tickmode === "array" &&
+        Array.isArray(ax.tickvals) && Array.isArray(ax.ticktext)) {
+      out[name] = {vals: ax.tickvals, text: ax.ticktext};
+    }
+  }
+  return out;
+}
+const textPx = (t, size) => {  // viz.theme.text_px
+  let w = 0;
+  for (const ch of String(t)) w += size * (/[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\uff00-\uff60\uffe0-\uffe6]/.test(ch) ? 1 : 0.62);
+  return w;
+};
+function fittedTicks(layout, ticks, width, height) {
+  const m = layout.margin || {}, font = (layout.font && layout.font.size) || 13, out = {};
+  for (const [name, t] of Object.entries(ticks)) {
+    const ax = layout[name] || {};
+    if (ax.showticklabels === false || t.vals.length < 2) continue;
+    const horizontal = name[0] === "x", [lo, hi] = ax.domain || [0, 1];
+    const len = (hi - lo) * (horizontal ? width - (m.l ?? 80) - (m.r ?? 80)
+                                        : height - (m.t ?? 100) - (m.b ?? 80));
+    const range = ax.range || [t.vals[0] - 0.5, t.vals[t.vals.length - 1] + 0.5];
+    const gap = Math.abs(t.vals[1] - t.vals[0]) * len / Math.max(1e-9, Math.abs(range[1] - range[0]));
+    const size = (ax.tickfont && ax.tickfont.size) || font;
+    const angle = Math.abs(ax.tickangle || 0) % 180;
+    const need = angle === 0 && horizontal
+      ? Math.max(...t.text.map((x) => textPx(x, size))) + 0.5 * size
+      : 1.2 * size / (horizontal ? Math.max(0.3, Math.abs(Math.sin(angle * Math.PI / 180))) : 1);
+    const k = gap > 0 && len > 0 ? Math.max(1, Math.ceil(need / gap)) : 1;
+    out[name] = {vals: t.vals.filter((_, q) => q % k === 0),
+                 text: t.text.filter((_, q) => q % k === 0)};
+  }
+  return out;
+}
+function fitTicks(gd, layout) {  // set the fitted ticks in a layout about to be drawn
+  const fit = fittedTicks(layout, gd.__ticks || {}, gd.clientWidth, gd.clientHeight);
+  for (const [name, t] of Object.entries(fit)) {
+    layout[name] = {...layout[name], tickvals: t.vals, ticktext: t.text};
+  }
+  return layout;
+}
+function refitTicks(gd) {  // after a resize: relayout the axes whose ticks change
+  if (!gd.__ticks || !gd.layout) return;
+  const fit = fittedTicks(gd.layout, gd.__ticks, gd.clientWidth, gd.clientHeight), up = {};
+  for (const [name, t] of Object.entries(fit)) {
+    const now = gd.layout[name] && gd.layout[name].tickvals;
+    if (!now || now.length !== t.vals.length) {
+      up[`${name}.tickvals`] = t.vals;
+      up[`${name}.ticktext`] = t.text;
+    }
+  }
+  if (Object.keys(up).length) return window.Plotly.relayout(gd, up);
+}
+
 // ---------------------------------------------------------------- charts
 const whenIdle = (fn) => (window.requestIdleCallback
   ? {idle: window.requestIdleCallback(fn, {timeout: 1500})} : {timer: setTimeout(fn, 300)});
@@ -627,7 +687,10 @@ function mountChart({parentElement, data}) {
       queued = true;
       requestAnimationFrame(() => {
         queued = false;
-        if (displayed(gd)) Promise.resolve(window.Plotly.Plots.resize(gd)).catch(() => {});
+        if (displayed(gd)) {
+          Promise.resolve(window.Plotly.Plots.resize(gd)).then(() => refitTicks(gd))
+            .catch(() => {});
+        }
       });
     });
     gd.__observer.observe(gd);
@@ -642,7 +705,9 @@ function mountChart({parentElement, data}) {
     try {
       const Plotly = await loadPlotly(data.src);
       const fig = JSON.parse(data.spec);
-      await Plotly.react(gd, {data: fig.data, layout: fig.layout, config: data.config});
+      gd.__ticks = tokenTicks(fig.layout);
+      await Plotly.react(gd, {data: fig.data, layout: fitTicks(gd, fig.layout),
+                              config: data.config});
       if (fig.layout && fig.layout.meta && fig.layout.meta.hover) tokenHover(gd);
       const old = gd.__sk;
       gd.__sk = {bind, config: data.config,
@@ -1056,6 +1121,7 @@ class Scrub {
       if (c.lab.textContent !== r.label) c.lab.textContent = r.label;
       if (c.value.textContent !== r.value) c.value.textContent = r.value;
       if (c.detail.textContent !== r.detail) c.detail.textContent = r.detail;
+      c.detail.title = r.detail;  // in full, where presentation mode cuts it to one line
       if (c.tip.textContent !== r.help) c.tip.textContent = r.help;
       c.lab.title = r.label;
     });

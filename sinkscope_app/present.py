@@ -25,7 +25,10 @@ CSS = f"""
 .sk-scrub .sk-tip, .sk-scrub .sk-help {{font-size:{MIN_PX}px}}
 .sk-scrub .sk-help {{width:1.3rem;height:1.3rem;line-height:1.3rem}}
 .sk-scrub .sk-mvalue {{font-size:{MIN_PX + 6}px}}
-.sk-scrub .sk-metrics {{grid-template-columns:repeat(auto-fit,minmax(10.5rem,1fr))}}
+.sk-scrub .sk-metrics {{grid-template-columns:repeat(auto-fit,minmax(9.5rem,1fr))}}
+.sk-scrub .sk-mdetail {{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}}
+[data-testid="stMain"] [data-testid="stVerticalBlock"] {{gap:.55rem}}
+[data-testid="stMain"] [data-testid="stButtonGroup"] > div {{flex-wrap:wrap}}
 .sk-hover {{font-size:{MIN_PX}px !important}}
 """
 

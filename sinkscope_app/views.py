@@ -51,7 +51,7 @@ class Ctx:
                 self.pool)
 
 
-PRESENT_COMPARE_HEIGHT = 660  # px: sliders and both maps on one 1920 × 1080 screen
+PRESENT_COMPARE_HEIGHT = 720  # px: sliders and both maps on one 1920 × 1080 screen
 
 
 def chart(fig: go.Figure, name: str, img: str, *, key: str, live: bool = True,

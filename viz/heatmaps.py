@@ -350,9 +350,9 @@ _ROWS = _domains((0.8, 0.2), 0.03)  # from the bottom: maps, then the column bar
 COMPARE_TITLES = ("Softmax (ε={eps})<br>column error {softmax_col_err}",
                   "Sinkhorn (ε={eps}, {steps})<br>max error {max_err}{not_converged}")
 NOT_CONVERGED = " · not converged"
-DIFFERENCE_TITLE = "Sinkhorn − softmax · {settings}<br>ε={eps}, {steps}{identical}"
-DIFFERENCE_SUBTITLE = "red: the coupling puts more mass here; blue: less"
-IDENTICAL_NOTE = " · identical (|Δ| ≤ 10⁻¹² of the largest mass)"
+DIFFERENCE_TITLE = "Sinkhorn − softmax · ε={eps}, {steps}{identical}"
+DIFFERENCE_NOTE = "{settings} · red: the coupling puts more mass here; blue: less"
+IDENTICAL_NOTE = " · identical (to 10⁻¹²)"
 
 
 def fill(template: str, **values: str) -> str:
@@ -360,14 +360,11 @@ def fill(template: str, **values: str) -> str:
     return re.sub(r"\{(\w+)\}", lambda mt: values.get(mt.group(1), mt.group(0)), template)
 
 
-def top_title(text: str, *, subtitle: str | None = None) -> dict:
-    """A figure title pinned to the top edge (it may have several lines: the margin below
-    it holds them, whatever the figure's height)."""
-    out = dict(text=text, x=0.01, xanchor="left", y=1.0, yref="container", yanchor="top",
-               pad=dict(t=10))
-    if subtitle:
-        out["subtitle"] = dict(text=subtitle, font=dict(size=th.FONT_SIZE))
-    return out
+def top_title(text: str) -> dict:
+    """A one-line figure title pinned to the top edge, whatever the figure's height.
+    (plotly anchors a title's first line: more lines go here as annotations.)"""
+    return dict(text=text, x=0.01, xanchor="left", y=1.0, yref="container", yanchor="top",
+                pad=dict(t=10))
 
 
 # (map, column bars, row bars) axes of each plan in :func:`compare`'s figure
@@ -384,11 +381,11 @@ def _colorbars(scale: str, zlabel: str) -> dict:
     bar = dict(thickness=14, ticklabeloverflow="allow")
     if scale == "shared":
         return {"coloraxis": dict(colorscale=th.MASS_SCALE, colorbar=dict(
-            bar, title=dict(text=zlabel, side="right"), len=0.75, y=0.4))}
+            bar, title=dict(text=zlabel, side="right"), len=0.7, y=0.0, yanchor="bottom"))}
     return {"coloraxis": dict(colorscale=th.MASS_SCALE, colorbar=dict(
-                bar, title=dict(text="softmax", side="top"), len=0.33, y=0.6, yanchor="bottom")),
+                bar, title=dict(text="softmax", side="top"), len=0.29, y=0.41, yanchor="bottom")),
             "coloraxis2": dict(colorscale=th.MASS_SCALE, colorbar=dict(
-                bar, title=dict(text="Sinkhorn", side="top"), len=0.33, y=0.0, yanchor="bottom"))}
+                bar, title=dict(text="Sinkhorn", side="top"), len=0.29, y=0.0, yanchor="bottom"))}
 
 
 def compare(relation: Relation, *, view: str = "joint", scale: str = "shared",
@@ -464,9 +461,10 @@ def compare(relation: Relation, *, view: str = "joint", scale: str = "shared",
     x_tokens = th.token_axis(lb, title=cols_title, rotate=True)
     y_tokens = th.token_axis(la, title=rows_title, reverse=True)
     bottom, top = _ROWS
-    receives, sends = ("keys receive", "queries send") if mode == "self" else ("B receives", "A sends")
+    # "A sends" on two lines: its row bars are narrow
+    receives, sends = ("A (keys) receives" if mode == "self" else "B receives"), "A<br>sends"
     what = "itself" if mode == "self" else "text B"
-    margin = th.token_margins(x_tokens, y_tokens, top=100, right=110)
+    margin = th.token_margins(x_tokens, y_tokens, top=90, right=110)
     margin["b"] += LEGEND_PX
     layout = dict(
         **coloraxes,
@@ -499,14 +497,17 @@ def compare(relation: Relation, *, view: str = "joint", scale: str = "shared",
                     title=dict(text=receives)),
         xaxis4=dict(automargin=False, domain=_COLS[2], anchor="y4", matches="x2", showticklabels=False,
                     showgrid=False),
-        yaxis4=dict(automargin=False, domain=top, anchor="x4", range=[0, col_hi], nticks=3, matches="y3"),
-        # row bars beside the maps share their rows and one mass axis
+        yaxis4=dict(automargin=False, domain=top, anchor="x4", range=[0, col_hi], nticks=3, matches="y3",
+                    showticklabels=False),  # as y3's; the room above softmax's row bars
+        # row bars beside the maps share their rows and one mass axis, labelled above them
+        # (below, the next map's slanted token labels would run into them; above, nothing
+        # else is drawn: the colour bars end lower)
         xaxis5=dict(automargin=False, domain=_COLS[1], anchor="y5", range=[0, row_hi], nticks=3, tickangle=0,
-                    title=dict(text=sends)),
+                    side="top", title=dict(text=sends, standoff=4)),
         yaxis5=dict(automargin=False, domain=bottom, anchor="x5", matches="y", showticklabels=False,
                     showgrid=False),
         xaxis6=dict(automargin=False, domain=_COLS[3], anchor="y6", range=[0, row_hi], nticks=3, tickangle=0,
-                    matches="x5", title=dict(text=sends)),
+                    side="top", matches="x5", title=dict(text=sends, standoff=4)),
         yaxis6=dict(automargin=False, domain=bottom, anchor="x6", matches="y", showticklabels=False,
                     showgrid=False),
     )
@@ -544,12 +545,16 @@ def difference(relation: Relation, *, view: str = "joint", height: int | None = 
                              thickness=14),
         meta=dict(part="diff", fields=["Sinkhorn", "softmax"]))
     c = relation.coupling
-    template = fill(DIFFERENCE_TITLE, settings=_settings(relation))
-    title = fill(template, eps=th.fmt(relation.eps), steps=th.half_steps_text(c.half_steps_run),
+    title = fill(DIFFERENCE_TITLE, eps=th.fmt(relation.eps),
+                 steps=th.half_steps_text(c.half_steps_run),
                  identical=IDENTICAL_NOTE if identical else "")
-    layout = _map_layout(la, lb, title, top=100, axes=axis_titles(relation.mode))
-    layout["title"] = top_title(title, subtitle=DIFFERENCE_SUBTITLE)
-    layout["meta"] = dict(kind="difference", view=view, title=template, identical=IDENTICAL_NOTE,
-                          tolerance=IDENTICAL,
+    layout = _map_layout(la, lb, title, top=72, axes=axis_titles(relation.mode))
+    layout["title"] = top_title(title)
+    layout["annotations"] = [dict(text=fill(DIFFERENCE_NOTE, settings=_settings(relation)),
+                                  x=0.0, y=1.0, xref="paper", yref="paper", xanchor="left",
+                                  yanchor="bottom", align="left", showarrow=False,
+                                  yshift=4, font=dict(size=th.FONT_SIZE))]
+    layout["meta"] = dict(kind="difference", view=view, title=DIFFERENCE_TITLE,
+                          identical=IDENTICAL_NOTE, tolerance=IDENTICAL,
                           **hover_meta(relation.tokens_a, relation.tokens_b, n * m, names=names))
-    return _figure([trace], layout, theme, height or default_height(n, extra=20), width)
+    return _figure([trace], layout, theme, height or default_height(n), width)

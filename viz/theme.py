@@ -237,12 +237,35 @@ def _scaled(size: object, k: float) -> object:
     return float(size) * k
 
 
+PRESENT_WIDTH = 1400  # px: the main area's width on a 1920 px screen, when a figure has none
+
+
+def _thin_axis(axis: dict, length_px: float, font_px: float, *, horizontal: bool) -> None:
+    """Keep every k-th tick of a token axis (tick text at fixed values) so that labels of
+    ``font_px`` do not overlap along ``length_px`` pixels of a horizontal or vertical axis."""
+    vals, text, rng = axis.get("tickvals"), axis.get("ticktext"), axis.get("range")
+    if vals is None or text is None or not rng or length_px <= 0 or len(vals) < 2:
+        return
+    vals, text = list(vals), list(text)
+    gap = abs(vals[1] - vals[0]) * length_px / max(1e-9, abs(rng[1] - rng[0]))
+    angle = abs(axis.get("tickangle") or 0) % 180
+    if angle == 0 and horizontal:  # labels side by side: each needs its own width
+        need = max(text_px(t, font_px) for t in text) + 0.5 * font_px
+    else:
+        need = 1.2 * font_px / (max(0.3, abs(math.sin(math.radians(angle)))) if horizontal else 1.0)
+    k = math.ceil(need / gap) if gap > 0 else 1
+    if k > 1:
+        axis["tickvals"], axis["ticktext"] = vals[::k], text[::k]
+
+
 def present(fig: go.Figure, *, min_px: float = PRESENT_PX, height: int | None = None) -> go.Figure:
     """A copy of ``fig`` for a projector: no text smaller than ``min_px`` pixels.
 
     Every font size, set on the figure or inherited from its template (text, titles,
     hover labels), is multiplied by k = min_px / (the smallest label's), and so are the
-    margins, which were sized for the labels: k ≈ 1.4 for our 13 px tick labels.
+    margins, which were sized for the labels: k ≈ 1.4 for our 13 px tick labels. Token
+    axes (tick text at fixed values) keep every k-th label where the larger ones would
+    overlap (the width is taken as :data:`PRESENT_WIDTH` when the figure has none).
 
     Args:
         fig: a built figure (left unchanged).
@@ -283,6 +306,18 @@ def present(fig: go.Figure, *, min_px: float = PRESENT_PX, height: int | None = 
         layout["height"] = int(height)
     elif layout.get("height"):
         layout["height"] = int(round(layout["height"] * k))
+    m = layout["margin"]
+    plot_h = (layout.get("height") or 450) - m.get("t", 0) - m.get("b", 0)
+    plot_w = (layout.get("width") or PRESENT_WIDTH) - m.get("l", 0) - m.get("r", 0)
+    font = base * k
+    for name, axis in layout.items():
+        if not (name.startswith(("xaxis", "yaxis")) and isinstance(axis, dict)):
+            continue
+        if axis.get("showticklabels") is False or axis.get("tickmode") != "array":
+            continue
+        lo, hi = axis.get("domain") or (0.0, 1.0)
+        is_x = name.startswith("x")
+        _thin_axis(axis, (hi - lo) * (plot_w if is_x else plot_h), font, horizontal=is_x)
     return go.Figure(d)
 
 
