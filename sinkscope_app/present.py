@@ -29,6 +29,9 @@ CSS = f"""
 .sk-scrub .sk-mdetail {{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}}
 [data-testid="stMain"] [data-testid="stVerticalBlock"] {{gap:.55rem}}
 [data-testid="stMain"] [data-testid="stButtonGroup"] > div {{flex-wrap:wrap}}
+[data-testid="stMain"] [data-testid="stRadio"] {{display:flex;flex-flow:row wrap;
+  align-items:center;column-gap:1rem}}
+[data-testid="stMain"] [data-testid="stRadio"] > label {{margin-bottom:0}}
 .sk-hover {{font-size:{MIN_PX}px !important}}
 """
 

@@ -388,6 +388,15 @@ def _colorbars(scale: str, zlabel: str) -> dict:
                 bar, title=dict(text="Sinkhorn", side="top"), len=0.29, y=0.0, yanchor="bottom"))}
 
 
+def _round_tick(hi: float) -> float:
+    """The largest 1, 2 or 5 × 10^k at most 0.8·hi: the one tick of a narrow bar axis."""
+    if not hi > 0:
+        return 0.0
+    top = 0.8 * hi
+    k = 10.0 ** np.floor(np.log10(top))
+    return float(max(m * k for m in (1, 2, 5) if m * k <= top * (1 + 1e-12)))
+
+
 def compare(relation: Relation, *, view: str = "joint", scale: str = "shared",
             height: int | None = None, width: int | None = None,
             theme: str = "light") -> go.Figure:
@@ -502,11 +511,13 @@ def compare(relation: Relation, *, view: str = "joint", scale: str = "shared",
         # row bars beside the maps share their rows and one mass axis, labelled above them
         # (below, the next map's slanted token labels would run into them; above, nothing
         # else is drawn: the colour bars end lower)
-        xaxis5=dict(automargin=False, domain=_COLS[1], anchor="y5", range=[0, row_hi], nticks=3, tickangle=0,
+        xaxis5=dict(automargin=False, domain=_COLS[1], anchor="y5", range=[0, row_hi], tickangle=0,
+                    tickmode="array", tickvals=[_round_tick(row_hi)],  # one: the panel is narrow
                     side="top", title=dict(text=sends, standoff=4)),
         yaxis5=dict(automargin=False, domain=bottom, anchor="x5", matches="y", showticklabels=False,
                     showgrid=False),
-        xaxis6=dict(automargin=False, domain=_COLS[3], anchor="y6", range=[0, row_hi], nticks=3, tickangle=0,
+        xaxis6=dict(automargin=False, domain=_COLS[3], anchor="y6", range=[0, row_hi], tickangle=0,
+                    tickmode="array", tickvals=[_round_tick(row_hi)],
                     side="top", matches="x5", title=dict(text=sends, standoff=4)),
         yaxis6=dict(automargin=False, domain=bottom, anchor="x6", matches="y", showticklabels=False,
                     showgrid=False),
