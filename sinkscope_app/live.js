@@ -613,7 +613,8 @@ function tokenTicks(layout) {  // the figure's own ticks of each token axis
   const out = {};
   for (const [name, ax] of Object.entries(layout || {})) {
     if (/^[xy]axis\d*$/.test(name) && ax && ax.tickmode === "array" &&
-        Array.isArray(ax.tickvals) && Array.isArray(ax.ticktext)) {
+        Array.isArray(ax.tickvals) && Array.isArray(ax.ticktext) &&
+        ax.tickvals.every((v) => typeof v === "number")) {
       out[name] = {vals: ax.tickvals, text: ax.ticktext};
     }
   }
@@ -638,7 +639,7 @@ function fittedTicks(layout, ticks, width, height) {
     const angle = Math.abs(ax.tickangle || 0) % 180;
     const need = angle === 0 && horizontal
       ? Math.max(...t.text.map((x) => textPx(x, size))) + 0.5 * size
-      : 1.2 * size / (horizontal ? Math.max(0.3, Math.abs(Math.sin(angle * Math.PI / 180))) : 1);
+      : size / (horizontal ? Math.max(0.3, Math.abs(Math.sin(angle * Math.PI / 180))) : 1);
     const k = gap > 0 && len > 0 ? Math.max(1, Math.ceil(need / gap)) : 1;
     out[name] = {vals: t.vals.filter((_, q) => q % k === 0),
                  text: t.text.filter((_, q) => q % k === 0)};

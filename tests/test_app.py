@@ -561,3 +561,13 @@ def test_self_mode_axes_name_text_a_twice():
         assert lay["yaxis"]["title"]["text"] == "text A (queries)"
         assert lay["xaxis"]["title"]["text"] == "text A (keys)"
         assert "text B" not in json.dumps(lay, ensure_ascii=False)
+
+
+def test_presentation_mode_renders_every_view():
+    at = run({"eps": "0.5", "steps": "50", "present": "true"})
+    ok(at)
+    for view in VIEWS:
+        at.segmented_control(key="view").set_value(view).run()
+        ok(at)
+        for fig in figures(at):
+            assert fig["layout"]["font"]["size"] >= 18, view

@@ -264,6 +264,11 @@ def test_02_keys_redraw_from_the_lattice_without_a_server_request(page):
         assert eps.get_attribute("aria-valuetext") == value
         compare = page.evaluate(SHOWN_TITLES)[0]  # the maps in view are redrawn at once
         assert f"Sinkhorn (ε={value}, 100 half-steps)" in compare, compare
+        # the maps' titles keep their two lines, also while painted on canvases
+        lines = page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')]
+            .find(g => g.layout.meta && g.layout.meta.kind === 'compare')
+            .querySelectorAll('.annotation-text')[1].querySelectorAll('tspan.line').length""")
+        assert lines == 2 and "<br>" not in compare, (lines, compare)
     assert metrics(page) != before
     # once the keys rest, plotly redraws every chart from the lattice, and the address bar
     # follows; one message goes to the server when the slider lets go (blur; normally a

@@ -767,6 +767,10 @@ def test_present_scales_every_label_to_18_px(rel):
         old = {**theme.TEMPLATES["light"].layout.margin.to_plotly_json(),
                **(before["layout"].get("margin") or {})}
         assert big.layout.margin.t == pytest.approx(old["t"] * k)
+    for name, fig in all_builders(rel, make_projection(len(rel.a), len(rel.b), dim=3)).items():
+        big = theme.present(fig)  # every builder's figure, categorical axes included
+        sizes = [f["size"] for hover, f in theme._fonts(big.to_plotly_json(), []) if not hover]
+        assert min(sizes + [big.layout.font.size]) >= theme.PRESENT_PX - 1e-9, name
     cmp = theme.present(heatmaps.compare(rel))
     assert [a.font.size for a in cmp.layout.annotations] == [pytest.approx(16 * 18 / 13)] * 2
     assert cmp.layout.title.font.size == pytest.approx(16 * 18 / 13)

@@ -471,7 +471,7 @@ def compare(relation: Relation, *, view: str = "joint", scale: str = "shared",
     y_tokens = th.token_axis(la, title=rows_title, reverse=True)
     bottom, top = _ROWS
     # "A sends" on two lines: its row bars are narrow
-    receives, sends = ("A (keys) receives" if mode == "self" else "B receives"), "A<br>sends"
+    receives, sends = ("A receives" if mode == "self" else "B receives"), "A<br>sends"
     what = "itself" if mode == "self" else "text B"
     margin = th.token_margins(x_tokens, y_tokens, top=90, right=110)
     margin["b"] += LEGEND_PX

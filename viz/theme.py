@@ -247,12 +247,14 @@ def _thin_axis(axis: dict, length_px: float, font_px: float, *, horizontal: bool
     if vals is None or text is None or not rng or length_px <= 0 or len(vals) < 2:
         return
     vals, text = list(vals), list(text)
+    if not all(isinstance(v, (int, float)) for v in (*vals[:2], *rng[:2])):
+        return  # categories, not token positions
     gap = abs(vals[1] - vals[0]) * length_px / max(1e-9, abs(rng[1] - rng[0]))
     angle = abs(axis.get("tickangle") or 0) % 180
     if angle == 0 and horizontal:  # labels side by side: each needs its own width
         need = max(text_px(t, font_px) for t in text) + 0.5 * font_px
     else:
-        need = 1.2 * font_px / (max(0.3, abs(math.sin(math.radians(angle)))) if horizontal else 1.0)
+        need = font_px / (max(0.3, abs(math.sin(math.radians(angle)))) if horizontal else 1.0)
     k = math.ceil(need / gap) if gap > 0 else 1
     if k > 1:
         axis["tickvals"], axis["ticktext"] = vals[::k], text[::k]
