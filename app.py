@@ -28,8 +28,10 @@ from sinkscope_app.state import (DEFAULTS, EPS_OPTIONS, HALF_STEP_OPTIONS, IMAGE
                                  to_query, valid_text)
 
 log = logging.getLogger("sinkscope.app")
+# A presentation link (?present=on) opens with the sidebar folded away, as Learn's does.
 st.set_page_config(page_title="sinkscope · softmax vs Sinkhorn", page_icon="🔗",
-                   layout="wide", initial_sidebar_state="expanded")
+                   layout="wide", initial_sidebar_state="collapsed"
+                   if present.link(st.query_params.get("present")) else "expanded")
 
 EXAMPLES = examples.load()
 MODELS = compute.model_names()

@@ -20,6 +20,8 @@ CSS = f"""
 [data-testid="stMain"] [data-testid="stCaptionContainer"] {{font-size:{MIN_PX}px !important}}
 [data-testid="stMainBlockContainer"] {{padding-top:2.4rem !important;
   padding-bottom:1rem !important}}
+[data-testid="stHeader"] {{background:transparent !important;pointer-events:none}}
+[data-testid="stHeader"] :is(button, a, [role="button"]) {{pointer-events:auto}}
 .sk-scrub .sk-head {{font-size:{MIN_PX + 2}px}}
 .sk-scrub .sk-ends, .sk-scrub .sk-note, .sk-scrub .sk-mlabel, .sk-scrub .sk-mdetail,
 .sk-scrub .sk-tip, .sk-scrub .sk-help {{font-size:{MIN_PX}px}}
@@ -34,6 +36,12 @@ CSS = f"""
 [data-testid="stMain"] [data-testid="stRadio"] > label {{margin-bottom:0}}
 .sk-hover {{font-size:{MIN_PX}px !important}}
 """
+
+
+def link(value: object) -> bool:
+    """Whether a URL's ``present`` value turns presentation mode on (as state.parse_query
+    reads it): then the page opens with its sidebar folded away."""
+    return str(value or "").lower() in ("1", "true", "yes", "on")
 
 
 def style(on: bool) -> None:

@@ -25,8 +25,8 @@ from viz.theme import present
 from . import compute, examples
 from .about import ABOUT
 from .live import chart as live_chart
-from .state import (CSCALES, CVIEWS, EDGES_MAX, GRAPH_WHICH, GRID_PLANS, GRID_RANKS, GRID_VALUES,
-                    METHODS, SPACES, TOPK_MAX)
+from .state import (CSCALES, CVIEWS, EDGES_MAX, GRAPH_WHICH, GRID_PLANS, GRID_RANKS,
+                    GRID_VALUES, METHODS, SPACES, TOPK_MAX)
 
 
 @dataclass(frozen=True)
@@ -424,8 +424,8 @@ def render_about(r: Relation | None, ctx: Ctx | None, theme: str, img: str) -> l
 RENDER = {"compare": render_compare, "graph": render_graph, "cloud": render_cloud,
           "convergence": render_convergence, "heads": render_heads, "path": render_path,
           "sentences": render_sentences, "about": render_about}
-FRAGMENT_KEYS = ("view", "cview", "cscale", "gwhich", "topk", "thr", "hl", "space", "method", "dim",
-                 "grank",
+FRAGMENT_KEYS = ("view", "cview", "cscale", "gwhich", "topk", "thr", "hl", "space", "method",
+                 "dim", "grank",
                  "edges", "cwhich", "gplan", "gval", "eps", "steps", "sset", "cands", "scand")
 SLIDER_HELP = {
     "eps": "Softmax temperature and Sinkhorn's entropy weight. Small ε: sharp plans close "

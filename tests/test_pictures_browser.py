@@ -78,7 +78,8 @@ def kinds(pg) -> list[str]:
 
 
 def overlaps(a: dict, b: dict, pad: float = 0.5) -> bool:
-    return a["l"] < b["r"] - pad and b["l"] < a["r"] - pad and a["t"] < b["b"] - pad and b["t"] < a["b"] - pad
+    return (a["l"] < b["r"] - pad and b["l"] < a["r"] - pad
+            and a["t"] < b["b"] - pad and b["t"] < a["b"] - pad)
 
 
 def assert_no_overlap(pg, kind: str, where: str) -> None:
@@ -87,7 +88,8 @@ def assert_no_overlap(pg, kind: str, where: str) -> None:
     names = [n for n, _ in boxes]
     assert "title" in names and (kind != "compare" or "legend" in names), (where, names)
     if kind == "compare":
-        assert {"annotation 0.0", "annotation 0.1", "annotation 1.0", "annotation 1.1"} <= set(names)
+        assert {"annotation 0.0", "annotation 0.1", "annotation 1.0",
+                "annotation 1.1"} <= set(names)  # the maps' titles, two lines each
     for k, (n1, b1) in enumerate(boxes):
         # inside the chart, not cut off at its edges
         assert c["l"] - 1 <= b1["l"] and b1["r"] <= c["r"] + 1, (where, kind, n1, b1, c)
@@ -97,7 +99,8 @@ def assert_no_overlap(pg, kind: str, where: str) -> None:
 
 
 def test_hover_on_a_250_by_250_map_names_the_tokens(app_server, browser):
-    url = f"{app_server}/?{urlencode({'a': LONG_A, 'b': LONG_B, 'eps': 1, 'steps': 100, 'view': 'compare'})}"
+    query = {"a": LONG_A, "b": LONG_B, "eps": 1, "steps": 100, "view": "compare"}
+    url = f"{app_server}/?{urlencode(query)}"
     ctx, pg = open_page(browser, url, width=1400, height=1400)
     try:
         hover = chart(pg, "compare").evaluate("g => g.layout.meta.hover")
@@ -177,6 +180,12 @@ def test_presentation_mode_fits_one_1920_by_1080_screen(app_server, browser):
         for s in pg.get_by_role("slider").all():
             b = s.bounding_box()
             assert b and 0 <= b["y"] and b["y"] + b["height"] <= 1080, b
+        # ... and their labels are not under the page's header (the sidebar is folded away)
+        covered = pg.evaluate("""() => [...document.querySelectorAll('.sk-label')].filter(e => {
+            const r = e.getBoundingClientRect();
+            const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+            return !hit || !e.contains(hit); }).map(e => e.textContent)""")
+        assert not covered, covered
         maps = chart(pg, "compare").evaluate("""g => ['xy', 'x2y2'].map(id => {
             const r = g.querySelector('.draglayer .' + id + ' .nsewdrag').getBoundingClientRect();
             return [r.left, r.top, r.right, r.bottom]; })""")

@@ -280,7 +280,8 @@ def present(fig: go.Figure, *, min_px: float = PRESENT_PX, height: int | None = 
     d = fig.to_dict()
     layout = d.setdefault("layout", {})
     tpl = (layout.get("template") or {}).get("layout", {})
-    base = float((layout.get("font") or {}).get("size") or (tpl.get("font") or {}).get("size") or 12)
+    base = float((layout.get("font") or {}).get("size")
+                 or (tpl.get("font") or {}).get("size") or 12)
     # what each part inherits from the template when the figure does not set it
     inherited = {"title": (tpl.get("title") or {}).get("font", {}).get("size"),
                  "hoverlabel": (tpl.get("hoverlabel") or {}).get("font", {}).get("size")}
