@@ -20,8 +20,9 @@ CSS = f"""
 [data-testid="stMain"] [data-testid="stCaptionContainer"] {{font-size:{MIN_PX}px !important}}
 [data-testid="stMainBlockContainer"] {{padding-top:2.4rem !important;
   padding-bottom:1rem !important}}
-[data-testid="stHeader"] {{background:transparent !important;pointer-events:none}}
-[data-testid="stHeader"] :is(button, a, [role="button"]) {{pointer-events:auto}}
+[data-testid="stHeader"], [data-testid="stHeader"] [data-testid="stToolbar"] {{
+  background:transparent !important;pointer-events:none !important}}
+[data-testid="stHeader"] :is(button, a, [role="button"]) {{pointer-events:auto !important}}
 .sk-scrub .sk-head {{font-size:{MIN_PX + 2}px}}
 .sk-scrub .sk-ends, .sk-scrub .sk-note, .sk-scrub .sk-mlabel, .sk-scrub .sk-mdetail,
 .sk-scrub .sk-tip, .sk-scrub .sk-help {{font-size:{MIN_PX}px}}
