@@ -21,14 +21,17 @@ import streamlit as st  # noqa: E402
 from engine import SinkscopeError
 from engine.client import EngineUnavailable
 from engine.export import marginals_csv, plans_csv, to_npz
-from sinkscope_app import compute, examples, live, metrics, outage, report, scrub, views
+from sinkscope_app import (compute, examples, live, metrics, outage, present, report, scrub,
+                           views)
 from sinkscope_app.state import (DEFAULTS, EPS_OPTIONS, HALF_STEP_OPTIONS, IMAGE_FORMATS,
                                  KEYS, MODES, VIEWS, WEIGHTS, example_values, parse_query,
                                  to_query, valid_text)
 
 log = logging.getLogger("sinkscope.app")
+# A presentation link (?present=on) opens with the sidebar folded away, as Learn's does.
 st.set_page_config(page_title="sinkscope · softmax vs Sinkhorn", page_icon="🔗",
-                   layout="wide", initial_sidebar_state="expanded")
+                   layout="wide", initial_sidebar_state="collapsed"
+                   if present.link(st.query_params.get("present")) else "expanded")
 
 EXAMPLES = examples.load()
 MODELS = compute.model_names()
@@ -115,6 +118,7 @@ if ss["head"] != "mean" and not 0 <= int(ss["head"]) < enc.n_heads:
     ss["head"] = "mean"
 
 theme = "dark" if getattr(st.context.theme, "type", None) == "dark" else "light"
+present.style(bool(ss["present"]))
 
 # --------------------------------------------------------------------------- sidebar
 with st.sidebar:
@@ -123,6 +127,9 @@ with st.sidebar:
                "Sinkhorn coupling — the paper's measure-theoretic view, live.")
     st.page_link("pages/learn.py", label="Learn: from clouds of points to the Sinkhorn "
                  "Transformer (English, español)", icon=":material/school:")
+    st.toggle("Presentation mode", key="present",
+              help="For a projector: text of at least 18 px, and the sliders with both maps "
+                   "on one 1920 × 1080 screen. It is in the page's address (present=true).")
     ex_opts = {**{k: v["title"] for k, v in EXAMPLES.items()}, "custom": "Your own texts"}
     st.selectbox("Example", list(ex_opts), format_func=ex_opts.get, key="ex",
                  on_change=on_example)

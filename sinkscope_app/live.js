@@ -202,8 +202,47 @@ function classes(sums, target) {  // viz.heatmaps._classes: above, below, on tar
   }
   return out;
 }
-const shown = (L, f, view) => view === "joint"
-  ? [f.soft, f.sink] : [f.att, rowNormalise(f.sink, L.n, L.m)];
+function shown(L, f, view) {
+  if (view === "joint") return [f.soft, f.sink];
+  if (f.k > 0) return [f.att, rowNormalise(f.sink, L.n, L.m)];
+  // half-step 1: π(j | i) is softmax itself on every row of weight > 0 (and 0 elsewhere);
+  // taken from the attention, not from the separately rounded plan, so that "identical"
+  // holds here exactly as on the server
+  const out = new Float64Array(L.n * L.m);
+  for (let i = 0; i < L.n; i++) {
+    if (L.a[i] > 0) out.set(f.att.subarray(i * L.m, (i + 1) * L.m), i * L.m);
+  }
+  return [f.att, out];
+}
+
+// viz.heatmaps.compare_limits: each map's peak over the cells of tokens with weight
+// (a_i > 0, b_j > 0; all cells when none), shared by both maps or per plan.
+function compareLimits(L, soft, sink, scale) {
+  const {n, m} = L, rows = [], cols = [];
+  for (let i = 0; i < n; i++) if (L.a[i] > 0) rows.push(i);
+  for (let j = 0; j < m; j++) if (L.b[j] > 0) cols.push(j);
+  const all = !rows.length || !cols.length;
+  const peak = (z) => {
+    let hi = -Infinity;
+    if (all) hi = max(z);
+    else for (const i of rows) for (const j of cols) if (z[i * m + j] > hi) hi = z[i * m + j];
+    return hi > 0 ? hi : 1;
+  };
+  const hi = {softmax: peak(soft), sinkhorn: peak(sink)};
+  if (scale !== "per_plan") hi.softmax = hi.sinkhorn = Math.max(hi.softmax, hi.sinkhorn);
+  return hi;
+}
+
+// viz.heatmaps.difference_limit: ±max|Δ|, or ±the largest mass when |Δ| is rounding noise.
+function differenceLimit(soft, sink, tolerance) {
+  let peak = 0, delta = 0;
+  for (let c = 0; c < soft.length; c++) {
+    peak = Math.max(peak, Math.abs(soft[c]), Math.abs(sink[c]));
+    delta = Math.max(delta, Math.abs(sink[c] - soft[c]));
+  }
+  if (delta <= tolerance * peak) return {lim: peak > 0 ? peak : 1, identical: true};
+  return {lim: delta, identical: false};
+}
 
 function patchCompare(gd, L, f) {
   const meta = gd.layout.meta, {n, m} = L;
@@ -211,7 +250,7 @@ function patchCompare(gd, L, f) {
   const z = {softmax: to2D(soft, n, m), sinkhorn: to2D(sink, n, m)};
   const sums = {softmax: {cols: f.softCols, rows: f.softRows},
                 sinkhorn: {cols: f.sinkCols, rows: f.sinkRows}};
-  const seen = new Set();
+  // the legend's entries are traces of their own (fixed, never patched)
   const data = gd.data.map((tr) => {
     const mt = tr.meta || {};
     if (mt.part === "map") return {...tr, z: z[mt.plan]};
@@ -222,13 +261,10 @@ function patchCompare(gd, L, f) {
     const pos = classes(s, target)[mt.cls];
     const val = pos.map((p) => s[p]);
     const cd = pos.map((p) => [names[p], target[p], s[p] - target[p]]);
-    const show = !seen.has(tr.name) && pos.length > 0;
-    if (show) seen.add(tr.name);
-    return cols ? {...tr, x: pos, y: val, customdata: cd, showlegend: show}
-                : {...tr, x: val, y: pos, customdata: cd, showlegend: show};
+    return cols ? {...tr, x: pos, y: val, customdata: cd}
+                : {...tr, x: val, y: pos, customdata: cd};
   });
-  let hi = Math.max(max(soft), max(sink));
-  if (!(hi > 0)) hi = 1;
+  const hi = compareLimits(L, soft, sink, meta.scale);
   const colHi = 1.08 * Math.max(1e-12, max(f.softCols), max(f.sinkCols), max(L.b));
   const rowHi = 1.08 * Math.max(1e-12, max(f.softRows), max(f.sinkRows), max(L.a));
   const mx = f.metrics;
@@ -239,18 +275,20 @@ function patchCompare(gd, L, f) {
   const lay = gd.layout;
   const annotations = (lay.annotations || []).map((a, k) =>
     k < meta.titles.length ? {...a, text: fill(meta.titles[k], vals)} : a);
-  return [data, {...lay, annotations, coloraxis: {...lay.coloraxis, cmin: 0, cmax: hi},
-                 yaxis3: {...lay.yaxis3, range: [0, colHi]},
-                 xaxis5: {...lay.xaxis5, range: [0, rowHi]}}];
+  const out = {...lay, annotations, yaxis3: {...lay.yaxis3, range: [0, colHi]},
+               xaxis5: {...lay.xaxis5, range: [0, rowHi]}};
+  for (const [plan, axis] of Object.entries(meta.coloraxes)) {
+    out[axis] = {...lay[axis], cmin: 0, cmax: hi[plan]};
+  }
+  return [data, out];
 }
 
 function patchDifference(gd, L, f) {
   const meta = gd.layout.meta, {n, m} = L;
   const [soft, sink] = shown(L, f, meta.view);
   const z = new Float64Array(n * m);
-  let lim = 0;
-  for (let c = 0; c < n * m; c++) { z[c] = sink[c] - soft[c]; lim = Math.max(lim, Math.abs(z[c])); }
-  if (!(lim > 0)) lim = 1;
+  for (let c = 0; c < n * m; c++) z[c] = sink[c] - soft[c];
+  const {lim, identical} = differenceLimit(soft, sink, meta.tolerance);
   const data = gd.data.map((tr) => {
     if (!tr.meta || tr.meta.part !== "diff") return tr;
     const out = {...tr, z: to2D(z, n, m), zmin: -lim, zmax: lim};
@@ -261,7 +299,8 @@ function patchDifference(gd, L, f) {
     return out;
   });
   const title = {...gd.layout.title,
-                 text: fill(meta.title, {eps: fmt(f.eps), steps: halfStepsText(f.steps)})};
+                 text: fill(meta.title, {eps: fmt(f.eps), steps: halfStepsText(f.steps),
+                                         identical: identical ? meta.identical : ""})};
   return [data, {...gd.layout, title}];
 }
 
@@ -396,14 +435,17 @@ function paintMaps(gd, L, f) {
     return true;
   }
   const [soft, sink] = shown(L, f, meta.view), z = {softmax: soft, sinkhorn: sink};
-  let hi = Math.max(max(soft), max(sink));
-  if (!(hi > 0)) hi = 1;
-  sk.scale = sk.scale || colorScale(fl.coloraxis.colorscale);
+  const hi = compareLimits(L, soft, sink, meta.scale);
+  sk.scales = sk.scales || {};  // each map with its colour axis's scale and its own limit
   const host = gd.querySelector(".svg-container");
   if (!host) return false;
   sk.canvas = sk.canvas || {};
   for (const tr of gd._fullData) {
     if (!tr.meta || tr.meta.part !== "map") continue;
+    const axis = tr.coloraxis || "coloraxis";
+    if (!fl[axis]) continue;
+    const scale = sk.scales[axis] || (sk.scales[axis] = colorScale(fl[axis].colorscale));
+    const top = hi[tr.meta.plan];
     const xa = fl[axisName(tr.xaxis)], ya = fl[axisName(tr.yaxis)];
     let c = sk.canvas[tr.meta.plan];
     if (!c || !c.isConnected) {
@@ -425,7 +467,7 @@ function paintMaps(gd, L, f) {
     for (let i = 0; i < L.n; i++) {
       const row = down ? i : L.n - 1 - i;
       for (let j = 0; j < L.m; j++) {
-        const rgba = sk.scale(values[i * L.m + j] / hi), o = 4 * (row * L.m + j);
+        const rgba = scale(values[i * L.m + j] / top), o = 4 * (row * L.m + j);
         px[o] = rgba[0]; px[o + 1] = rgba[1]; px[o + 2] = rgba[2]; px[o + 3] = 255 * rgba[3];
       }
     }
@@ -437,20 +479,43 @@ function paintMaps(gd, L, f) {
                 max_err: fmt(Math.max(mx.sinkhorn_row_err, mx.sinkhorn_col_err)),
                 not_converged: mx.converged ? "" : meta.not_converged};
   gd.querySelectorAll(".annotation-text").forEach((t, k) => {
-    if (k < meta.titles.length) t.textContent = fill(meta.titles[k], vals);
+    if (k < meta.titles.length) setLines(t, fill(meta.titles[k], vals));
   });
   sk.painted = key;
   gd.dataset.frame = `${f.eps},${f.steps}`;
   gd.dataset.source = "preview";
   return true;
 }
+// Rewrite an SVG text plotly drew from ``text`` (our titles: plain text and <br>, no other
+// markup): plotly draws each line of a multi-line text as a <tspan class="line">.
+function setLines(node, text) {
+  const lines = String(text).split(/<br\s*\/?>/i);
+  const spans = node.querySelectorAll("tspan.line");
+  if (spans.length === lines.length && spans.length > 1) {
+    spans.forEach((t, k) => { if (t.textContent !== lines[k]) t.textContent = lines[k]; });
+  } else if (!spans.length && lines.length === 1) {
+    if (node.textContent !== text) node.textContent = text;
+  } else if (spans.length) {  // another number of lines: as many tspans, spaced as plotly's
+    const first = spans[0], out = lines.map((line, k) => {
+      const t = first.cloneNode(false);
+      t.textContent = line;
+      if (k === 0 && first.hasAttribute("dy")) t.setAttribute("dy", first.getAttribute("dy"));
+      else if (k > 0) t.setAttribute("dy", (spans[1] && spans[1].getAttribute("dy")) || "1.3em");
+      return t;
+    });
+    node.replaceChildren(...out);
+  } else {
+    node.textContent = lines.join(" ");
+  }
+}
+
 function hidePreview(gd) {  // back to what plotly draws: its maps, titles and frame
   const sk = gd.__sk;
   if (!sk || !sk.painted) return;
   for (const c of Object.values(sk.canvas || {})) c.style.display = "none";
   const anns = (gd.layout && gd.layout.annotations) || [];
   gd.querySelectorAll(".annotation-text").forEach((t, k) => {
-    if (anns[k] && typeof anns[k].text === "string") t.textContent = anns[k].text;
+    if (anns[k] && typeof anns[k].text === "string") setLines(t, anns[k].text);
   });
   sk.painted = null;
   gd.dataset.frame = sk.frame || "";
@@ -483,6 +548,124 @@ function applyFrame(gd, L, f) {
   });
 }
 
+// ---------------------------------------------------------------- token hover
+// A map above viz.heatmaps.LARGE cells carries no per-cell token strings (they would take
+// megabytes): its hover template names positions, A[i] → B[j]. Its layout.meta.hover
+// holds the tokens once; when plotly has drawn a map's hover label, it is shown here
+// instead with the two tokens named (as text, never HTML: tokens are the user's text).
+function tokenHover(gd) {
+  if (gd.__skHover) return;
+  gd.__skHover = true;
+  const tip = document.createElement("div");
+  tip.className = "sk-hover";
+  tip.setAttribute("role", "tooltip");
+  Object.assign(tip.style, {position: "absolute", display: "none", pointerEvents: "none",
+                            zIndex: "5", whiteSpace: "pre", padding: "3px 6px",
+                            borderRadius: "3px", borderStyle: "solid", borderWidth: "1px",
+                            lineHeight: "1.3"});
+  gd.style.position = "relative";
+  gd.appendChild(tip);
+  const hide = () => { tip.style.display = "none"; };
+  gd.on("plotly_hover", (ev) => {
+    const h = gd.layout && gd.layout.meta && gd.layout.meta.hover;
+    const label = gd.querySelector(".hoverlayer g.hovertext");
+    const pt = h && ev && ev.points && ev.points.find((p) => p.data && p.data.type === "heatmap");
+    if (!pt || !label) {
+      if (label) label.style.display = "";
+      hide();
+      return;
+    }
+    const nums = label.querySelector("text.nums"), path = label.querySelector("path");
+    if (!nums) return;
+    const shownLines = [...nums.querySelectorAll("tspan.line")].map((t) => t.textContent);
+    const rest = (shownLines.length ? shownLines : [nums.textContent]).slice(1);
+    const i = Math.round(Number(pt.y)), j = Math.round(Number(pt.x));
+    const [rowName, colName] = h.names;
+    const lines = [`${rowName}[${i}] ${h.rows[i] ?? ""}`, `${colName}[${j}] ${h.cols[j] ?? ""}`,
+                   ...rest];
+    if (tip.textContent !== lines.join("\n")) tip.textContent = lines.join("\n");
+    Object.assign(tip.style, {background: path ? path.style.fill : "#fff",
+                              borderColor: path ? path.style.stroke : "#444",
+                              color: nums.style.fill || "#000",
+                              fontFamily: nums.style.fontFamily, fontSize: nums.style.fontSize});
+    const box = label.getBoundingClientRect(), host = gd.getBoundingClientRect();
+    label.style.display = "none";  // plotly's label, positions only
+    tip.style.display = "block";
+    const w = tip.offsetWidth, ht = tip.offsetHeight;
+    let x = box.left - host.left, y = box.top - host.top;
+    if (box.left + box.width / 2 < (ev.event ? ev.event.clientX : box.left)) {
+      x = box.right - host.left - w;  // plotly put its label left of the pointer
+    }
+    x = Math.max(0, Math.min(x, gd.clientWidth - w));
+    y = Math.max(0, Math.min(y, gd.clientHeight - ht));
+    tip.style.left = `${x}px`;
+    tip.style.top = `${y}px`;
+  });
+  gd.on("plotly_unhover", hide);
+  gd.addEventListener("mouseleave", hide);
+}
+
+// ---------------------------------------------------------------- token axes
+// A token axis (tick text at fixed values, viz.theme.token_axis) shows every k-th label
+// where the chart's real width (or height) leaves too little room for all of them: the
+// rule of viz.theme._thin_axis, with the size the page gives the chart.
+function tokenTicks(layout) {  // the figure's own ticks of each token axis
+  const out = {};
+  for (const [name, ax] of Object.entries(layout || {})) {
+    if (/^[xy]axis\d*$/.test(name) && ax && ax.tickmode === "array" &&
+        Array.isArray(ax.tickvals) && Array.isArray(ax.ticktext) &&
+        ax.tickvals.every((v) => typeof v === "number")) {
+      out[name] = {vals: ax.tickvals, text: ax.ticktext};
+    }
+  }
+  return out;
+}
+const textPx = (t, size) => {  // viz.theme.text_px
+  let w = 0;
+  for (const ch of String(t)) w += size * (/[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\uff00-\uff60\uffe0-\uffe6]/.test(ch) ? 1 : 0.62);
+  return w;
+};
+function fittedTicks(layout, ticks, width, height) {
+  const m = layout.margin || {}, font = (layout.font && layout.font.size) || 13, out = {};
+  for (const [name, t] of Object.entries(ticks)) {
+    const ax = layout[name] || {};
+    if (ax.showticklabels === false || t.vals.length < 2) continue;
+    const horizontal = name[0] === "x", [lo, hi] = ax.domain || [0, 1];
+    const len = (hi - lo) * (horizontal ? width - (m.l ?? 80) - (m.r ?? 80)
+                                        : height - (m.t ?? 100) - (m.b ?? 80));
+    const range = ax.range || [t.vals[0] - 0.5, t.vals[t.vals.length - 1] + 0.5];
+    const gap = Math.abs(t.vals[1] - t.vals[0]) * len / Math.max(1e-9, Math.abs(range[1] - range[0]));
+    const size = (ax.tickfont && ax.tickfont.size) || font;
+    const angle = Math.abs(ax.tickangle || 0) % 180;
+    const need = angle === 0 && horizontal
+      ? Math.max(...t.text.map((x) => textPx(x, size))) + 0.5 * size
+      : size / (horizontal ? Math.max(0.3, Math.abs(Math.sin(angle * Math.PI / 180))) : 1);
+    const k = gap > 0 && len > 0 ? Math.max(1, Math.ceil(need / gap)) : 1;
+    out[name] = {vals: t.vals.filter((_, q) => q % k === 0),
+                 text: t.text.filter((_, q) => q % k === 0)};
+  }
+  return out;
+}
+function fitTicks(gd, layout) {  // set the fitted ticks in a layout about to be drawn
+  const fit = fittedTicks(layout, gd.__ticks || {}, gd.clientWidth, gd.clientHeight);
+  for (const [name, t] of Object.entries(fit)) {
+    layout[name] = {...layout[name], tickvals: t.vals, ticktext: t.text};
+  }
+  return layout;
+}
+function refitTicks(gd) {  // after a resize: relayout the axes whose ticks change
+  if (!gd.__ticks || !gd.layout) return;
+  const fit = fittedTicks(gd.layout, gd.__ticks, gd.clientWidth, gd.clientHeight), up = {};
+  for (const [name, t] of Object.entries(fit)) {
+    const now = gd.layout[name] && gd.layout[name].tickvals;
+    if (!now || now.length !== t.vals.length) {
+      up[`${name}.tickvals`] = t.vals;
+      up[`${name}.ticktext`] = t.text;
+    }
+  }
+  if (Object.keys(up).length) return window.Plotly.relayout(gd, up);
+}
+
 // ---------------------------------------------------------------- charts
 const whenIdle = (fn) => (window.requestIdleCallback
   ? {idle: window.requestIdleCallback(fn, {timeout: 1500})} : {timer: setTimeout(fn, 300)});
@@ -505,7 +688,10 @@ function mountChart({parentElement, data}) {
       queued = true;
       requestAnimationFrame(() => {
         queued = false;
-        if (displayed(gd)) Promise.resolve(window.Plotly.Plots.resize(gd)).catch(() => {});
+        if (displayed(gd)) {
+          Promise.resolve(window.Plotly.Plots.resize(gd)).then(() => refitTicks(gd))
+            .catch(() => {});
+        }
       });
     });
     gd.__observer.observe(gd);
@@ -520,7 +706,10 @@ function mountChart({parentElement, data}) {
     try {
       const Plotly = await loadPlotly(data.src);
       const fig = JSON.parse(data.spec);
-      await Plotly.react(gd, {data: fig.data, layout: fig.layout, config: data.config});
+      gd.__ticks = tokenTicks(fig.layout);
+      await Plotly.react(gd, {data: fig.data, layout: fitTicks(gd, fig.layout),
+                              config: data.config});
+      if (fig.layout && fig.layout.meta && fig.layout.meta.hover) tokenHover(gd);
       const old = gd.__sk;
       gd.__sk = {bind, config: data.config,
                  shown: bind ? `${bind.lattice}:server:${bind.eps}:${bind.steps}` : null,
@@ -933,6 +1122,7 @@ class Scrub {
       if (c.lab.textContent !== r.label) c.lab.textContent = r.label;
       if (c.value.textContent !== r.value) c.value.textContent = r.value;
       if (c.detail.textContent !== r.detail) c.detail.textContent = r.detail;
+      c.detail.title = r.detail;  // in full, where presentation mode cuts it to one line
       if (c.tip.textContent !== r.help) c.tip.textContent = r.help;
       c.lab.title = r.label;
     });

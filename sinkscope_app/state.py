@@ -54,6 +54,7 @@ VIEWS = {"compare": "Compare", "graph": "Graph", "cloud": "Cloud",
          "convergence": "Convergence", "heads": "All heads", "path": "ε path",
          "sentences": "Sentences", "about": "About"}
 CVIEWS = {"joint": "joint π(i, j)", "conditional": "conditional π(j | i)"}
+CSCALES = {"shared": "one for both maps", "per_plan": "one per map"}  # viz.heatmaps.SCALES
 GRAPH_WHICH = {"both": "both", "softmax": "softmax", "sinkhorn": "Sinkhorn"}
 SPACES = {"qk": "queries ∪ keys (Q ∪ K)", "hidden": "hidden states"}
 METHODS = {"pca": "PCA", "umap": "UMAP"}
@@ -81,6 +82,7 @@ DEFAULTS: dict[str, Any] = {
     "steps": DEFAULT_HALF_STEPS,
     "view": "compare",
     "cview": "joint",
+    "cscale": "shared",
     "gwhich": "both",
     "topk": 3,
     "thr": 0.0,
@@ -94,6 +96,7 @@ DEFAULTS: dict[str, Any] = {
     "gval": "softmax_col_err",
     "grank": "high",
     "img": "png",
+    "present": False,  # presentation mode: larger text, both maps on one screen
     "sset": "bank",  # Sentences view: the example set, and the candidates (one per line)
     "cands": "\n".join(sentence_sets()["bank"]["candidates"]),
 }
@@ -217,6 +220,7 @@ def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
     choice("weights", WEIGHTS, "weights")
     choice("view", VIEWS, "view")
     choice("cview", CVIEWS, "heatmap view")
+    choice("cscale", CSCALES, "colour scale")
     choice("gwhich", GRAPH_WHICH, "graph choice")
     choice("space", SPACES, "cloud space")
     choice("method", METHODS, "projection method")
@@ -226,14 +230,15 @@ def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
     choice("grank", GRID_RANKS, "ranking order")
     choice("img", IMAGE_FORMATS, "image format")
 
-    if "pool" in p:
-        low = p["pool"].lower()
-        if low in ("1", "true", "yes", "on"):
-            v["pool"] = True
-        elif low in ("0", "false", "no", "off", ""):
-            v["pool"] = False
-        else:
-            warn(f"pool must be true or false, got {p['pool'][:20]!r}; using false.")
+    for key in ("pool", "present"):
+        if key in p:
+            low = p[key].lower()
+            if low in ("1", "true", "yes", "on"):
+                v[key] = True
+            elif low in ("0", "false", "no", "off", ""):
+                v[key] = False
+            else:
+                warn(f"{key} must be true or false, got {p[key][:20]!r}; using false.")
 
     if "layer" in p:
         x = _int(p["layer"])

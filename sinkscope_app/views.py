@@ -20,12 +20,13 @@ from engine.types import Relation
 from viz import bipartite, clouds, diagnostics, grid as vgrid, heatmaps
 from viz import sentences as vsentences
 from viz.theme import plotly_config as theme_config
+from viz.theme import present
 
 from . import compute, examples
 from .about import ABOUT
 from .live import chart as live_chart
-from .state import (CVIEWS, EDGES_MAX, GRAPH_WHICH, GRID_PLANS, GRID_RANKS, GRID_VALUES,
-                    METHODS, SPACES, TOPK_MAX)
+from .state import (CSCALES, CVIEWS, EDGES_MAX, GRAPH_WHICH, GRID_PLANS, GRID_RANKS,
+                    GRID_VALUES, METHODS, SPACES, TOPK_MAX)
 
 
 @dataclass(frozen=True)
@@ -50,14 +51,21 @@ class Ctx:
                 self.pool)
 
 
+PRESENT_COMPARE_HEIGHT = 720  # px: sliders and both maps on one 1920 × 1080 screen
+
+
 def chart(fig: go.Figure, name: str, img: str, *, key: str, live: bool = True,
-          bind: dict | None = None, **kw):
+          bind: dict | None = None, present_height: int | None = None, **kw):
     """A plotly chart in our theme (not Streamlit's), with a PNG/SVG download button.
 
     ``live`` charts update in place when a slider moves (:mod:`.live`), and a chart with
     ``bind`` (:func:`bind`) takes the live sliders' frames in the browser; charts that send
     selection events back (the All heads grid) or animate (ε path) use ``st.plotly_chart``.
+    In presentation mode (sidebar) the chart's text is scaled up (``viz.theme.present``),
+    to ``present_height`` pixels high when given.
     """
+    if st.session_state.get("present"):
+        fig = present(fig, height=present_height)
     config = theme_config(img, name)
     if live:
         return live_chart(fig, key=key, config=config, bind=bind)
@@ -77,12 +85,21 @@ def _radio(label: str, options: dict, key: str, **kw):
 
 
 def render_compare(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]:
-    _radio("Show", CVIEWS, "cview", help="joint: the plans π(i, j) themselves; conditional: "
-           "each row divided by its sum, π(j | i), as attention viewers show it. The bars "
-           "always show the joint marginals.")
-    cview = st.session_state["cview"]
-    figs = [heatmaps.compare(r, view=cview, theme=theme)]
-    chart(figs[0], "compare", img, key="fig_compare", bind=bind(r, ctx))
+    c1, c2 = st.columns(2)
+    with c1:
+        _radio("Show", CVIEWS, "cview", help="joint: the plans π(i, j) themselves; "
+               "conditional: each row divided by its sum, π(j | i), as attention viewers "
+               "show it. The bars always show the joint marginals.")
+    with c2:
+        _radio("Colour scale", CSCALES, "cscale", help="One scale for both maps compares "
+               "their masses directly; one per map shows each map's own pattern (at large ε "
+               "the coupling is nearly flat and would look uniformly dark). Tokens of weight "
+               "0, such as [CLS], never set a scale: where they hold more, the colour "
+               "saturates.")
+    cview, cscale = st.session_state["cview"], st.session_state["cscale"]
+    figs = [heatmaps.compare(r, view=cview, scale=cscale, theme=theme)]
+    chart(figs[0], "compare", img, key="fig_compare", bind=bind(r, ctx),
+          present_height=PRESENT_COMPARE_HEIGHT)
     st.caption("Bars above each map: what each token of B receives, against its weight b "
                "(vermillion: too much, blue: left alone, grey: on target). Bars beside: what "
                "each token of A sends, against a.")
@@ -92,7 +109,7 @@ def render_compare(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figur
         with st.expander("The model's own attention from A to B (joint mode)"):
             fig = heatmaps.heatmap(r.model_attention, r.tokens_a, r.tokens_b, zlabel="attention",
                                    title="Model's own A→B attention block, renormalised over B",
-                                   theme=theme)
+                                   theme=theme, mode=r.mode)
             chart(fig, "model_attention", img, key="fig_model_attention")
             figs.append(fig)
     return figs
@@ -258,7 +275,8 @@ def _picked_head(event, n_layers: int, n_heads: int) -> tuple[int, int] | None:
 def render_path(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]:
     with st.spinner("Solving along the ε path…"):
         eps, plans, exact = compute.eps_path(*ctx.geometry)
-    fig = diagnostics.eps_path(eps, plans, exact, r.tokens_a, r.tokens_b, theme=theme)
+    fig = diagnostics.eps_path(eps, plans, exact, r.tokens_a, r.tokens_b, theme=theme,
+                               mode=r.mode)
     chart(fig, "eps_path", img, key="fig_eps_path", live=False)
     st.caption("Press ▶ play: at large ε every pair gets aᵢ·bⱼ (the product measure); as ε "
                "falls the coupling concentrates onto the exact optimal transport plan, the "
@@ -406,8 +424,8 @@ def render_about(r: Relation | None, ctx: Ctx | None, theme: str, img: str) -> l
 RENDER = {"compare": render_compare, "graph": render_graph, "cloud": render_cloud,
           "convergence": render_convergence, "heads": render_heads, "path": render_path,
           "sentences": render_sentences, "about": render_about}
-FRAGMENT_KEYS = ("view", "cview", "gwhich", "topk", "thr", "hl", "space", "method", "dim",
-                 "grank",
+FRAGMENT_KEYS = ("view", "cview", "cscale", "gwhich", "topk", "thr", "hl", "space", "method",
+                 "dim", "grank",
                  "edges", "cwhich", "gplan", "gval", "eps", "steps", "sset", "cands", "scand")
 SLIDER_HELP = {
     "eps": "Softmax temperature and Sinkhorn's entropy weight. Small ε: sharp plans close "

@@ -467,3 +467,107 @@ def test_ranked_heads_order_and_ties():
     v = np.array([[0.2, np.inf], [0.2, 0.1]])
     assert ranked_heads(v) == [(0, 1, np.inf), (0, 0, 0.2), (1, 0, 0.2), (1, 1, 0.1)]
     assert ranked_heads(v, lowest_first=True)[0] == (1, 1, 0.1)
+
+
+# ----------------------------------------------------------------------------- pictures
+
+def arr(v) -> np.ndarray:
+    """A figure JSON's array: a list, or plotly's typed array {"dtype", "bdata", "shape"}."""
+    if isinstance(v, dict) and "bdata" in v:
+        import base64
+        out = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
+        shape = v.get("shape")
+        return out.reshape([int(k) for k in str(shape).split(",")]) if shape else out
+    return np.asarray(v, dtype=float)
+
+
+def test_compare_colour_scale_per_plan_control_and_url():
+    at = run({"eps": "1", "steps": "100", "view": "compare"})
+    ok(at)
+    radio = at.radio(key="cscale")
+    assert radio.value == "shared" and radio.options == ["one for both maps", "one per map"]
+    shared = figures(at)[0]
+    assert "coloraxis2" not in shared["layout"]
+    radio.set_value("per_plan").run()
+    ok(at)
+    fig = figures(at)[0]
+    maps = [t for t in fig["data"] if t["type"] == "heatmap"]
+    assert [t["coloraxis"] for t in maps] == ["coloraxis", "coloraxis2"]
+    lay = fig["layout"]
+    assert lay["meta"]["scale"] == "per_plan"
+    # each map's own peak over the tokens with weight ([CLS] and [SEP] weigh 0: the first
+    # and last row and column), where softmax's [CLS] column holds far more
+    soft, sink = (arr(t["z"]) for t in maps)
+    assert lay["coloraxis"]["cmax"] == pytest.approx(soft[1:-1, 1:-1].max())
+    assert lay["coloraxis2"]["cmax"] == pytest.approx(sink[1:-1, 1:-1].max())
+    assert soft.max() > 2 * lay["coloraxis"]["cmax"]
+    assert shared["layout"]["coloraxis"]["cmax"] == pytest.approx(
+        max(lay["coloraxis"]["cmax"], lay["coloraxis2"]["cmax"]))
+    q = at.query_params["cscale"]
+    assert (q[0] if isinstance(q, list) else q) == "per_plan"
+    again = run({"eps": "1", "steps": "100", "cscale": "per_plan"})  # a shared link
+    ok(again)
+    assert again.radio(key="cscale").value == "per_plan"
+    assert "coloraxis2" in figures(again)[0]["layout"]
+    bad = parse_query({"cscale": "rainbow"}, n_layers=L, n_heads=H,
+                      models=("all-MiniLM-L6-v2",), examples=EXAMPLES)
+    assert "cscale" not in bad.values and "colour scale" in bad.warnings[0]
+
+
+def test_difference_says_identical_at_half_step_one():
+    at = run({"eps": "1", "steps": "1", "view": "compare"})
+    ok(at)
+    compare, diff = figures(at)[:2]
+    title = diff["layout"]["title"]["text"]
+    assert "1 half-step · identical" in title, title
+    (tr,) = diff["data"]
+    peak = max(arr(t["z"]).max() for t in compare["data"] if t["type"] == "heatmap")
+    assert tr["zmax"] == pytest.approx(peak) and tr["zmin"] == -tr["zmax"]
+    assert np.abs(arr(tr["z"])).max() < 1e-12 * peak  # pale noise
+    at.session_state["steps"] = 100  # what the half-step slider's release sets
+    at.run()
+    ok(at)
+    diff = figures(at)[1]
+    assert "identical" not in diff["layout"]["title"]["text"]
+    (tr,) = diff["data"]
+    assert tr["zmax"] == pytest.approx(np.abs(arr(tr["z"])).max())
+
+
+def test_presentation_mode_from_the_url_and_the_sidebar():
+    at = run({"eps": "1", "steps": "100", "present": "on"})
+    ok(at)
+    assert at.sidebar.toggle(key="present").value is True
+    q = at.query_params["present"]
+    assert (q[0] if isinstance(q, list) else q) == "true"
+    assert any("font-size:18px" in h.proto.body for h in at.get("html"))
+    from sinkscope_app.views import PRESENT_COMPARE_HEIGHT
+    compare, diff = figures(at)[:2]
+    assert compare["layout"]["height"] == PRESENT_COMPARE_HEIGHT
+    for fig in (compare, diff):
+        assert fig["layout"]["font"]["size"] >= 18
+        assert all(a["font"]["size"] >= 18 for a in fig["layout"].get("annotations", []))
+    at.sidebar.toggle(key="present").set_value(False).run()
+    ok(at)
+    assert not any("font-size:18px" in h.proto.body for h in at.get("html"))
+    assert "font" not in figures(at)[0]["layout"]  # the template's 13 px again
+
+
+def test_self_mode_axes_name_text_a_twice():
+    at = run({"mode": "self", "eps": "1", "steps": "100"})
+    ok(at)
+    compare, diff = figures(at)[:2]
+    for fig in (compare, diff):
+        lay = fig["layout"]
+        assert lay["yaxis"]["title"]["text"] == "text A (queries)"
+        assert lay["xaxis"]["title"]["text"] == "text A (keys)"
+        assert "text B" not in json.dumps(lay, ensure_ascii=False)
+
+
+def test_presentation_mode_renders_every_view():
+    at = run({"eps": "0.5", "steps": "50", "present": "true"})
+    ok(at)
+    for view in VIEWS:
+        at.segmented_control(key="view").set_value(view).run()
+        ok(at)
+        for fig in figures(at):
+            assert fig["layout"]["font"]["size"] >= 18, view

@@ -43,8 +43,14 @@ CAPTURE = """() => [...document.querySelectorAll('.js-plotly-plot')]
       : Array.isArray(v) ? v.map(r => ArrayBuffer.isView(r) ? Array.from(r) : r) : v;
     return {kind: g.layout.meta.kind, source: g.dataset.source, frame: g.dataset.frame,
       titles: [(g.layout.title || {}).text || '', ...(g.layout.annotations || []).map(a => a.text)],
+      // colour limits: each colour axis's, and each trace's own (the difference map)
+      limits: Object.fromEntries(Object.keys(g._fullLayout).filter(k => /^coloraxis\d*$/.test(k))
+        .map(k => [k, [g._fullLayout[k].cmin, g._fullLayout[k].cmax]])),
+      legend: g._fullData.filter(t => t.showlegend).map(t => [t.name, t.legendrank]),
       traces: g._fullData.filter(t => t.meta && t.meta.part).map(t => ({
         part: [t.meta.part, t.meta.plan, t.meta.cls, t.meta.bin, t.meta.side].join(':'),
+        coloraxis: t.coloraxis || null, zlim: t.type === 'heatmap' && !t.coloraxis
+          ? [t.zmin, t.zmax] : null,
         z: arr(t.z), x: arr(t.x), y: arr(t.y)}))};
   })"""
 
@@ -85,11 +91,22 @@ def assert_same_figures(browser_side: list[dict], server_side: list[dict]) -> No
     assert [c["kind"] for c in browser_side] == [c["kind"] for c in server_side]
     for c, s in zip(browser_side, server_side):
         assert [t["part"] for t in c["traces"]] == [t["part"] for t in s["traces"]], c["kind"]
+        assert [t["coloraxis"] for t in c["traces"]] == [t["coloraxis"] for t in s["traces"]]
+        assert c["legend"] == s["legend"], c["kind"]  # every entry, in its fixed place
         for title_c, title_s in zip(c["titles"], s["titles"]):
             assert same_text(title_c, title_s), (title_c, title_s)
         # plans travel as 16-bit integers scaled to each ε's largest mass
         top = max([abs(v) for t in s["traces"] for key in ("z", "x", "y")
                    for v in flat(t[key] or []) if isinstance(v, (int, float))] + [1e-300])
+        # the colour limits follow one rule (viz.heatmaps.compare_limits / difference_limit)
+        assert c["limits"].keys() == s["limits"].keys(), c["kind"]
+        for axis, (lo, hi) in s["limits"].items():
+            assert abs(c["limits"][axis][0] - lo) <= 1e-12, (c["kind"], axis)
+            assert abs(c["limits"][axis][1] - hi) <= 2e-4 * hi, (c["kind"], axis, c["limits"], s["limits"])
+        for tc, ts in zip(c["traces"], s["traces"]):
+            if ts["zlim"]:
+                assert all(abs(p - q) <= 2e-4 * abs(q) + 1e-300 for p, q in zip(tc["zlim"], ts["zlim"])), (
+                    c["kind"], tc["zlim"], ts["zlim"])
         if c["kind"] == "graph":
             assert_same_edges(c, s)
             continue
@@ -266,6 +283,11 @@ def test_02_keys_redraw_from_the_lattice_without_a_server_request(page):
         assert eps.get_attribute("aria-valuetext") == value
         compare = page.evaluate(SHOWN_TITLES)[0]  # the maps in view are redrawn at once
         assert f"Sinkhorn (ε={value}, 100 half-steps)" in compare, compare
+        # the maps' titles keep their two lines, also while painted on canvases
+        lines = page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')]
+            .find(g => g.layout.meta && g.layout.meta.kind === 'compare')
+            .querySelectorAll('.annotation-text')[1].querySelectorAll('tspan.line').length""")
+        assert lines == 2 and "<br>" not in compare, (lines, compare)
     assert metrics(page) != before
     # once the keys rest, plotly redraws every chart from the lattice, and the address bar
     # follows; one message goes to the server when the slider lets go (blur; normally a
@@ -326,10 +348,20 @@ def test_04_half_step_one_is_softmax_in_the_browser(page_half):
     wait_js(page, """() => [...document.querySelectorAll('.js-plotly-plot')].some(g =>
         g.layout.meta && g.layout.meta.kind === 'compare' && g.dataset.frame === '0.5,1'
         && g.dataset.source !== 'preview')""")
-    compare = next(c for c in page.evaluate(CAPTURE) if c["kind"] == "compare")
+    browser_side = page.evaluate(CAPTURE)
+    compare = next(c for c in browser_side if c["kind"] == "compare")
     soft, sink = (flat(t["z"]) for t in compare["traces"] if t["part"].startswith("map"))
     assert max(abs(p - q) for p, q in zip(soft, sink)) <= 1e-12  # Sinkhorn's map is softmax's
+    # ... so the difference says "identical" on a scale fixed by the largest mass
+    wait_js(page, """() => [...document.querySelectorAll('.js-plotly-plot')].some(g =>
+        g.layout.meta && g.layout.meta.kind === 'difference' && g.dataset.frame === '0.5,1')""")
+    diff = next(c for c in page.evaluate(CAPTURE) if c["kind"] == "difference")
+    assert "1 half-step · identical" in diff["titles"][0], diff["titles"]
+    (lim,) = [t["zlim"] for t in diff["traces"]]
+    assert lim[1] == -lim[0] and abs(lim[1] - max(soft)) <= 2e-4 * max(soft)
     wait_server_frame(page, "0.5,1")
+    server_diff = next(c for c in page.evaluate(CAPTURE) if c["kind"] == "difference")
+    assert "identical" in server_diff["titles"][0]
 
 
 def test_05_a_value_the_lattice_lacks_is_computed_on_release(page_half):
@@ -436,3 +468,34 @@ def test_10_number_format_matches_the_server(page):
         x === 'inf' ? Infinity : x === '-inf' ? -Infinity : x === 'nan' ? NaN : x))""",
                         [v if v == v and abs(v) != float("inf") else str(v) for v in values])
     assert got == [fmt(v) for v in values]
+
+
+def test_11_per_plan_scales_in_the_browser_equal_the_server(server, browser):
+    """Each map on its own colour scale: the frames drawn from the lattice carry the same
+    two colour axes and limits as the server's figure of the same frame."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, device_scale_factor=1)
+    ctx.add_init_script(WS_SPY)
+    pg = ctx.new_page()
+    try:
+        pg.set_default_timeout(TIMEOUT)
+        pg.goto(server + "/?eps=1&steps=100&view=compare&cscale=per_plan")
+        pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
+        wait_js(pg, "() => window.__sinkscope && window.__sinkscope.scrub && "
+                    "window.__sinkscope.scrub.live()")
+        wait_server_frame(pg, "1,100")
+        pg.evaluate("window.__sinkscope.keyCommitMs = 600000")  # hold the value until blur
+        eps = slider(pg, EPS_NAME)
+        for _ in range(3):  # 1 → 0.8 → 0.6 → 0.5
+            eps.press("ArrowLeft")
+        wait_browser_frame(pg, "0.5,100")
+        browser_side = pg.evaluate(CAPTURE)
+        compare = next(c for c in browser_side if c["kind"] == "compare")
+        assert set(compare["limits"]) == {"coloraxis", "coloraxis2"}
+        assert compare["limits"]["coloraxis"][1] != compare["limits"]["coloraxis2"][1]
+        assert [t["coloraxis"] for t in compare["traces"] if t["part"].startswith("map")] == [
+            "coloraxis", "coloraxis2"]
+        eps.evaluate("e => e.blur()")
+        wait_server_frame(pg, "0.5,100")
+        assert_same_figures(browser_side, pg.evaluate(CAPTURE))
+    finally:
+        ctx.close()

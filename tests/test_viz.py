@@ -7,6 +7,7 @@ minute.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 
@@ -186,6 +187,11 @@ def traces_at(fig, row, col):
                            sp.yaxis.plotly_name.replace("axis", "")))
 
 
+def data_traces(fig, axes):
+    """The traces on ``axes`` that draw data (not the legend's entries, which hold none)."""
+    return [t for t in traces_in(fig, axes) if t.meta]
+
+
 def compare_part(plan, part):
     """Axes of compare's "map", "cols" (bars above) or "rows" (bars beside) for a plan."""
     return heatmaps.AXES[plan][("map", "cols", "rows").index(part)]
@@ -248,12 +254,15 @@ def test_apply_sets_light_and_dark_templates():
 def test_compare_structure_values_and_shared_scale(rel):
     fig = heatmaps.compare(rel)
     maps = heatmap_traces(fig)
-    assert len(maps) == 2 and len(fig.data) == 2 + 2 * 2 * 4
+    assert len(maps) == 2 and len(fig.data) == 2 + 2 * 2 * 4 + 4  # + the legend's entries
     np.testing.assert_allclose(maps[0].z, rel.softmax_plan)
     np.testing.assert_allclose(maps[1].z, rel.coupling.plan)
     assert maps[0].coloraxis == maps[1].coloraxis == "coloraxis"
+    assert "coloraxis2" not in fig.layout.to_plotly_json()
     assert fig.layout.coloraxis.cmin == 0.0
-    assert fig.layout.coloraxis.cmax == pytest.approx(max(rel.softmax_plan.max(), rel.coupling.plan.max()))
+    inner = np.ix_(rel.a > 0, rel.b > 0)  # weight-0 tokens do not set the scale
+    assert fig.layout.coloraxis.cmax == pytest.approx(
+        max(rel.softmax_plan[inner].max(), rel.coupling.plan[inner].max()))
     soft_err = np.abs(rel.softmax_plan.sum(0) - rel.b).sum()
     titles = [a.text for a in fig.layout.annotations]
     assert any(t.startswith("Softmax") and theme.fmt(soft_err) in t for t in titles)
@@ -274,9 +283,9 @@ def test_compare_ticks_keep_repeated_tokens(rel):
 def test_compare_marginal_bars_equal_plan_sums_and_targets(rel, name, plan_of):
     fig = heatmaps.compare(rel)
     plan = plan_of(rel)
-    col_traces = traces_in(fig, compare_part(name, "cols"))
-    row_traces = traces_in(fig, compare_part(name, "rows"))
-    assert [t.type for t in traces_in(fig, compare_part(name, "map"))] == ["heatmap"]
+    col_traces = data_traces(fig, compare_part(name, "cols"))
+    row_traces = data_traces(fig, compare_part(name, "rows"))
+    assert [t.type for t in data_traces(fig, compare_part(name, "map"))] == ["heatmap"]
     np.testing.assert_allclose(bar_values(col_traces, "x"), plan.sum(0))
     np.testing.assert_allclose(bar_values(row_traces, "y"), plan.sum(1))
     col_target = [t for t in col_traces if t.name == "target b"][0]
@@ -287,14 +296,14 @@ def test_compare_marginal_bars_equal_plan_sums_and_targets(rel, name, plan_of):
 
 def test_compare_colours_over_and_under_attended_columns(rel):
     fig = heatmaps.compare(rel)
-    bars = {t.name: t for t in traces_in(fig, compare_part("softmax", "cols"))
+    bars = {t.name: t for t in data_traces(fig, compare_part("softmax", "cols"))
             if isinstance(t, go.Bar)}
     over, under = bars["above target"], bars["below target"]
     diff = rel.softmax_plan.sum(0) - rel.b
     assert over.marker.color == theme.COLOR_OVER and under.marker.color == theme.COLOR_UNDER
     assert set(np.asarray(over.x).tolist()) == set(np.nonzero(diff > 0.05 * rel.b + 0.01 / 9)[0].tolist())
     assert len(over.x) > 0 and len(under.x) > 0  # softmax over- and under-attends here
-    sink = {t.name: t for t in traces_in(fig, compare_part("sinkhorn", "cols"))
+    sink = {t.name: t for t in data_traces(fig, compare_part("sinkhorn", "cols"))
             if isinstance(t, go.Bar)}
     assert len(sink["on target"].x) == 9  # the coupling meets b everywhere
 
@@ -306,7 +315,7 @@ def test_compare_conditional_view_is_row_normalised(rel):
     z = np.asarray(sink.z)
     np.testing.assert_allclose(z[rel.a > 0].sum(1), 1.0)
     assert np.all(z[rel.a == 0] == 0) and np.isfinite(z).all()
-    np.testing.assert_allclose(bar_values(traces_in(fig, compare_part("sinkhorn", "cols")), "x"),
+    np.testing.assert_allclose(bar_values(data_traces(fig, compare_part("sinkhorn", "cols")), "x"),
                                rel.coupling.plan.sum(0))
     with pytest.raises(ValueError, match="view"):
         heatmaps.compare(rel, view="marginal")
@@ -635,3 +644,150 @@ def test_long_texts_thin_graph_and_cloud_labels():
     d = np.linalg.norm(unit[on][:, None] - unit[on][None], axis=-1)
     assert d[np.triu_indices(on.sum(), 1)].min() >= 0.045  # labelled points are spread out
     assert pb.textfont.color == theme.text_color("b", "light")
+
+
+# ----------------------------------------------------------------------------- pictures
+
+def test_compare_limits_leave_zero_weight_tokens_out():
+    a, b = np.array([0.0, 0.5, 0.5]), np.array([0.0, 0.25, 0.75, 0.0])
+    soft = np.full((3, 4), 0.01)
+    soft[:, 0] = 0.9  # softmax piles mass on [CLS] (weight 0)
+    soft[0, :] = 0.7  # and a weight-0 row
+    sink = np.full((3, 4), 0.02)
+    sink[2, 2] = 0.05
+    lim = heatmaps.compare_limits(soft, sink, a, b)
+    assert lim == {"softmax": (0.0, 0.05), "sinkhorn": (0.0, 0.05)}  # shared: the larger
+    per = heatmaps.compare_limits(soft, sink, a, b, scale="per_plan")
+    assert per == {"softmax": (0.0, 0.01), "sinkhorn": (0.0, 0.05)}
+    # no token with weight on one side: every cell counts; an all-zero map gets (0, 1)
+    assert heatmaps.compare_limits(soft, sink, np.zeros(3), b)["softmax"] == (0.0, 0.9)
+    assert heatmaps.compare_limits(np.zeros((3, 4)), np.zeros((3, 4)), a, b,
+                                   scale="per_plan")["sinkhorn"] == (0.0, 1.0)
+    with pytest.raises(ValueError, match="scale"):
+        heatmaps.compare_limits(soft, sink, a, b, scale="log")
+
+
+def test_compare_per_plan_scales_have_their_own_colour_axis_and_bar(rel):
+    fig = heatmaps.compare(rel, scale="per_plan")
+    soft, sink = heatmap_traces(fig)
+    assert (soft.coloraxis, sink.coloraxis) == ("coloraxis", "coloraxis2")
+    inner = np.ix_(rel.a > 0, rel.b > 0)
+    assert fig.layout.coloraxis.cmax == pytest.approx(rel.softmax_plan[inner].max())
+    assert fig.layout.coloraxis2.cmax == pytest.approx(rel.coupling.plan[inner].max())
+    assert fig.layout.coloraxis.cmax != fig.layout.coloraxis2.cmax
+    bars = [fig.layout.coloraxis.colorbar, fig.layout.coloraxis2.colorbar]
+    assert [c.title.text for c in bars] == ["softmax", "Sinkhorn"]
+    spans = sorted((c.y, c.y + c.len) for c in bars)  # stacked, not on top of each other
+    assert spans[0][1] <= spans[1][0]
+    meta = fig.layout.meta
+    assert meta["scale"] == "per_plan"
+    assert meta["coloraxes"] == {"softmax": "coloraxis", "sinkhorn": "coloraxis2"}
+    assert heatmaps.compare(rel).layout.meta["coloraxes"] == {"softmax": "coloraxis",
+                                                             "sinkhorn": "coloraxis"}
+    with pytest.raises(ValueError, match="scale"):
+        heatmaps.compare(rel, scale="log")
+
+
+def legend_entries(fig):
+    return [(t.name, t.legendrank) for t in fig.data if t.showlegend]
+
+
+def test_legend_keeps_every_class_in_a_fixed_place():
+    # softmax has bars above and below target; a converged coupling has all on target
+    figs = [heatmaps.compare(make_relation(eps=eps, half_steps=t, seed=s))
+            for eps, t, s in ((0.5, 20, 0), (2.0, 200, 1), (0.5, 1, 2))]
+    expect = [("above target", 10), ("below target", 20), ("on target", 30), ("target", 40)]
+    for fig in figs:
+        assert legend_entries(fig) == expect
+        shown = [t for t in fig.data if t.showlegend]
+        assert all(t.meta is None and list(t.x) == [None] for t in shown)  # no data
+        assert all(not t.showlegend for t in fig.data if t.meta)  # data never in the legend
+        assert {t.legendgroup for t in fig.data if t.meta and t.type == "bar"} == {
+            "above target", "below target", "on target"}
+    sink = [t for t in data_traces(figs[1], compare_part("sinkhorn", "cols")) if t.type == "bar"]
+    assert [len(t.x) for t in sink][:2] == [0, 0]  # empty classes, still in the legend
+    # the legend sits in its own row at the bottom, never over a title
+    lg = figs[0].layout.legend
+    assert (lg.yref, lg.y, lg.yanchor, lg.orientation) == ("container", 0, "bottom", "h")
+
+
+def test_self_mode_names_text_a_twice():
+    r = dataclasses.replace(make_relation(), mode="self")
+    figs = {"compare": heatmaps.compare(r), "difference": heatmaps.difference(r),
+            "heatmap": heatmaps.heatmap(r.attention, r.tokens_a, r.tokens_b, mode="self"),
+            "graph": bipartite.graph(r)}
+    for name in ("compare", "difference", "heatmap"):
+        lay = figs[name].layout
+        assert lay.yaxis.title.text == "text A (queries)", name
+        assert lay.xaxis.title.text == "text A (keys)", name
+    assert figs["compare"].layout.xaxis2.title.text == "text A (keys)"
+    assert figs["compare"].layout.title.text.startswith("How text A relates to itself")
+    for name, fig in figs.items():
+        assert "text B" not in json.dumps(fig.layout.to_plotly_json(), ensure_ascii=False), name
+        assert "B[" not in json.dumps([t.hovertemplate for t in fig.data], ensure_ascii=False), name
+    assert list(figs["graph"].layout.xaxis.ticktext) == ["text A (queries)", "text A (keys)"]
+    path = diagnostics.eps_path([1.0], r.coupling.plan[None], r.exact_plan, r.tokens_a,
+                                r.tokens_b, mode="self")
+    assert (path.layout.yaxis.title.text, path.layout.xaxis.title.text) == (
+        "text A (queries)", "text A (keys)")
+    sep = heatmaps.compare(make_relation())
+    assert (sep.layout.yaxis.title.text, sep.layout.xaxis.title.text) == ("text A", "text B")
+    assert heatmaps.axis_titles("joint") == ("text A", "text B")
+
+
+def test_difference_says_identical_at_half_step_one_and_keeps_noise_pale():
+    r = make_relation(half_steps=1)
+    noise = r.coupling.plan - r.softmax_plan
+    assert 0 < np.abs(noise).max() < 1e-15  # rounding noise only: half-step 1 is softmax
+    fig = heatmaps.difference(r)
+    (tr,) = fig.data
+    peak = max(r.softmax_plan.max(), r.coupling.plan.max())
+    assert "identical" in fig.layout.title.text
+    assert tr.zmax == pytest.approx(peak) and tr.zmin == -tr.zmax  # fixed by the plans' peak
+    assert np.abs(np.asarray(tr.z)).max() / tr.zmax < 1e-12  # the noise stays at the pale centre
+    assert fig.layout.meta["tolerance"] == heatmaps.IDENTICAL
+    assert heatmaps.difference_limit(r.softmax_plan, r.coupling.plan) == (pytest.approx(peak), True)
+    moved = heatmaps.difference(make_relation(half_steps=20))
+    assert "identical" not in moved.layout.title.text
+    assert heatmaps.difference_limit(np.zeros((2, 2)), np.zeros((2, 2))) == (1.0, True)
+
+
+def test_present_scales_every_label_to_18_px(rel):
+    for fig in (heatmaps.compare(rel), heatmaps.difference(rel), bipartite.graph(rel),
+                diagnostics.convergence(rel.coupling, current=3)):
+        before = fig.to_plotly_json()
+        as_json = pio.to_json(fig)
+        big = theme.present(fig, height=700)
+        assert pio.to_json(fig) == as_json  # a copy: the figure is left as it was
+        d = big.to_plotly_json()
+        sizes = [f["size"] for hover, f in theme._fonts(d, []) if not hover]
+        assert sizes and min(sizes) >= theme.PRESENT_PX - 1e-9
+        assert big.layout.font.size >= theme.PRESENT_PX and big.layout.height == 700
+        k = big.layout.font.size / theme.FONT_SIZE
+        old = {**theme.TEMPLATES["light"].layout.margin.to_plotly_json(),
+               **(before["layout"].get("margin") or {})}
+        assert big.layout.margin.t == pytest.approx(old["t"] * k)
+    for name, fig in all_builders(rel, make_projection(len(rel.a), len(rel.b), dim=3)).items():
+        big = theme.present(fig)  # every builder's figure, categorical axes included
+        sizes = [f["size"] for hover, f in theme._fonts(big.to_plotly_json(), []) if not hover]
+        assert min(sizes + [big.layout.font.size]) >= theme.PRESENT_PX - 1e-9, name
+    cmp = theme.present(heatmaps.compare(rel))
+    assert [a.font.size for a in cmp.layout.annotations] == [pytest.approx(16 * 18 / 13)] * 2
+    assert cmp.layout.title.font.size == pytest.approx(16 * 18 / 13)
+    assert cmp.layout.height == round(heatmaps.compare(rel).layout.height * 18 / 13)
+
+
+def test_large_maps_carry_their_tokens_once_for_the_hover():
+    n = m = 70  # above heatmaps.LARGE cells: hover names positions in the figure itself
+    toks = [f"<i>t{k}</i>" for k in range(n)]
+    r = make_relation(n, m, tokens_a=toks, tokens_b=[f"u{k}" for k in range(m)])
+    for fig in (heatmaps.compare(r), heatmaps.difference(r),
+                heatmaps.heatmap(r.attention, r.tokens_a, r.tokens_b)):
+        hover = fig.layout.meta["hover"]
+        assert hover["names"] == ["A", "B"]
+        assert hover["rows"] == toks and hover["cols"][69] == "u69"  # raw: the browser writes text
+        for tr in heatmap_traces(fig):
+            assert tr.customdata is None and "A[%{y}] → B[%{x}]" in tr.hovertemplate
+    assert "hover" not in heatmaps.compare(make_relation()).layout.meta  # small: in the cells
+    s = dataclasses.replace(r, mode="self")
+    assert heatmaps.compare(s).layout.meta["hover"]["names"] == ["query A", "key A"]

@@ -14,7 +14,7 @@ from plotly.subplots import make_subplots
 
 from viz import theme as th
 from viz._data import as_array, as_plan, bin_edges, bin_style, labels, segments, top_edges
-from viz.heatmaps import fill
+from viz.heatmaps import axis_titles, fill
 
 from engine.types import Relation
 
@@ -173,7 +173,11 @@ def graph(relation: Relation, *, which: str = "both", top_k: int | None = 3,
                                   label_every), row=1, col=col)
         fig.add_trace(_node_trace(yb, b, lb, la, plan, "b", hl_b, theme, span, key,
                                   label_every), row=1, col=col)
-    fig.update_xaxes(range=[-0.55, 1.55], tickvals=[0, 1], ticktext=["text A", "text B"],
+    sides = axis_titles(relation.mode)  # text A (queries) and text A (keys) in self mode
+    if relation.mode == "self":
+        fig.for_each_trace(lambda t: t.update(name=sides[0] if t.name == "text A" else sides[1]),
+                           selector=dict(type="scatter", mode="markers+text"))
+    fig.update_xaxes(range=[-0.55, 1.55], tickvals=[0, 1], ticktext=list(sides),
                      showgrid=False, zeroline=False, fixedrange=True)
     fig.update_yaxes(range=[span - 0.5, -0.5], visible=False, fixedrange=True)
     rule = f"top {top_k} per A token" if top_k else "all edges"

@@ -11,7 +11,7 @@ from plotly.subplots import make_subplots
 from engine.references import entropy as _entropy
 from viz import theme as th
 from viz._data import as_array, as_plan, labels, limits
-from viz.heatmaps import default_height, map_trace
+from viz.heatmaps import axis_titles, default_height, map_trace
 
 from engine.types import Coupling
 
@@ -123,7 +123,7 @@ def convergence(coupling: Coupling, *, current: int | None = None,
 def eps_path(eps_values: Sequence[float], plans: object, exact_plan: object,
              tokens_a: Sequence[str] | None = None, tokens_b: Sequence[str] | None = None, *,
              frame_ms: int = 600, height: int | None = None, width: int | None = None,
-             theme: str = "light") -> go.Figure:
+             theme: str = "light", mode: str = "separate") -> go.Figure:
     """Animation of the coupling as ε falls, ending on the exact OT plan.
 
     At large ε the coupling is close to the product a ⊗ b (every pair gets a_i b_j);
@@ -137,6 +137,7 @@ def eps_path(eps_values: Sequence[float], plans: object, exact_plan: object,
         frame_ms: milliseconds per frame when playing.
         height, width: size in pixels.
         theme: "light" or "dark".
+        mode: the relation's mode; "self" titles the axes text A (queries) and (keys).
 
     Returns:
         A figure with one ``Heatmap``, K + 1 frames (the last named "exact OT"), a
@@ -177,7 +178,8 @@ def eps_path(eps_values: Sequence[float], plans: object, exact_plan: object,
                                   args=[[name], dict(anim, frame=dict(duration=0, redraw=True))])
                              for name in names])])
     # Text B's labels go on top so the play button and slider have the bottom to themselves.
-    fig.update_xaxes(**th.token_axis(lb, title="text B", rotate=True), side="top")
-    fig.update_yaxes(**th.token_axis(la, title="text A", reverse=True))
+    rows, cols = axis_titles(mode)
+    fig.update_xaxes(**th.token_axis(lb, title=cols, rotate=True), side="top")
+    fig.update_yaxes(**th.token_axis(la, title=rows, reverse=True))
     fig.update_layout(margin=dict(t=170, b=110), title=dict(y=0.98, yanchor="top"))
     return th.apply(fig, theme, height=height or default_height(n, extra=120), width=width)

@@ -21,6 +21,78 @@ from engine.types import Relation
 _VIEWS = ("joint", "conditional")
 _CLASSES = (("above target", th.COLOR_OVER), ("below target", th.COLOR_UNDER),
             ("on target", th.COLOR_MATCH))
+TARGET = "target"  # the legend entry of the target marks (a and b share it)
+# Every legend entry keeps its place whatever a frame holds: the classes, then the target.
+LEGEND_RANK = {**{label: 10 * (k + 1) for k, (label, _) in enumerate(_CLASSES)}, TARGET: 40}
+SCALES = ("shared", "per_plan")  # compare's colour scales: one for both maps, or one each
+IDENTICAL = 1e-12  # |Δ| at most this times the largest mass shown: "identical"
+
+
+def axis_titles(mode: str = "separate") -> tuple[str, str]:
+    """(rows, columns) axis titles of a map: text A against text B, or in self mode
+    text A's queries against text A's keys."""
+    if mode == "self":
+        return "text A (queries)", "text A (keys)"
+    return "text A", "text B"
+
+
+def _hover_names(mode: str) -> tuple[str, str]:
+    """What a map's hover calls its row and column tokens: "A"/"B" ("query A"/"key A" in
+    self mode)."""
+    return ("query A", "key A") if mode == "self" else ("A", "B")
+
+
+def compare_limits(soft: np.ndarray, sink: np.ndarray, a: np.ndarray, b: np.ndarray, *,
+                   scale: str = "shared") -> dict[str, tuple[float, float]]:
+    """Colour limits of :func:`compare`'s two maps.
+
+    Each plan's peak is taken over the cells of tokens that carry weight (a_i > 0 and
+    b_j > 0): a weight-0 token such as [CLS], where softmax may pile up mass, saturates
+    instead of darkening every other cell. "shared" gives both maps the larger peak,
+    "per_plan" each its own. The browser (``live.js``, ``compareLimits``) follows this
+    rule on every frame of the live sliders.
+
+        hi(π) = max{π_ij : a_i > 0, b_j > 0}  (all cells when no token has weight)
+
+    Args:
+        soft, sink: (n, m) the maps shown (joint plans or row-normalised).
+        a, b: (n,), (m,) the token weights.
+        scale: one of :data:`SCALES`.
+
+    Returns:
+        {"softmax": (0, hi), "sinkhorn": (0, hi)}, hi > 0 (1 for an all-zero map).
+    """
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+    rows, cols = np.asarray(a) > 0, np.asarray(b) > 0
+
+    def peak(z: np.ndarray) -> float:
+        sub = z[np.ix_(rows, cols)] if rows.any() and cols.any() else z
+        hi = float(np.max(sub))
+        return hi if hi > 0 else 1.0
+
+    hi = {"softmax": peak(soft), "sinkhorn": peak(sink)}
+    if scale == "shared":
+        hi = dict.fromkeys(hi, max(hi.values()))
+    return {k: (0.0, v) for k, v in hi.items()}
+
+
+def difference_limit(soft: np.ndarray, sink: np.ndarray) -> tuple[float, bool]:
+    """Colour limit of the difference map, and whether the two maps are identical.
+
+    Identical means max|Δ| ≤ :data:`IDENTICAL` · peak, with peak the largest mass shown
+    in either map (half-step 1 is softmax: Δ is rounding noise, ~1e-17). Then the scale
+    is ±peak, so the noise stays pale; otherwise ±max|Δ|. ``live.js``
+    (``differenceLimit``) follows the same rule.
+
+    Returns:
+        (limit > 0, identical).
+    """
+    peak = max(float(np.max(np.abs(soft))), float(np.max(np.abs(sink))))
+    delta = float(np.max(np.abs(sink - soft)))
+    if delta <= IDENTICAL * peak:
+        return (peak if peak > 0 else 1.0), True
+    return delta, False
 
 
 def default_height(n: int, extra: int = 0) -> int:
@@ -48,28 +120,45 @@ def map_trace(z: np.ndarray, la: list[str], lb: list[str], *, zname: str,
 
     Above ``LARGE`` cells (e.g. two 512-token texts) hover shows positions A[i], B[j]
     and the value only, sent as a float32 typed array: per-cell token strings and extra
-    fields would make the figure tens of megabytes.
+    fields would make the figure tens of megabytes. The app's charts name the tokens
+    anyway, from :func:`hover_meta` in the layout's ``meta`` (``live.js``).
 
     Args:
         z: (n, m) values; la, lb: n and m escaped labels; zname: what z holds;
-        fields: (name, (n, m) array) pairs shown on hover; kw: more Heatmap settings.
+        fields: (name, (n, m) array) pairs shown on hover; names: what hover calls a
+        row and a column token ("A", "B"); kw: more Heatmap settings.
     """
     return go.Heatmap(map_trace_dict(z, la, lb, zname=zname, fields=fields, **kw))
 
 
 def map_trace_dict(z: np.ndarray, la: list[str], lb: list[str], *, zname: str,
-                   fields: Sequence[tuple[str, np.ndarray]] = (), **kw) -> dict:
+                   fields: Sequence[tuple[str, np.ndarray]] = (),
+                   names: tuple[str, str] = ("A", "B"), **kw) -> dict:
     """:func:`map_trace` as a plain dict, for figures built in one ``go.Figure`` call."""
     x, y = np.arange(z.shape[1]), np.arange(z.shape[0])
+    ra, rb = names
     if z.size > LARGE:
         return dict(type="heatmap", z=np.asarray(z, dtype=np.float32), x=x, y=y,
-                    hovertemplate=f"A[%{{y}}] → B[%{{x}}]<br>{zname} %{{z:.4g}}"
+                    hovertemplate=f"{ra}[%{{y}}] → {rb}[%{{x}}]<br>{zname} %{{z:.4g}}"
                                   "<extra></extra>", **kw)
-    lines = ["A[%{y}] %{customdata[0]}", "B[%{x}] %{customdata[1]}", zname + " %{z:.4g}"]
+    lines = [f"{ra}[%{{y}}] %{{customdata[0]}}", f"{rb}[%{{x}}] %{{customdata[1]}}",
+             zname + " %{z:.4g}"]
     lines += [f"{name} %{{customdata[{2 + k}]:.4g}}" for k, (name, _) in enumerate(fields)]
     return dict(type="heatmap", z=z, x=x, y=y,
                 customdata=_customdata(la, lb, [f for _, f in fields]),
                 hovertemplate="<br>".join(lines) + "<extra></extra>", **kw)
+
+
+def hover_meta(tokens_a: Sequence[object], tokens_b: Sequence[object], size: int, *,
+               names: tuple[str, str] = ("A", "B")) -> dict:
+    """What the browser needs to name the tokens under the pointer of a map above
+    ``LARGE`` cells (whose hover shows positions only): {"hover": {"names", "rows",
+    "cols"}} with the raw token strings (``live.js`` writes them as text, never HTML);
+    {} for smaller maps, whose hover names them already."""
+    if size <= LARGE:
+        return {}
+    return {"hover": {"names": list(names), "rows": [str(t) for t in tokens_a],
+                      "cols": [str(t) for t in tokens_b]}}
 
 
 def _figure(data: list[dict], layout: dict, theme: str, height: int,
@@ -85,10 +174,12 @@ def _figure(data: list[dict], layout: dict, theme: str, height: int,
     return go.Figure(data=data, layout=layout)
 
 
-def _map_layout(la: list[str], lb: list[str], title: str, *, top: int = 80) -> dict:
-    """Layout of a single map: token axes, margins that fit their labels, a title."""
-    xa = th.token_axis(lb, title="text B", rotate=True)
-    ya = th.token_axis(la, title="text A", reverse=True)
+def _map_layout(la: list[str], lb: list[str], title: str, *, top: int = 80,
+                axes: tuple[str, str] = ("text A", "text B")) -> dict:
+    """Layout of a single map: token axes titled ``axes`` (rows, columns), margins that
+    fit their labels, a title."""
+    xa = th.token_axis(lb, title=axes[1], rotate=True)
+    ya = th.token_axis(la, title=axes[0], reverse=True)
     return dict(xaxis=xa, yaxis=ya, title=dict(text=title),
                 margin=th.token_margins(xa, ya, top=top, right=40))
 
@@ -109,7 +200,7 @@ def heatmap(plan: object, tokens_a: Sequence[str] | None = None,
             scores: object = None, zlabel: str = "mass", diverging: bool = False,
             zmin: float | None = None, zmax: float | None = None,
             height: int | None = None, width: int | None = None,
-            theme: str = "light") -> go.Figure:
+            theme: str = "light", mode: str = "separate") -> go.Figure:
     """One plan (or attention matrix) as a heatmap with token tick labels.
 
     Args:
@@ -122,6 +213,8 @@ def heatmap(plan: object, tokens_a: Sequence[str] | None = None,
         zmin, zmax: colour limits; default 0..max (or ±max|z| when diverging).
         height, width: size in pixels; height defaults to one that fits n rows.
         theme: "light" or "dark".
+        mode: the relation's mode; "self" titles the axes text A (queries) and text A
+            (keys) (:func:`axis_titles`).
 
     Returns:
         A figure with one ``Heatmap`` trace whose ``z`` is ``plan``.
@@ -137,13 +230,19 @@ def heatmap(plan: object, tokens_a: Sequence[str] | None = None,
         lo, hi, scale = (zmin if zmin is not None else lo), (zmax if zmax is not None else hi), th.MASS_SCALE
     if not hi > lo:
         hi = lo + 1.0
+    names = _hover_names(mode)
     trace = map_trace_dict(
         z, la, lb, zname=zlabel, fields=_score_fields(scores, z.shape), colorscale=scale,
-        zmin=lo, zmax=hi, colorbar=th.colorbar(title=dict(text=zlabel), thickness=14))
+        zmin=lo, zmax=hi, colorbar=th.colorbar(title=dict(text=zlabel), thickness=14),
+        names=names)
     if diverging:
         trace["zmid"] = 0.0
-    return _figure([trace], _map_layout(la, lb, title), theme, height or default_height(n),
-                   width)
+    layout = _map_layout(la, lb, title, axes=axis_titles(mode))
+    hover = hover_meta(tokens_a if tokens_a is not None else la,
+                       tokens_b if tokens_b is not None else lb, z.size, names=names)
+    if hover:
+        layout["meta"] = {"kind": "heatmap", **hover}
+    return _figure([trace], layout, theme, height or default_height(n), width)
 
 
 def _view_plans(relation: Relation, view: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -169,48 +268,61 @@ def _classes(sums: np.ndarray, target: np.ndarray) -> list[np.ndarray]:
 
 
 def _marginal_traces(sums: np.ndarray, target: np.ndarray, tokens: list[str], *,
-                     side: str, axes: tuple[str, str], legend_seen: set[str],
-                     fg: str, plan: str = "") -> list[dict]:
+                     side: str, axes: tuple[str, str], fg: str, plan: str = "",
+                     names: tuple[str, str] = ("A", "B")) -> list[dict]:
     """Bars of the plan's marginal (split into above / below / on target) and target marks.
 
     ``side`` "b" draws vertical bars over columns j (sums over A); "a" horizontal bars
-    beside rows i. ``axes`` names the (x, y) axes to draw on. A class enters the legend
-    the first time it is non-empty (``legend_seen`` records which did). Each trace's
-    ``meta`` names its part: {"part": "cols"/"rows", "plan": plan, "cls": k} for the
-    bars of class k of :data:`_CLASSES`, "cols_target"/"rows_target" for the marks.
+    beside rows i. ``axes`` names the (x, y) axes to draw on. None of them enters the
+    legend (:func:`_legend_traces` does, in a fixed order); each belongs to its class's
+    legend group. Each trace's ``meta`` names its part: {"part": "cols"/"rows", "plan":
+    plan, "cls": k} for the bars of class k of :data:`_CLASSES`, "cols_target" /
+    "rows_target" for the marks. ``names`` are what hover calls A's and B's tokens.
     """
     name = "b" if side == "b" else "a"
     idx = np.arange(len(sums))
     cd = np.stack([np.asarray(tokens, dtype=object), target, sums - target], axis=-1)
     pos = "%{x}" if side == "b" else "%{y}"
     val = "%{y:.4g}" if side == "b" else "%{x:.4g}"
-    hover = (f"{side.upper()}[{pos}] %{{customdata[0]}}<br>receives {val}" if side == "b"
-             else f"{side.upper()}[{pos}] %{{customdata[0]}}<br>sends {val}")
+    who = names[1] if side == "b" else names[0]
+    hover = (f"{who}[{pos}] %{{customdata[0]}}<br>receives {val}" if side == "b"
+             else f"{who}[{pos}] %{{customdata[0]}}<br>sends {val}")
     hover += f"<br>target {name} %{{customdata[1]:.4g}}<br>difference %{{customdata[2]:+.3g}}<extra></extra>"
     on = dict(xaxis=axes[0], yaxis=axes[1])
     part = "cols" if side == "b" else "rows"
     traces: list[dict] = []
     for k, ((label, color), sel) in enumerate(zip(_CLASSES, _classes(sums, target))):
         xy = dict(x=idx[sel], y=sums[sel]) if side == "b" else dict(x=sums[sel], y=idx[sel], orientation="h")
-        show = label not in legend_seen and sel.size > 0
         traces.append(dict(type="bar", **xy, **on, width=0.8,
                            marker=dict(color=color, line=dict(width=0)), name=label,
-                           legendgroup=label, customdata=cd[sel], showlegend=show,
+                           legendgroup=label, customdata=cd[sel], showlegend=False,
                            hovertemplate=hover, meta=dict(part=part, plan=plan, cls=k)))
-        if show:
-            legend_seen.add(label)
     size = float(np.clip(360 / max(1, len(sums)), 5, 16))
     mark = dict(symbol="line-ew-open" if side == "b" else "line-ns-open", size=size,
                 color=fg, line=dict(width=2.5, color=fg))
     xy = dict(x=idx, y=target) if side == "b" else dict(x=target, y=idx)
-    show = f"target {name}" not in legend_seen
     traces.append(dict(type="scatter", **xy, **on, mode="markers", marker=mark,
-                       name=f"target {name}", legendgroup=f"target {name}", showlegend=show,
+                       name=f"target {name}", legendgroup=TARGET, showlegend=False,
                        hovertemplate=f"target {name} %{{{'y' if side == 'b' else 'x'}:.4g}}<extra></extra>",
                        meta=dict(part=f"{part}_target", plan=plan)))
-    if show:
-        legend_seen.add(f"target {name}")
     return traces
+
+
+def _legend_traces(fg: str, axes: tuple[str, str]) -> list[dict]:
+    """The legend of the marginal bars: one entry per class and one for the targets,
+    always shown (even when a frame has no bar of a class) at a fixed rank
+    (:data:`LEGEND_RANK`), so the legend never reorders while the sliders move. They
+    hold no data; a click on one hides its whole legend group."""
+    on = dict(xaxis=axes[0], yaxis=axes[1], x=[None], y=[None], hoverinfo="skip",
+              showlegend=True)
+    out = [dict(type="bar", **on, name=label, legendgroup=label,
+                legendrank=LEGEND_RANK[label], marker=dict(color=color, line=dict(width=0)))
+           for label, color in _CLASSES]
+    out.append(dict(type="scatter", **on, mode="markers", name=TARGET, legendgroup=TARGET,
+                    legendrank=LEGEND_RANK[TARGET],
+                    marker=dict(symbol="line-ew-open", size=14, color=fg,
+                                line=dict(width=2.5, color=fg))))
+    return out
 
 
 def _settings(relation: Relation) -> str:
@@ -233,12 +345,14 @@ _ROWS = _domains((0.8, 0.2), 0.03)  # from the bottom: maps, then the column bar
 
 # Titles of the figures whose numbers follow the sliders: the builders fill them with
 # str.format, and the browser fills the same templates (``layout.meta``) when it shows
-# another frame of the ε × half-step lattice without asking the server.
-COMPARE_TITLES = ("Softmax (ε={eps}) · column error {softmax_col_err}",
-                  "Sinkhorn (ε={eps}, {steps}) · max error {max_err}{not_converged}")
+# another frame of the ε × half-step lattice without asking the server. Two lines each,
+# so the two maps' titles never run into each other on a narrow or zoomed page.
+COMPARE_TITLES = ("Softmax (ε={eps})<br>column error {softmax_col_err}",
+                  "Sinkhorn (ε={eps}, {steps})<br>max error {max_err}{not_converged}")
 NOT_CONVERGED = " · not converged"
-DIFFERENCE_TITLE = ("Sinkhorn − softmax · {settings} · ε={eps}, {steps}"
-                    "<br><sup>red: the coupling puts more mass here; blue: less</sup>")
+DIFFERENCE_TITLE = "Sinkhorn − softmax · ε={eps}, {steps}{identical}"
+DIFFERENCE_NOTE = "{settings} · red: the coupling puts more mass here; blue: less"
+IDENTICAL_NOTE = " · identical (to 10⁻¹²)"
 
 
 def fill(template: str, **values: str) -> str:
@@ -246,14 +360,47 @@ def fill(template: str, **values: str) -> str:
     return re.sub(r"\{(\w+)\}", lambda mt: values.get(mt.group(1), mt.group(0)), template)
 
 
+def top_title(text: str) -> dict:
+    """A one-line figure title pinned to the top edge, whatever the figure's height.
+    (plotly anchors a title's first line: more lines go here as annotations.)"""
+    return dict(text=text, x=0.01, xanchor="left", y=1.0, yref="container", yanchor="top",
+                pad=dict(t=10))
+
+
 # (map, column bars, row bars) axes of each plan in :func:`compare`'s figure
 AXES = {"softmax": (("x", "y"), ("x3", "y3"), ("x5", "y5")),
         "sinkhorn": (("x2", "y2"), ("x4", "y4"), ("x6", "y6"))}
+# The colour axis of each plan's map: one shared, or one each (with its own colour bar).
+COLORAXES = {"shared": {"softmax": "coloraxis", "sinkhorn": "coloraxis"},
+             "per_plan": {"softmax": "coloraxis", "sinkhorn": "coloraxis2"}}
+LEGEND_PX = 34  # the legend's row at the bottom of compare's figure
 
 
-def compare(relation: Relation, *, view: str = "joint", height: int | None = None,
-            width: int | None = None, theme: str = "light") -> go.Figure:
-    """Softmax beside the Sinkhorn coupling on one colour scale, with marginal bars.
+def _colorbars(scale: str, zlabel: str) -> dict:
+    """compare's colour axes: one bar beside the maps, or one per plan, stacked."""
+    bar = dict(thickness=14, ticklabeloverflow="allow")
+    if scale == "shared":
+        return {"coloraxis": dict(colorscale=th.MASS_SCALE, colorbar=dict(
+            bar, title=dict(text=zlabel, side="right"), len=0.7, y=0.0, yanchor="bottom"))}
+    return {"coloraxis": dict(colorscale=th.MASS_SCALE, colorbar=dict(
+                bar, title=dict(text="softmax", side="top"), len=0.29, y=0.41, yanchor="bottom")),
+            "coloraxis2": dict(colorscale=th.MASS_SCALE, colorbar=dict(
+                bar, title=dict(text="Sinkhorn", side="top"), len=0.29, y=0.0, yanchor="bottom"))}
+
+
+def _round_tick(hi: float) -> float:
+    """The largest 1, 2 or 5 × 10^k at most 0.8·hi: the one tick of a narrow bar axis."""
+    if not hi > 0:
+        return 0.0
+    top = 0.8 * hi
+    k = 10.0 ** np.floor(np.log10(top))
+    return float(max(m * k for m in (1, 2, 5) if m * k <= top * (1 + 1e-12)))
+
+
+def compare(relation: Relation, *, view: str = "joint", scale: str = "shared",
+            height: int | None = None, width: int | None = None,
+            theme: str = "light") -> go.Figure:
+    """Softmax beside the Sinkhorn coupling, with marginal bars.
 
     Softmax as a joint measure, diag(a)·softmax(S/ε), has row sums a but column sums
     ≠ b; the coupling π ∈ Π(a, b) has both. Above each map the column sums (what each
@@ -265,21 +412,30 @@ def compare(relation: Relation, *, view: str = "joint", height: int | None = Non
         view: "joint" shows the plans; "conditional" shows each row normalised
             (softmax's own attention, π / π1), as attention viewers do. The bars always
             show the joint marginals.
+        scale: "shared": both maps on one colour scale; "per_plan": each map on its own
+            (a nearly flat coupling at large ε then shows its pattern). Weight-0 tokens
+            never set a scale (:func:`compare_limits`).
         height, width: size in pixels; height defaults to one that fits n rows.
         theme: "light" or "dark".
 
     Returns:
         A figure with ``Heatmap`` traces for softmax (axes x, y) then Sinkhorn (x2, y2),
-        sharing ``coloraxis``; per map 4 column-marginal traces above it (x3, y3 and
-        x4, y4) and 4 row-marginal traces beside it (x5, y5 and x6, y6). :data:`AXES`
-        names them.
+        on ``coloraxis`` (shared) or ``coloraxis`` and ``coloraxis2`` (per plan); per
+        map 4 column-marginal traces above it (x3, y3 and x4, y4) and 4 row-marginal
+        traces beside it (x5, y5 and x6, y6), :data:`AXES` naming them; then 4 legend
+        traces without data (:func:`_legend_traces`). In self mode the axes read text A
+        (queries) and text A (keys).
     """
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
     shown_soft, shown_sink, soft, sink = _view_plans(relation, view)
     n, m = soft.shape
     la, lb = labels(relation.tokens_a, n, "tokens_a"), labels(relation.tokens_b, m, "tokens_b")
     a, b = as_array(relation.a, "relation.a", 1), as_array(relation.b, "relation.b", 1)
     if a.shape != (n,) or b.shape != (m,):
         raise ValueError(f"weights a {a.shape} and b {b.shape} do not match the plan {soft.shape}")
+    mode = relation.mode
+    names = _hover_names(mode)
     fields = _score_fields(relation.scores, (n, m))
     c = relation.coupling
     soft_col = references.l1(soft.sum(0), b, axes=-1)
@@ -289,40 +445,53 @@ def compare(relation: Relation, *, view: str = "joint", height: int | None = Non
               fill(COMPARE_TITLES[1], eps=th.fmt(c.eps), steps=th.half_steps_text(c.half_steps_run),
                    max_err=th.fmt(sink_err), not_converged="" if converged else NOT_CONVERGED))
     fg = th.foreground(theme)
-    legend_seen: set[str] = set()
     zlabel = "mass π(i, j)" if view == "joint" else "π(j | i)"
+    axes_of = COLORAXES[scale]
     data: list[dict] = []
     for k, (z, joint) in enumerate(((shown_soft, soft), (shown_sink, sink))):
         key = ("softmax", "sinkhorn")[k]
         maps, cols, rows = AXES[key]
         data.append(map_trace_dict(z, la, lb, zname="mass" if view == "joint" else "π(j|i)",
-                                   fields=fields, coloraxis="coloraxis",
+                                   fields=fields, coloraxis=axes_of[key], names=names,
                                    xaxis=maps[0], yaxis=maps[1],
                                    meta=dict(part="map", plan=key)))
-        data += _marginal_traces(joint.sum(0), b, lb, side="b", axes=cols,
-                                 legend_seen=legend_seen, fg=fg, plan=key)
-        data += _marginal_traces(joint.sum(1), a, la, side="a", axes=rows,
-                                 legend_seen=legend_seen, fg=fg, plan=key)
-    lo, hi = limits(shown_soft, shown_sink)
+        data += _marginal_traces(joint.sum(0), b, lb, side="b", axes=cols, fg=fg, plan=key,
+                                 names=names)
+        data += _marginal_traces(joint.sum(1), a, la, side="a", axes=rows, fg=fg, plan=key,
+                                 names=names)
+    data += _legend_traces(fg, AXES["softmax"][1])
+    lims = compare_limits(shown_soft, shown_sink, a, b, scale=scale)
+    coloraxes = _colorbars(scale, zlabel)
+    for key, name in axes_of.items():
+        coloraxes[name].update(cmin=lims[key][0], cmax=lims[key][1])
     col_hi = 1.08 * max(1e-12, float(np.max([soft.sum(0), sink.sum(0), b])))
     row_hi = 1.08 * max(1e-12, float(np.max([soft.sum(1), sink.sum(1), a])))
-    x_tokens = th.token_axis(lb, title="text B", rotate=True)
-    y_tokens = th.token_axis(la, title="text A", reverse=True)
+    rows_title, cols_title = axis_titles(mode)
+    x_tokens = th.token_axis(lb, title=cols_title, rotate=True)
+    y_tokens = th.token_axis(la, title=rows_title, reverse=True)
     bottom, top = _ROWS
+    # "A sends" on two lines: its row bars are narrow
+    receives, sends = ("A receives" if mode == "self" else "B receives"), "A<br>sends"
+    what = "itself" if mode == "self" else "text B"
+    margin = th.token_margins(x_tokens, y_tokens, top=90, right=110)
+    margin["b"] += LEGEND_PX
     layout = dict(
-        coloraxis=dict(colorscale=th.MASS_SCALE, cmin=lo, cmax=hi,
-                       colorbar=dict(title=dict(text=zlabel, side="right"), thickness=14,
-                                     len=0.75, y=0.4)),
+        **coloraxes,
         barmode="overlay", bargap=0.15,
-        legend=dict(orientation="h", yanchor="bottom", y=1.06, x=1.0, xanchor="right"),
-        title=dict(text=f"How text A relates to text B · {_settings(relation)}"),
-        meta=dict(kind="compare", view=view, titles=list(COMPARE_TITLES),
-                  not_converged=NOT_CONVERGED, labels_a=la, labels_b=lb),
+        # the legend in a row of its own at the bottom: never over a title
+        legend=dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0,
+                    xanchor="left", title=dict(text="Bars:"), traceorder="normal"),
+        title=top_title(f"How text A relates to {what} · {_settings(relation)}"),
+        meta=dict(kind="compare", view=view, scale=scale, titles=list(COMPARE_TITLES),
+                  not_converged=NOT_CONVERGED, labels_a=la, labels_b=lb,
+                  coloraxes=axes_of,
+                  **hover_meta(relation.tokens_a, relation.tokens_b, n * m, names=names)),
         # fixed margins (sized for the colour bar and legend): a colour bar whose tick
         # labels change width would otherwise move them, and plotly would draw twice
-        margin={**th.token_margins(x_tokens, y_tokens, top=120, right=110), "autoexpand": False},
-        annotations=[dict(text=t, x=sum(_COLS[2 * k]) / 2, y=1.0, xref="paper", yref="paper",
-                          xanchor="center", yanchor="bottom", showarrow=False,
+        margin={**margin, "autoexpand": False},
+        # each map's title starts at its left edge: the most room for two lines
+        annotations=[dict(text=t, x=_COLS[2 * k][0], y=1.0, xref="paper", yref="paper",
+                          xanchor="left", yanchor="bottom", align="left", showarrow=False,
                           font=dict(size=16)) for k, t in enumerate(titles)],
         # the maps, on numeric token axes; Sinkhorn's rows follow softmax's
         xaxis=dict(x_tokens, domain=_COLS[0], anchor="y"),
@@ -334,21 +503,26 @@ def compare(relation: Relation, *, view: str = "joint", height: int | None = Non
         xaxis3=dict(automargin=False, domain=_COLS[0], anchor="y3", matches="x", showticklabels=False,
                     showgrid=False),
         yaxis3=dict(automargin=False, domain=top, anchor="x3", range=[0, col_hi], nticks=3,
-                    title=dict(text="B receives")),
+                    title=dict(text=receives)),
         xaxis4=dict(automargin=False, domain=_COLS[2], anchor="y4", matches="x2", showticklabels=False,
                     showgrid=False),
-        yaxis4=dict(automargin=False, domain=top, anchor="x4", range=[0, col_hi], nticks=3, matches="y3"),
-        # row bars beside the maps share their rows and one mass axis
-        xaxis5=dict(automargin=False, domain=_COLS[1], anchor="y5", range=[0, row_hi], nticks=3, tickangle=0,
-                    title=dict(text="A sends")),
+        yaxis4=dict(automargin=False, domain=top, anchor="x4", range=[0, col_hi], nticks=3, matches="y3",
+                    showticklabels=False),  # as y3's; the room above softmax's row bars
+        # row bars beside the maps share their rows and one mass axis, labelled above them
+        # (below, the next map's slanted token labels would run into them; above, nothing
+        # else is drawn: the colour bars end lower)
+        xaxis5=dict(automargin=False, domain=_COLS[1], anchor="y5", range=[0, row_hi], tickangle=0,
+                    tickmode="array", tickvals=[_round_tick(row_hi)],  # one: the panel is narrow
+                    side="top", title=dict(text=sends, standoff=4)),
         yaxis5=dict(automargin=False, domain=bottom, anchor="x5", matches="y", showticklabels=False,
                     showgrid=False),
-        xaxis6=dict(automargin=False, domain=_COLS[3], anchor="y6", range=[0, row_hi], nticks=3, tickangle=0,
-                    matches="x5", title=dict(text="A sends")),
+        xaxis6=dict(automargin=False, domain=_COLS[3], anchor="y6", range=[0, row_hi], tickangle=0,
+                    tickmode="array", tickvals=[_round_tick(row_hi)],
+                    side="top", matches="x5", title=dict(text=sends, standoff=4)),
         yaxis6=dict(automargin=False, domain=bottom, anchor="x6", matches="y", showticklabels=False,
                     showgrid=False),
     )
-    return _figure(data, layout, theme, height or default_height(n, extra=140), width)
+    return _figure(data, layout, theme, height or default_height(n, extra=170), width)
 
 
 def difference(relation: Relation, *, view: str = "joint", height: int | None = None,
@@ -356,7 +530,9 @@ def difference(relation: Relation, *, view: str = "joint", height: int | None = 
     """Sinkhorn − softmax on a diverging scale centred at 0.
 
     Red cells are pairs the coupling gives more mass than softmax (mass moved towards
-    B tokens softmax left alone), blue cells pairs it gives less.
+    B tokens softmax left alone), blue cells pairs it gives less. When the two maps
+    agree to rounding (half-step 1 is softmax) the title says "identical" and the scale
+    is ±the largest mass shown, so the noise stays pale (:func:`difference_limit`).
 
     Args:
         relation: a single-layer, single-head Relation; plans are (n, m).
@@ -370,17 +546,26 @@ def difference(relation: Relation, *, view: str = "joint", height: int | None = 
     n, m = shown_soft.shape
     z = shown_sink - shown_soft
     la, lb = labels(relation.tokens_a, n, "tokens_a"), labels(relation.tokens_b, m, "tokens_b")
-    lim = symmetric_limit(z)
+    lim, identical = difference_limit(shown_soft, shown_sink)
+    names = _hover_names(relation.mode)
     fields = [("Sinkhorn", shown_sink), ("softmax", shown_soft)] + _score_fields(relation.scores, (n, m))
     trace = map_trace_dict(
         z, la, lb, zname="Sinkhorn − softmax", fields=fields, colorscale=th.DIFF_SCALE,
-        zmin=-lim, zmax=lim, zmid=0.0,
+        zmin=-lim, zmax=lim, zmid=0.0, names=names,
         colorbar=th.colorbar(title=dict(text="Δ mass" if view == "joint" else "Δ π(j|i)"),
                              thickness=14),
         meta=dict(part="diff", fields=["Sinkhorn", "softmax"]))
     c = relation.coupling
-    template = fill(DIFFERENCE_TITLE, settings=_settings(relation))
-    title = fill(template, eps=th.fmt(relation.eps), steps=th.half_steps_text(c.half_steps_run))
-    layout = _map_layout(la, lb, title, top=90)
-    layout["meta"] = dict(kind="difference", view=view, title=template)
+    title = fill(DIFFERENCE_TITLE, eps=th.fmt(relation.eps),
+                 steps=th.half_steps_text(c.half_steps_run),
+                 identical=IDENTICAL_NOTE if identical else "")
+    layout = _map_layout(la, lb, title, top=72, axes=axis_titles(relation.mode))
+    layout["title"] = top_title(title)
+    layout["annotations"] = [dict(text=fill(DIFFERENCE_NOTE, settings=_settings(relation)),
+                                  x=0.0, y=1.0, xref="paper", yref="paper", xanchor="left",
+                                  yanchor="bottom", align="left", showarrow=False,
+                                  yshift=4, font=dict(size=th.FONT_SIZE))]
+    layout["meta"] = dict(kind="difference", view=view, title=DIFFERENCE_TITLE,
+                          identical=IDENTICAL_NOTE, tolerance=IDENTICAL,
+                          **hover_meta(relation.tokens_a, relation.tokens_b, n * m, names=names))
     return _figure([trace], layout, theme, height or default_height(n), width)

@@ -210,6 +210,118 @@ def token_axis(labels: Sequence[str], *, title: str, max_ticks: int = 40,
 
 
 FONT_SIZE = 13  # the template's font size; tick labels use it
+PRESENT_PX = 18  # the smallest text of a figure in presentation mode (a projector)
+
+
+def _fonts(node: object, out: list[tuple[bool, dict]], hover: bool = False
+           ) -> list[tuple[bool, dict]]:
+    """Every font dict with a size under ``node`` (a figure's dict), the template aside,
+    each with whether it belongs to a hover label."""
+    if isinstance(node, dict):
+        for key, val in node.items():
+            if key == "template":
+                continue
+            inside = hover or key == "hoverlabel"
+            if key.endswith("font") and isinstance(val, dict) and "size" in val:
+                out.append((inside, val))
+            _fonts(val, out, inside)
+    elif isinstance(node, (list, tuple)):
+        for val in node:
+            _fonts(val, out, hover)
+    return out
+
+
+def _scaled(size: object, k: float) -> object:
+    if isinstance(size, (list, tuple)) or hasattr(size, "tolist"):
+        return [float(x) * k for x in list(size)]
+    return float(size) * k
+
+
+PRESENT_WIDTH = 1400  # px: the main area's width on a 1920 px screen, when a figure has none
+
+
+def _thin_axis(axis: dict, length_px: float, font_px: float, *, horizontal: bool) -> None:
+    """Keep every k-th tick of a token axis (tick text at fixed values) so that labels of
+    ``font_px`` do not overlap along ``length_px`` pixels of a horizontal or vertical axis."""
+    vals, text, rng = axis.get("tickvals"), axis.get("ticktext"), axis.get("range")
+    if vals is None or text is None or not rng or length_px <= 0 or len(vals) < 2:
+        return
+    vals, text = list(vals), list(text)
+    if not all(isinstance(v, (int, float)) for v in (*vals[:2], *rng[:2])):
+        return  # categories, not token positions
+    gap = abs(vals[1] - vals[0]) * length_px / max(1e-9, abs(rng[1] - rng[0]))
+    angle = abs(axis.get("tickangle") or 0) % 180
+    if angle == 0 and horizontal:  # labels side by side: each needs its own width
+        need = max(text_px(t, font_px) for t in text) + 0.5 * font_px
+    else:
+        need = font_px / (max(0.3, abs(math.sin(math.radians(angle)))) if horizontal else 1.0)
+    k = math.ceil(need / gap) if gap > 0 else 1
+    if k > 1:
+        axis["tickvals"], axis["ticktext"] = vals[::k], text[::k]
+
+
+def present(fig: go.Figure, *, min_px: float = PRESENT_PX, height: int | None = None) -> go.Figure:
+    """A copy of ``fig`` for a projector: no text smaller than ``min_px`` pixels.
+
+    Every font size, set on the figure or inherited from its template (text, titles,
+    hover labels), is multiplied by k = min_px / (the smallest label's), and so are the
+    margins, which were sized for the labels: k ≈ 1.4 for our 13 px tick labels. Token
+    axes (tick text at fixed values) keep every k-th label where the larger ones would
+    overlap (the width is taken as :data:`PRESENT_WIDTH` when the figure has none).
+
+    Args:
+        fig: a built figure (left unchanged).
+        min_px: the smallest font size wanted.
+        height: the new height in pixels; None scales the figure's height by k.
+
+    Returns:
+        A new figure.
+    """
+    d = fig.to_dict()
+    layout = d.setdefault("layout", {})
+    tpl = (layout.get("template") or {}).get("layout", {})
+    base = float((layout.get("font") or {}).get("size")
+                 or (tpl.get("font") or {}).get("size") or 12)
+    # what each part inherits from the template when the figure does not set it
+    inherited = {"title": (tpl.get("title") or {}).get("font", {}).get("size"),
+                 "hoverlabel": (tpl.get("hoverlabel") or {}).get("font", {}).get("size")}
+    fonts = _fonts(d, [])
+    sizes = [base] + ([float(inherited["title"])] if inherited["title"] else [])
+    for hover, f in fonts:
+        sz = f["size"]
+        if not hover:  # a hover label is not a label on the screen
+            sizes += [float(x) for x in (list(sz) if isinstance(sz, (list, tuple))
+                                         or hasattr(sz, "tolist") else [sz])]
+    k = max(1.0, min_px / min(sizes))
+    for _, f in fonts:
+        f["size"] = _scaled(f["size"], k)
+    layout.setdefault("font", {})
+    layout["font"]["size"] = base * k
+    for part, size in inherited.items():
+        if size:
+            font = layout.setdefault(part, {}).setdefault("font", {})
+            if "size" not in font:
+                font["size"] = float(size) * k
+    margin = {**(tpl.get("margin") or {}), **(layout.get("margin") or {})}
+    layout["margin"] = {key: (val * k if key in "lrtb" and isinstance(val, (int, float)) else val)
+                        for key, val in margin.items()}
+    if height is not None:
+        layout["height"] = int(height)
+    elif layout.get("height"):
+        layout["height"] = int(round(layout["height"] * k))
+    m = layout["margin"]
+    plot_h = (layout.get("height") or 450) - m.get("t", 0) - m.get("b", 0)
+    plot_w = (layout.get("width") or PRESENT_WIDTH) - m.get("l", 0) - m.get("r", 0)
+    font = base * k
+    for name, axis in layout.items():
+        if not (name.startswith(("xaxis", "yaxis")) and isinstance(axis, dict)):
+            continue
+        if axis.get("showticklabels") is False or axis.get("tickmode") != "array":
+            continue
+        lo, hi = axis.get("domain") or (0.0, 1.0)
+        is_x = name.startswith("x")
+        _thin_axis(axis, (hi - lo) * (plot_w if is_x else plot_h), font, horizontal=is_x)
+    return go.Figure(d)
 
 
 def text_px(label: str, size: int = FONT_SIZE) -> float:
