@@ -100,7 +100,7 @@ def browser_rows(quick: bool) -> list[tuple[str, list[float]]]:
     tmp = Path(tempfile.mkdtemp(prefix="sinkscope-bench-"))
     bare = tmp / "bare_app.py"
     bare.write_text(BARE_APP)
-    env = {"SINKSCOPE_WARM_UMAP": "0"}  # the same work for both: no background compile
+    env = {"SINKSCOPE_WARM_UP": "0"}  # the same work for both: no background compile
     rows: dict[str, list[float]] = {}
     moves = 10 if quick else 30
     with sync_playwright() as p:

@@ -182,7 +182,7 @@ def run(quick: bool = False) -> dict:
 
     n = 12 if quick else 30
     res: dict = {}
-    env = {"SINKSCOPE_WARM_UMAP": "0"}  # no background compile competing for the cores
+    env = {"SINKSCOPE_WARM_UP": "0"}  # no background compile competing for the cores
     with serve(ROOT / "app.py", env) as app_url, serve(ROOT / "benchmarks" / "bare_app.py") as bare_url, \
             sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)

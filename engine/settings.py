@@ -17,7 +17,7 @@ into :data:`CONFIG`; code reads ``settings.CONFIG`` at call time, so a test can 
 | ``SINKSCOPE_LIVE_MAX_BYTES`` | 3000000 | most bytes of frames sent to the browser |
 | ``SINKSCOPE_LIVE_MAX_HALF_STEPS`` | 1000 | largest half-step count precomputed |
 | ``SINKSCOPE_TORCH_THREADS`` | 1 | torch threads in the app |
-| ``SINKSCOPE_WARM_UMAP`` | 1 | compile UMAP in the background at start (0: skip) |
+| ``SINKSCOPE_WARM_UP`` | 1 | compile UMAP and prepare the Learn steps in the background (0: skip) |
 | ``SINKSCOPE_ENGINE`` | embedded | ``embedded``, or the URL of a served engine |
 | ``SINKSCOPE_MAX_BODY`` | 1000000 | largest request body the served engine reads, bytes |
 | ``SINKSCOPE_CACHE_MB`` | 512 | encodings a served engine's replica keeps (LRU), MB |
@@ -94,7 +94,8 @@ class Config:
         live_max_half_steps: the largest half-step count precomputed (stops above it are
             computed on the server when a slider is released there).
         torch_threads: torch threads in the app (0 leaves torch's default).
-        warm_umap: compile UMAP in a background thread at app start.
+        warm_up: compile UMAP and prepare the Learn page's later steps in background
+            threads at start (tests turn it off to keep both cores).
         engine: "embedded", or the URL of a served engine (``python -m engine serve``).
         max_body: the served engine answers 413 to a request body larger than this (bytes).
         cache_mb: megabytes of encodings each replica of the served engine keeps (LRU).
@@ -112,7 +113,7 @@ class Config:
     live_max_bytes: int = 3_000_000
     live_max_half_steps: int = 1000
     torch_threads: int = 1
-    warm_umap: bool = True
+    warm_up: bool = True
     engine: str = EMBEDDED
     max_body: int = 1_000_000
     cache_mb: int = 512
@@ -138,7 +139,7 @@ class Config:
             live_max_half_steps=min(_int(env, "SINKSCOPE_LIVE_MAX_HALF_STEPS", 1000),
                                     HALF_STEPS_CAP),
             torch_threads=_int(env, "SINKSCOPE_TORCH_THREADS", 1, lowest=0),
-            warm_umap=env.get("SINKSCOPE_WARM_UMAP", "1").strip() != "0",
+            warm_up=env.get("SINKSCOPE_WARM_UP", "1").strip() != "0",
             engine=env.get("SINKSCOPE_ENGINE", "").strip() or EMBEDDED,
             max_body=_int(env, "SINKSCOPE_MAX_BODY", 1_000_000),
             cache_mb=_int(env, "SINKSCOPE_CACHE_MB", 512, lowest=0),

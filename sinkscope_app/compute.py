@@ -14,6 +14,7 @@ here in both cases, from the points each relation carries.
 
 from __future__ import annotations
 
+import atexit
 import gc
 import logging
 import threading
@@ -144,9 +145,9 @@ def _encoder(model: str):
 def umap_warmup() -> threading.Thread | None:
     """Compile UMAP (numba) once per process in the background, off the first user's path.
 
-    Off when ``SINKSCOPE_WARM_UMAP=0`` (tests do this to keep cores free).
+    Off when ``SINKSCOPE_WARM_UP=0`` (tests do this to keep cores free).
     """
-    if not settings.CONFIG.warm_umap:
+    if not settings.CONFIG.warm_up:
         return None
 
     def work():
@@ -157,9 +158,27 @@ def umap_warmup() -> threading.Thread | None:
             log.warning("UMAP warm-up failed: %s", e)
         freeze_heap()  # numba, UMAP and pynndescent's modules too
 
-    t = threading.Thread(target=work, name="sinkscope-umap-warmup", daemon=True)
+    return background("sinkscope-umap-warmup", work)
+
+
+_BACKGROUND: list[threading.Thread] = []
+
+
+def background(name: str, work) -> threading.Thread:
+    """Run ``work()`` in a daemon thread that the process waits for when it exits (up to a
+    minute): a thread still inside torch, numba or POT when the interpreter tears down
+    aborts the process ("terminate called without an active exception")."""
+    t = threading.Thread(target=work, name=name, daemon=True)
+    if not _BACKGROUND:
+        atexit.register(_join_background)
+    _BACKGROUND.append(t)
     t.start()
     return t
+
+
+def _join_background() -> None:
+    for t in _BACKGROUND:
+        t.join(timeout=60)
 
 
 def umap_warming() -> bool:

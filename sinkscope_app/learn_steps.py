@@ -399,7 +399,7 @@ def arrow_keys() -> None:
 
 
 @st.cache_resource(show_spinner=False)
-def warm_up(model: str, _text_a: str, _text_b: str) -> threading.Thread:
+def warm_up(model: str, _text_a: str, _text_b: str) -> threading.Thread | None:
     """Prepare the later steps in a background thread, once per process, so that each
     shows at once after Next: the toy steps' numbers and figure types first (plotly loads
     each trace type's validators on first use), then POT (step 4's exact transport, about
@@ -407,6 +407,8 @@ def warm_up(model: str, _text_a: str, _text_b: str) -> threading.Thread:
     Results land in the same caches the steps read. Keyed by the model alone (the
     underscore keeps the texts out of the cache key): the first visitor's texts are
     prepared, later texts are computed when their step opens."""
+    if not settings.CONFIG.warm_up:  # SINKSCOPE_WARM_UP=0
+        return None
     text_a, text_b = _text_a, _text_b
 
     def work() -> None:
@@ -435,6 +437,4 @@ def warm_up(model: str, _text_a: str, _text_b: str) -> threading.Thread:
         except Exception as e:  # an optimisation only: each step computes what it needs
             log.warning("Learn warm-up stopped: %s", e)
 
-    t = threading.Thread(target=work, name="sinkscope-learn-warmup", daemon=True)
-    t.start()
-    return t
+    return compute.background("sinkscope-learn-warmup", work)

@@ -17,6 +17,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("NUMBA_THREADING_LAYER", "omp")
+# No background warm-ups (UMAP's compilation, the Learn page's later steps) in tests: they
+# would compete for the two cores, and settings are read once, when engine is first imported.
+os.environ["SINKSCOPE_WARM_UP"] = "0"
 
 from tests.server import CHROMIUM_ARGS, chromium_path, streamlit_server  # noqa: E402
 

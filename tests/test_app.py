@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-os.environ["SINKSCOPE_WARM_UMAP"] = "0"  # keep both cores for the tests
+os.environ["SINKSCOPE_WARM_UP"] = "0"  # keep both cores for the tests
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-os.environ["SINKSCOPE_WARM_UMAP"] = "0"  # keep both cores for the tests
+os.environ["SINKSCOPE_WARM_UP"] = "0"  # keep both cores for the tests
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 

@@ -18,7 +18,7 @@ VIOLIN = "A man plays the violin on stage."
 
 @pytest.fixture(scope="module")
 def server(tiny_models):
-    env = {"SINKSCOPE_MODELS": f"tiny-mpnet={tiny_models['mpnet']}", "SINKSCOPE_WARM_UMAP": "0"}
+    env = {"SINKSCOPE_MODELS": f"tiny-mpnet={tiny_models['mpnet']}", "SINKSCOPE_WARM_UP": "0"}
     with streamlit_server(env) as (url, _proc):
         yield url
 

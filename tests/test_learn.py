@@ -16,7 +16,7 @@ import ot
 import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
-os.environ["SINKSCOPE_WARM_UMAP"] = "0"  # keep both cores for the tests
+os.environ["SINKSCOPE_WARM_UP"] = "0"  # keep both cores for the tests
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 

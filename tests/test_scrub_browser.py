@@ -143,7 +143,7 @@ def assert_same_edges(c: dict, s: dict) -> None:
 @pytest.fixture(scope="module")
 def server():
     with streamlit_server({"SINKSCOPE_MAX_HALF_STEPS": "1500",
-                           "SINKSCOPE_WARM_UMAP": "0"}) as (url, _proc):
+                           "SINKSCOPE_WARM_UP": "0"}) as (url, _proc):
         yield url
 
 

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 import urllib3
 
-os.environ["SINKSCOPE_WARM_UMAP"] = "0"
+os.environ["SINKSCOPE_WARM_UP"] = "0"
 
 from engine import relate, settings  # noqa: E402
 from engine.client import EngineClient, EngineUnavailable, ModelInfo  # noqa: E402
@@ -473,7 +473,7 @@ def test_app_against_the_served_engine(url, monkeypatch):
     from tests.server import ROOT
 
     monkeypatch.setattr(settings, "CONFIG", settings.Config.from_env(
-        {"SINKSCOPE_ENGINE": url, "SINKSCOPE_WARM_UMAP": "0"}))
+        {"SINKSCOPE_ENGINE": url, "SINKSCOPE_WARM_UP": "0"}))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
     assert not at.exception and not at.error, ([e.value for e in at.exception],
                                                [e.value for e in at.error])
@@ -495,7 +495,7 @@ def test_front_end_on_a_served_engine_never_imports_torch(url):
 
     code = f"""
 import os, sys
-os.environ.update(SINKSCOPE_ENGINE={url!r}, SINKSCOPE_WARM_UMAP="0")
+os.environ.update(SINKSCOPE_ENGINE={url!r}, SINKSCOPE_WARM_UP="0")
 from streamlit.testing.v1 import AppTest
 at = AppTest.from_file({str(ROOT / "app.py")!r}, default_timeout=120).run()
 for view in ("heads", "path", "cloud", "sentences", "compare"):
@@ -516,7 +516,7 @@ def test_app_with_no_engine_shows_a_notice(monkeypatch):
 
     dead = f"http://127.0.0.1:{free_port()}"
     monkeypatch.setattr(settings, "CONFIG", settings.Config.from_env(
-        {"SINKSCOPE_ENGINE": dead, "SINKSCOPE_WARM_UMAP": "0"}))
+        {"SINKSCOPE_ENGINE": dead, "SINKSCOPE_WARM_UP": "0"}))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
     assert not at.exception and not at.error
     (w,) = at.warning
@@ -535,7 +535,7 @@ def test_zz_stopped_service_is_unavailable_then_recovers(service, encoder, monke
     c = EngineClient(url, timeout=10)
     assert_same(c.relate(A, B, layer=5, head=1), relate(A, B, encoder=encoder, layer=5, head=1))
     monkeypatch.setattr(settings, "CONFIG", settings.Config.from_env(
-        {"SINKSCOPE_ENGINE": url, "SINKSCOPE_WARM_UMAP": "0"}))
+        {"SINKSCOPE_ENGINE": url, "SINKSCOPE_WARM_UP": "0"}))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
     assert not at.exception and len(strip(at)) == 8
     svc.stop()

@@ -30,7 +30,7 @@ def engine():
 
 @pytest.fixture(scope="module")
 def served_app(engine):
-    env = {"SINKSCOPE_ENGINE": engine.url, "SINKSCOPE_WARM_UMAP": "0"}
+    env = {"SINKSCOPE_ENGINE": engine.url, "SINKSCOPE_WARM_UP": "0"}
     with streamlit_server(env=env) as (url, _proc):
         yield url
 
