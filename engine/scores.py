@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import SettingsError, TextError
+from .settings import WEIGHTS
 from .types import Encoding
 
-WEIGHTS = ("content", "uniform", "norm")
 
 
 @dataclass(frozen=True)
