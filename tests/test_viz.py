@@ -791,3 +791,11 @@ def test_large_maps_carry_their_tokens_once_for_the_hover():
     assert "hover" not in heatmaps.compare(make_relation()).layout.meta  # small: in the cells
     s = dataclasses.replace(r, mode="self")
     assert heatmaps.compare(s).layout.meta["hover"]["names"] == ["query A", "key A"]
+
+
+def test_cloud_legend_names_the_sides_in_self_mode():
+    import dataclasses
+
+    r = dataclasses.replace(make_relation(), mode="self")
+    fig = clouds.cloud(r, make_projection())
+    assert [t.name for t in fig.data[-2:]] == ["text A (queries)", "text A (keys)"]

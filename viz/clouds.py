@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 from viz import theme as th
 from viz._data import as_array, as_plan, bin_edges, bin_style, segments, spread_labels, top_edges
 from viz._data import labels as _labels
+from viz.heatmaps import axis_titles
 
 from engine.types import Projection, Relation
 
@@ -28,7 +29,7 @@ def _coords(projection: Projection, n: int, m: int) -> tuple[np.ndarray, np.ndar
     return xa, xb, dim
 
 
-def _points(xy, w, tokens, raw, side, show_labels, dim, theme):
+def _points(xy, w, tokens, raw, side, show_labels, dim, theme, name):
     """One trace of a text's points: size ∝ √weight, zero-weight tokens small and grey.
 
     ``tokens`` are escaped (SVG text and hover); ``raw`` feed the 3-D WebGL labels.
@@ -46,8 +47,7 @@ def _points(xy, w, tokens, raw, side, show_labels, dim, theme):
             (th.shorten(t, 14) if dim == 2 else th.escape_gl(r)) if on else ""
             for t, r, on in zip(tokens, raw, shown)],
         textposition="top center", hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
-        name="text A" if side == "a" else "text B",
-        textfont=dict(color=th.text_color(side, theme), size=11))
+        name=name, textfont=dict(color=th.text_color(side, theme), size=11))
     marker = dict(size=size, color=color, opacity=1.0,
                   symbol="circle" if side == "a" else "diamond",
                   line=dict(width=1, color=th.TEMPLATES[theme].layout.paper_bgcolor))
@@ -113,8 +113,11 @@ def cloud(relation: Relation, projection: Projection, *, which: str = "sinkhorn"
     if labels:  # many points: label the heaviest spread-out ones, so labels do not pile up
         mask = spread_labels(np.concatenate([xa, xb]), np.concatenate([a, b]))
         label_a, label_b = mask[:n], mask[n:]
-    fig.add_trace(_points(xa, a, la, list(relation.tokens_a), "a", label_a, dim, theme))
-    fig.add_trace(_points(xb, b, lb, list(relation.tokens_b), "b", label_b, dim, theme))
+    names = axis_titles(relation.mode)  # self mode: text A's queries and its keys
+    fig.add_trace(_points(xa, a, la, list(relation.tokens_a), "a", label_a, dim, theme,
+                          names[0]))
+    fig.add_trace(_points(xb, b, lb, list(relation.tokens_b), "b", label_b, dim, theme,
+                          names[1]))
     rho = float(projection.distance_cost_corr)
     rho_text = th.fmt(rho) if np.isfinite(rho) else "n/a"
     space = _SPACES.get(projection.space, projection.space)
