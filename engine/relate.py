@@ -6,6 +6,7 @@ an app can cache encodings: ``encode_texts`` then ``relate_encodings``; ``relate
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import threading
@@ -15,11 +16,11 @@ import torch
 
 from . import references, settings
 from .encoder import Encoder, clean_text
-from .errors import SettingsError
+from .errors import SettingsError, SinkscopeError
 from .scores import Side, check_layer_head, scores, side, weights as make_weights
 from .settings import DEFAULT_EPS, DEFAULT_HALF_STEPS, DEFAULT_TOL, MODES, WEIGHTS
 from .sinkhorn import check_eps, check_half_steps, sinkhorn, softmax_attention, to_numpy
-from .types import Encoding, Notice, Relation, Summary
+from .types import Coupling, Encoding, History, Notice, Relation, Summary
 
 POSITION_BIAS_NOTE = (
     "This model adds a relative position bias to its attention logits, b(j − i) between "
@@ -148,42 +149,162 @@ def _host(c):
 def _relate(encodings, layer, head, eps, half_steps, mode, weights, pool_words,
             tol, device=None) -> Relation:
     """:func:`relate_encodings` on checked settings."""
+    p = _prepare(encodings, layer, head, eps, half_steps, mode, weights, pool_words, tol)
+    return _finish(p, *_solve([p], device)[0])
+
+
+def relate_batch(jobs, *, device: str | torch.device | None = None) -> list:
+    """:func:`relate_encodings` for many requests at once, as a server batches them.
+
+    ``jobs``: a sequence of (encodings, settings) with the keyword arguments of
+    :func:`relate_encodings` in ``settings``. Requests whose problems share a shape, their
+    weights a and b, half-steps, tolerance and recorded steps (the same texts at other
+    values of ε, another head) are solved in one batched softmax and Sinkhorn call:
+    solving at ε on S is solving at ε = 1 on S/ε. Each result equals its own
+    :func:`relate_encodings` to rounding (≤ 1e-12 in float64).
+
+    Returns one Relation per job, in order, or the SinkscopeError that job raised.
+    """
+    out: list = [None] * len(jobs)
+    groups: dict[tuple, list[int]] = {}
+    problems: dict[int, _Problem] = {}
+    for i, (encodings, kw) in enumerate(jobs):
+        kw = {**dict(layer=-1, head="mean", eps=DEFAULT_EPS, half_steps=DEFAULT_HALF_STEPS,
+                     mode="separate", weights="content", pool_words=False, tol=DEFAULT_TOL),
+              **kw}
+        try:
+            eps, half_steps = check_settings(kw["eps"], kw["half_steps"], kw["mode"],
+                                             kw["weights"])
+            p = _prepare(encodings, kw["layer"], kw["head"], eps, half_steps, kw["mode"],
+                         kw["weights"], kw["pool_words"], kw["tol"])
+        except SinkscopeError as e:
+            out[i] = e
+            continue
+        problems[i] = p
+        groups.setdefault(p.group_key, []).append(i)
+    for idx in groups.values():
+        for i, solved in zip(idx, _solve([problems[i] for i in idx], device)):
+            out[i] = _finish(problems[i], *solved)
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class _Problem:
+    """A relation before its softmax and Sinkhorn: checked settings, atoms, weights a (n,)
+    and b (m,), scores S (..., n, m) float64, and the half-steps to record."""
+
+    encodings: tuple
+    layer: int | str
+    head: int | str
+    eps: float
+    half_steps: int
+    mode: str
+    weights: str
+    pool_words: bool
+    tol: float
+    sa: Side
+    sb: Side
+    model_attention: np.ndarray | None
+    qa: np.ndarray
+    kb: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    S: np.ndarray
+    record: tuple | None
+
+    @property
+    def group_key(self) -> tuple:
+        """Problems with equal keys are solved in one batched call."""
+        return (self.S.shape, self.half_steps, float(self.tol), self.record,
+                self.a.tobytes(), self.b.tobytes())
+
+
+def _prepare(encodings, layer, head, eps, half_steps, mode, weights, pool_words,
+             tol) -> _Problem:
     first = encodings[0]
     layer, head = check_layer_head(layer, head, first.n_layers, first.n_heads)
     sa, sb, model_att = _sides(encodings, mode, pool_words, layer, head)
     wl = layer if isinstance(layer, int) else -1
     a = make_weights(sa, weights, layer=wl, name="Text A")
     b = make_weights(sb, weights, layer=wl, name="Text B")
-    grid = layer == "all"
     qa, kb = _head_vectors(sa.q, sb.k, layer, head)  # (..., n, p), (..., m, p)
     S = scores(qa, kb)  # float64
     bias = None if mode == "separate" else _bias_block(encodings[0], sa, sb)
     if bias is not None:  # the model's own logits: QKᵀ/√d + its position bias
         S = S + _head_bias(bias, layer, head)
-    St = _on(S, device)
+    record = None if layer == "all" else tuple(int(t) for t in history_steps(half_steps, S.size))
+    return _Problem(encodings=encodings, layer=layer, head=head, eps=eps,
+                    half_steps=half_steps, mode=mode, weights=weights, pool_words=pool_words,
+                    tol=tol, sa=sa, sb=sb, model_attention=model_att, qa=qa, kb=kb, a=a, b=b,
+                    S=S, record=record)
+
+
+def _solve(problems: list[_Problem], device) -> list[tuple[np.ndarray, Coupling]]:
+    """(softmax attention, Sinkhorn coupling) of each problem; the problems share a
+    ``group_key``. One problem runs at its ε; several run as one batch at ε = 1 on the
+    stacked S/ε, and each coupling is put back at its own ε (f, g, cost × ε)."""
+    p = problems[0]
+    a, b = _on(p.a, device), _on(p.b, device)
+    if len(problems) == 1:
+        St, eps = _on(p.S, device), p.eps
+    else:
+        St, eps = _on(np.stack([q.S / q.eps for q in problems]), device), 1.0
     attention = softmax_attention(St, eps, check_inputs=False).cpu().numpy().astype(
         np.float64, copy=False)
+    coupling = _host(sinkhorn(St, a, b, eps, p.half_steps, tol=p.tol, record=p.record,
+                              check_inputs=False))
+    if len(problems) == 1:
+        return [(attention, coupling)]
+    return [(attention[k], _at_eps(_pick(coupling, k), q.eps)) for k, q in enumerate(problems)]
+
+
+def _pick(c: Coupling, k: int) -> Coupling:
+    """Problem k of a coupling solved for a stack of problems (numpy)."""
+    def at(x):  # arrays stay arrays (0-d for one head), as a coupling solved alone
+        return np.asarray(x[k])
+
+    h = c.history
+    if h is not None:
+        h = History(h.steps, at(h.cost), at(h.entropy), None if h.plans is None else at(h.plans))
+    return Coupling(plan=at(c.plan), f=at(c.f), g=at(c.g), row_err=at(c.row_err),
+                    col_err=at(c.col_err), converged=at(c.converged), cost=at(c.cost),
+                    entropy=at(c.entropy), eps=c.eps, half_steps_run=c.half_steps_run,
+                    tol=c.tol, history=h)
+
+
+def _at_eps(c: Coupling, eps: float) -> Coupling:
+    """A coupling solved at ε = 1 on S/ε, as the coupling at ε on S: the same plan, with
+    potentials and costs measured against S (× ε)."""
+    h = c.history
+    if h is not None:
+        h = History(h.steps, h.cost * eps, h.entropy, h.plans)
+    return dataclasses.replace(c, f=c.f * eps, g=c.g * eps, cost=np.asarray(c.cost * eps),
+                               eps=eps, history=h)
+
+
+def _finish(p: _Problem, attention: np.ndarray, coupling: Coupling) -> Relation:
+    """The Relation of a problem from its softmax attention and Sinkhorn coupling."""
+    grid = p.layer == "all"
+    a, b, S, sa, sb = p.a, p.b, p.S, p.sa, p.sb
     softmax_plan = a[:, None] * attention
-    record = None if grid else history_steps(half_steps, S.size)
-    coupling = _host(sinkhorn(St, _on(a, device), _on(b, device), eps, half_steps, tol=tol,
-                              record=record, check_inputs=False))
     exact = _exact_cached(S, a, b)
     prod = references.product(a, b)
     summary = summarise(S, a, b, softmax_plan, coupling, exact)
     pa = pb = ha = hb = None
     if not grid:
-        pa, pb = qa.astype(np.float64), kb.astype(np.float64)
-        ha, hb = sa.hidden[layer].astype(np.float64), sb.hidden[layer].astype(np.float64)
+        pa, pb = p.qa.astype(np.float64), p.kb.astype(np.float64)
+        ha, hb = sa.hidden[p.layer].astype(np.float64), sb.hidden[p.layer].astype(np.float64)
+    encodings = p.encodings
     texts = [t for e in encodings for t in e.texts]
     return Relation(
         text_a=texts[0], text_b=texts[-1], tokens_a=sa.tokens, tokens_b=sb.tokens, a=a,
         b=b, scores=S, attention=attention, softmax_plan=softmax_plan, coupling=coupling,
-        exact_plan=exact, product=prod, summary=summary, layer=layer, head=head, eps=eps,
-        half_steps=half_steps, mode=mode, weights=weights, pool_words=pool_words,
-        model=first.model, model_attention=model_att, points_a=pa, points_b=pb,
-        hidden_a=ha, hidden_b=hb, truncated_a=encodings[0].truncated,
-        truncated_b=encodings[-1].truncated,
-        notices=tuple(_notices(encodings, coupling, grid, half_steps)))
+        exact_plan=exact, product=prod, summary=summary, layer=p.layer, head=p.head,
+        eps=p.eps, half_steps=p.half_steps, mode=p.mode, weights=p.weights,
+        pool_words=p.pool_words, model=encodings[0].model, model_attention=p.model_attention,
+        points_a=pa, points_b=pb, hidden_a=ha, hidden_b=hb,
+        truncated_a=encodings[0].truncated, truncated_b=encodings[-1].truncated,
+        notices=tuple(_notices(encodings, coupling, grid, p.half_steps)))
 
 
 def summarise(S: np.ndarray, a: np.ndarray, b: np.ndarray, softmax_plan: np.ndarray,
