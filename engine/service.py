@@ -85,7 +85,11 @@ MEASURES_KEPT = 16  # Sentences requests whose encoded texts a replica keeps
 ENDPOINTS = ("GET /v1/health", "GET /v1/models", "GET /v1/stats", "POST /v1/relate",
              "POST /v1/eps_path", "POST /v1/lattice", "POST /v1/rank")
 # Replica settings Serve can change without a restart (user_config → reconfigure).
-TUNING = {"max_batch_size": 16, "batch_wait_timeout_s": 0.005, "cache_mb": None}
+# batch_wait_timeout_s: how long an encode batch waits to fill; relate_wait_timeout_s:
+# the same for slider moves, which arrive only while others are being related (one
+# arriving alone never waits), so their batch waits about as long as a batched solve takes.
+TUNING = {"max_batch_size": 16, "batch_wait_timeout_s": 0.005, "relate_wait_timeout_s": 0.02,
+          "cache_mb": None}
 GPU_BUCKET = 32  # tokens: on an accelerator, jobs up to this much apart share a pass
 
 
@@ -536,12 +540,13 @@ class Engine:
             self.replica = f"local-{os.getpid()}"
 
     def reconfigure(self, config: dict) -> None:
-        """Serve's ``user_config``: batch size, batch wait and cache size, changed live."""
+        """Serve's ``user_config``: batch size, batch waits and cache size, changed live."""
         config = {**TUNING, **(config or {})}
         self.max_batch_size = int(config["max_batch_size"])
-        for batcher in (self._encode_batch, self._relate_batch):
+        for batcher, wait in ((self._encode_batch, "batch_wait_timeout_s"),
+                              (self._relate_batch, "relate_wait_timeout_s")):
             batcher.set_max_batch_size(self.max_batch_size)
-            batcher.set_batch_wait_timeout_s(float(config["batch_wait_timeout_s"]))
+            batcher.set_batch_wait_timeout_s(float(config[wait]))
         if config.get("cache_mb") is not None:
             self.cache.max_bytes = int(config["cache_mb"]) * 2**20
             self.cache.shrink()
@@ -750,7 +755,7 @@ class Engine:
 
 
     @serve.batch(max_batch_size=TUNING["max_batch_size"],
-                 batch_wait_timeout_s=TUNING["batch_wait_timeout_s"])
+                 batch_wait_timeout_s=TUNING["relate_wait_timeout_s"])
     async def _relate_batch(self, items: list[tuple]) -> list:
         """Relate the requests of concurrent callers (encodings, request, media type):
         requests on the same texts and view share one batched softmax and Sinkhorn call
@@ -781,14 +786,18 @@ class Engine:
 # --------------------------------------------------------------------------- running it
 def build(*, replicas: int = 1, gpus_per_replica: float = 0.0, cpus_per_replica: float = 1.0,
           max_ongoing_requests: int = 32, max_batch_size: int = 16,
-          batch_wait_timeout_s: float = 0.005, cache_mb: int | None = None):
+          batch_wait_timeout_s: float = TUNING["batch_wait_timeout_s"],
+          relate_wait_timeout_s: float = TUNING["relate_wait_timeout_s"],
+          cache_mb: int | None = None):
     """The Serve application: ``replicas`` copies of :class:`Engine`, each with
-    ``gpus_per_replica`` GPUs (fractions share one) and ``cpus_per_replica`` CPUs."""
+    ``gpus_per_replica`` GPUs (fractions share one) and ``cpus_per_replica`` CPUs; the
+    rest is the replicas' ``user_config`` (``TUNING``)."""
     return Engine.options(
         num_replicas=replicas, max_ongoing_requests=max_ongoing_requests,
         ray_actor_options={"num_cpus": cpus_per_replica, "num_gpus": gpus_per_replica},
         user_config={"max_batch_size": max_batch_size,
-                     "batch_wait_timeout_s": batch_wait_timeout_s, "cache_mb": cache_mb},
+                     "batch_wait_timeout_s": batch_wait_timeout_s,
+                     "relate_wait_timeout_s": relate_wait_timeout_s, "cache_mb": cache_mb},
     ).bind()
 
 
