@@ -212,7 +212,7 @@ def _scatter_rows(c: Coupling, ia: torch.Tensor, n: int) -> Coupling:
 
 def _cost_entropy(log_plan: torch.Tensor, S: torch.Tensor,
                   keep_plan: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """(⟨−S, π⟩, H(π), π or None) of plans given by their logs, (B, n, m) → (B,), (B,)."""
+    """(⟨−S, π⟩, H(π), π or None) of plans given by their logs, (..., n, m) → (...)."""
     plan = torch.exp(log_plan)
     cost = -(plan * S).sum((-2, -1))
     entropy = -(plan * torch.where(plan > 0, log_plan, 0)).sum((-2, -1))
@@ -256,14 +256,19 @@ def _solve(S, a, b, eps, half_steps, tol, early_stop, method, block, record,
         u, v = on_a.to(S.dtype), torch.ones_like(b)  # state 1 puts mass on all of B
     while t < half_steps:
         nb = min(block, half_steps - t)
-        if pending:  # stop the block where the history records a state
+        if pending and not use_kernel:  # stop log steps where the history records a state
             nb = min(nb, pending[0] - t)
         if use_kernel:
             res = _kernel_block(K, Kt, a, b, u, v, t, nb, zeros, big)
             if res is not None:
-                u, v, r_chunk, c_chunk, ranges = res
+                u, v, r_chunk, c_chunk, ranges, us, vs = res
                 rows.append(r_chunk)
                 cols.append(c_chunk)
+                inside = [s for s in pending if s <= t + nb]
+                if inside:  # the block's recorded states, from its scalings, before absorbing
+                    recorded += _block_history(Se + alpha + beta, Sf, us, vs, t, inside,
+                                               keep_plans)
+                    del pending[:len(inside)]
                 t += nb
                 if ranges[0] > big ** 0.5 or ranges[1] < big ** -0.5:
                     alpha, beta = _absorb(alpha, beta, u, v, on_a, on_b)
@@ -279,12 +284,9 @@ def _solve(S, a, b, eps, half_steps, tol, early_stop, method, block, record,
             rows.append(r_chunk)
             cols.append(c_chunk)
             t += nb
-        if pending and pending[0] == t:
+        if pending and pending[0] == t and not use_kernel:
             pending.pop(0)
-            log_state = Se + alpha + beta
-            if use_kernel:  # state t is diag(u) K diag(v)
-                log_state = log_state + u.log() + v.log()
-            recorded.append(_cost_entropy(log_state, Sf, keep_plans))
+            recorded.append(_cost_entropy(Se + alpha + beta, Sf, keep_plans))
         if early_stop and t < half_steps:
             # errors of state t − 1, whose two marginals are both known now
             err = torch.maximum(torch.cat(rows)[t - 2], torch.cat(cols)[t - 2])
@@ -324,6 +326,24 @@ def _solve(S, a, b, eps, half_steps, tol, early_stop, method, block, record,
                     history=history)
 
 
+def _block_history(log_K: torch.Tensor, S: torch.Tensor, us: list, vs: list, t: int,
+                   steps: list[int], keep_plans: bool) -> list:
+    """(cost, entropy, plan or None) of the states after half-steps ``steps`` (within
+    t+1..t+nb) of a kernel block, all at once: state s is diag(u_s) K diag(v_s), with
+    log K (B, n, m) the block's kernel, ``us`` its row scalings (B, 1, n) before and after
+    each row step and ``vs`` its column scalings (B, 1, m) likewise."""
+    U = torch.stack([us[(s + 1) // 2 - (t + 1) // 2] for s in steps]).mT  # (k, B, n, 1)
+    V = torch.stack([vs[s // 2 - t // 2] for s in steps])  # (k, B, 1, m)
+    out = []
+    chunk = max(1, int(4e6 // max(1, log_K.numel())))  # bound the (k, B, n, m) work
+    for i in range(0, len(steps), chunk):
+        cost, entropy, plans = _cost_entropy(log_K + U[i:i + chunk].log() + V[i:i + chunk].log(),
+                                             S, keep_plans)
+        for j in range(cost.shape[0]):
+            out.append((cost[j], entropy[j], None if plans is None else plans[j]))
+    return out
+
+
 def _log_block(Se, a, b, log_a, log_b, alpha, beta, t, nb):
     """Half-steps t+1..t+nb in the log domain.
 
@@ -351,8 +371,9 @@ def _kernel_block(K, Kt, a, b, u, v, t, nb, zeros, big):
     K (B, n, m) and Kt = Kᵀ (B, m, n), both contiguous; u, a (B, n, 1); v, b (B, 1, m).
     Both products run as row vector × matrix (vᵀKᵀ, uᵀK), much faster than matrix ×
     column vector for small batched matrices. Returns (u, v, row errors (k, B), column
-    errors (k', B), (largest, smallest) scaling on the supports), or None when a scaling
-    left the safe range.
+    errors (k', B), (largest, smallest) scaling on the supports, the row scalings (B, 1, n)
+    before and after each row step, the column scalings (B, 1, m) likewise), or None when a
+    scaling left the safe range.
     """
     a_row = a.mT
     u = u.mT  # (B, 1, n)
@@ -383,7 +404,7 @@ def _kernel_block(K, Kt, a, b, u, v, t, nb, zeros, big):
     empty = u.new_empty(0, u.shape[0])
     rows = _interleaved_err(us, rs, a) if rs else empty
     cols = _interleaved_err(vs, cs, b) if cs else empty
-    return u.mT, v, rows, cols, (hi, lo)
+    return u.mT, v, rows, cols, (hi, lo), us, vs
 
 
 def _interleaved_err(xs: list[torch.Tensor], ss: list[torch.Tensor],
