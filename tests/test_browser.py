@@ -278,7 +278,7 @@ def test_07_click_a_grid_tile_selects_that_head(context, app_server):
     page.mouse.click(xy[0], xy[1])
     wait_query(page, "layer", "2")
     wait_query(page, "head", "7")
-    wait_title(page, "click a tile")
+    wait_title(page, "Layers × heads")
     wait_idle(page, pause=1.0)
     q = query(page)
     assert (q["layer"], q["head"]) == ("2", "7")

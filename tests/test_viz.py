@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import time
 
 import numpy as np
@@ -460,7 +461,7 @@ def test_convergence_exact_zero_and_batched_input():
                  eps=1.0, half_steps_run=2, tol=1e-6)
     fig = diagnostics.convergence(c)
     assert fig.data[0].y[0] == diagnostics.FLOOR and "floor" in fig.data[0].customdata[0][2]
-    assert "not converged" in fig.layout.title.text
+    assert "not converged" in fig.layout.title.subtitle.text
     batched = Coupling(**{**c.__dict__, "row_err": np.zeros((2, 3)), "col_err": np.zeros((2, 3))})
     with pytest.raises(ValueError, match="one head"):
         diagnostics.convergence(batched)
@@ -771,6 +772,10 @@ def test_present_scales_every_label_to_18_px(rel):
         big = theme.present(fig)  # every builder's figure, categorical axes included
         sizes = [f["size"] for hover, f in theme._fonts(big.to_plotly_json(), []) if not hover]
         assert min(sizes + [big.layout.font.size]) >= theme.PRESENT_PX - 1e-9, name
+        # <sup>/<sub> lines are drawn at 70 % of their font: notes go in the subtitle
+        assert not re.search(r"<su[pb]>", big.layout.title.text or ""), name
+        if big.layout.title.subtitle.text:
+            assert big.layout.title.subtitle.font.size >= theme.PRESENT_PX - 1e-9, name
     cmp = theme.present(heatmaps.compare(rel))
     assert [a.font.size for a in cmp.layout.annotations] == [pytest.approx(16 * 18 / 13)] * 2
     assert cmp.layout.title.font.size == pytest.approx(16 * 18 / 13)

@@ -184,10 +184,10 @@ def graph(relation: Relation, *, which: str = "both", top_k: int | None = 3,
     if threshold > 0:
         rule += f", mass ≥ {th.fmt(threshold)}"
     fig.update_layout(
-        title=dict(text=f"Who sends mass to whom · {rule} · layer {relation.layer}, head "
-                        f"{relation.head}<br><sup>node area ∝ weight, edge width ∝ mass; "
-                        "grey nodes carry no weight</sup>"),
-        hovermode="closest", showlegend=False,
+        title=th.title(f"Who sends mass to whom · {rule} · layer {relation.layer}, head "
+                       f"{relation.head}", "node area ∝ weight, edge width ∝ mass; grey nodes "
+                       "carry no weight"),
+        hovermode="closest", showlegend=False, margin=dict(t=100),  # t: title and its note
         meta=dict(kind="graph", plans=keys, titles=[TITLES[k] for k in keys], top_k=top_k or 0,
                   threshold=float(threshold), min_edge=MIN_EDGE, max_edges=int(max_edges),
                   highlight=None if highlight is None else [highlight[0], int(highlight[1])]))

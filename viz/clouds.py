@@ -127,10 +127,10 @@ def cloud(relation: Relation, projection: Projection, *, which: str = "sinkhorn"
     if projection.note:
         notes.append(th.escape(projection.note))
     fig.update_layout(
-        title=dict(text=f"Joint {projection.method.upper()} of {space} · distance–cost ρ = "
-                        f"{rho_text}<br><sup>{' · '.join(notes)}</sup>"),
+        title=th.title(f"Joint {projection.method.upper()} of {space} · distance–cost ρ = "
+                       f"{rho_text}", " · ".join(notes)),
         legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1.0, xanchor="right"),
-        hovermode="closest")
+        hovermode="closest", margin=dict(t=110))  # t: title, its note, then the legend
     if not (np.isfinite(rho) and rho >= LOW_CORR):
         fig.add_annotation(
             text=f"ρ = {rho_text} is low: distances in this picture say little about cost; "

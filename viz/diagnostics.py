@@ -113,10 +113,10 @@ def convergence(coupling: Coupling, *, current: int | None = None,
     status = (f"converged: max error {th.fmt(final)} ≤ {th.fmt(coupling.tol)}" if converged else
               f"not converged: max error {th.fmt(final)}; run more half-steps or raise ε")
     fig.update_layout(
-        title=dict(text=f"Sinkhorn convergence · ε={th.fmt(coupling.eps)}, {th.half_steps_text(T)}"
-                        f"<br><sup>{status}</sup>"),
+        title=th.title(f"Sinkhorn convergence · ε={th.fmt(coupling.eps)}, "
+                       f"{th.half_steps_text(T)}", status),
         legend=dict(orientation="h", yanchor="top", y=-0.14, x=0.5, xanchor="center"),
-        hovermode="closest", margin=dict(b=110))
+        hovermode="closest", margin=dict(t=100, b=110))  # t: title and its note
     return th.apply(fig, theme, height=height or 600, width=width)
 
 

@@ -127,8 +127,8 @@ def grid(plans: object, values: object, *, value_name: str = "col. err",
                            y1=y0 + n - 1 + 2 * py, line=dict(color=th.COLOR_ACCENT, width=3)))
     n_rows, n_cols = big.shape
     layout = dict(
-        title=dict(text=title or f"Layers × heads · number above each tile: {value_name}"
-                   "<br><sup>click a tile's centre to select that head</sup>"),
+        title=th.title(title or f"Layers × heads · number above each tile: {value_name}",
+                       "click a tile's centre to select that head"),
         xaxis=dict(tickmode="array", tickvals=cols_of, ticktext=[f"h{h}" for h in range(H)],
                    title=dict(text="head"), showgrid=False, zeroline=False,
                    range=[-0.5 - gx * 0.5, n_cols - 0.5 + gx * 0.5], side="top"),
