@@ -11,7 +11,7 @@ import argparse
 import numpy as np
 import torch
 
-from engine.bench import machine, p50, p95, timeit
+from engine.bench import machine, print_rows, timeit
 
 SHORT_A = ("The old fisherman walked along the bank of the river at dawn, watching the "
            "mist rise slowly over the quiet water.")
@@ -79,14 +79,6 @@ def engine_rows(quick: bool) -> list[tuple[str, list[float]]]:
                  timeit(lambda: relate_encodings((el, elb), layer=5, head=3, eps=0.5,
                                                  half_steps=100), max(3, rep // 4))))
     return rows
-
-
-def print_rows(title: str, rows: list[tuple[str, list[float]]]) -> None:
-    print(f"\n{title}")
-    w = max(len(n) for n, _ in rows)
-    print(f"{'':<{w}}  {'p50':>9}  {'p95':>9}  {'n':>3}")
-    for name, ts in rows:
-        print(f"{name:<{w}}  {p50(ts) * 1e3:>7.1f}ms  {p95(ts) * 1e3:>7.1f}ms  {len(ts):>3}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from engine.bench import machine, p50, p95, timeit
+from engine.bench import machine, p50, print_rows, timeit
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE_IMPORTS = ("import torch, ot; import transformers; "
@@ -166,16 +166,6 @@ def _sentences_in_browser(page, url: str, moves: int) -> dict[str, list[float]]:
             "Sentences: ε move → rankings redrawn": ts}
 
 
-def print_rows(title: str, rows: list[tuple[str, list[float]]], unit: str = "ms") -> None:
-    print(f"\n{title}")
-    w = max(len(n) for n, _ in rows)
-    scale = 1e3 if unit == "ms" else 1.0
-    print(f"{'':<{w}}  {'p50':>9}  {'p95':>9}  {'n':>3}")
-    for name, ts in rows:
-        print(f"{name:<{w}}  {p50(ts) * scale:>7.2f}{unit:<2}  {p95(ts) * scale:>7.2f}{unit:<2}"
-              f"  {len(ts):>3}")
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.models")
     p.add_argument("--quick", action="store_true")
@@ -184,11 +174,12 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     print(f"machine: {machine()}")
-    print_rows("Import cost (fresh processes)", import_cost(2 if args.quick else 3), "s")
-    print_rows("Sentences view (in process, the packaged MiniLM)", sentences_rows(args.quick))
+    print_rows("Import cost (fresh processes)", import_cost(2 if args.quick else 3), "s", 2)
+    print_rows("Sentences view (in process, the packaged MiniLM)", sentences_rows(args.quick),
+               digits=2)
     if not args.no_browser:
         rows = browser_rows(args.quick)
-        print_rows("In Chromium (server started per app; same run, same machine)", rows)
+        print_rows("In Chromium (server started per app; same run, same machine)", rows, digits=2)
         d = dict(rows)
         cold = [p50(d[k]) for k in d if k.startswith("cold start")]
         slide = [p50(d[k]) for k in d if k.startswith("slider move")]

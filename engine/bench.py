@@ -51,6 +51,18 @@ def p95(xs: list[float]) -> float:
     return float(np.percentile(xs, 95)) if len(xs) > 1 else xs[0]
 
 
+def print_rows(title: str, rows, unit: str = "ms", digits: int = 1) -> None:
+    """A table of (name, times in seconds) rows: p50, p95 and count, in ``unit`` (ms or s)."""
+    rows = list(rows)
+    print(f"\n{title}")
+    w = max(len(n) for n, _ in rows)
+    scale = 1e3 if unit == "ms" else 1.0
+    print(f"{'':<{w}}  {'p50':>9}  {'p95':>9}  {'n':>3}")
+    for name, ts in rows:
+        print(f"{name:<{w}}  {p50(ts) * scale:>7.{digits}f}{unit:<2}  "
+              f"{p95(ts) * scale:>7.{digits}f}{unit:<2}  {len(ts):>3}")
+
+
 def solver_bench(quick: bool = False) -> list[dict]:
     """Our batched Sinkhorn against POT's ``ot.solve_batch``.
 

@@ -8,9 +8,7 @@ directly, without Streamlit.
 from __future__ import annotations
 
 import json
-import math
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,32 +18,15 @@ os.environ["SINKSCOPE_WARM_UP"] = "0"  # keep both cores for the tests
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from engine.export import to_npz  # noqa: E402
+from tests.apptest import figures, ok, run  # noqa: E402
 from sinkscope_app import examples, metrics, report  # noqa: E402
 from engine.settings import CONFIG as LIMITS  # noqa: E402
 from sinkscope_app.state import (DEFAULTS, EPS_OPTIONS, HALF_STEP_OPTIONS, KEYS,  # noqa: E402
                                  SENTENCE_KEYS, VIEWS, eps_options, half_step_options,
                                  parse_query, to_query)
 
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
 EXAMPLES = examples.load()
 L, H = 6, 12  # all-MiniLM-L6-v2
-
-
-def run(query: dict | None = None, **state) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    if query:
-        at.query_params.update(query)
-    for k, v in state.items():
-        at.session_state[k] = v
-    return at.run()
-
-
-def figures(at: AppTest) -> list[dict]:
-    """Every figure on the page: live charts (updated in place) then st.plotly_chart ones."""
-    specs = [json.loads(el.proto.json)["spec"] for el in at.get("bidi_component")
-             if el.proto.component_name == "sinkscope_live_chart"]
-    live = [json.loads(spec) for spec in specs if spec]  # "" is plotly.js's preload
-    return live + [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
 
 
 def component(at: AppTest, name: str) -> list:
@@ -65,13 +46,6 @@ def metric(at: AppTest, label: str) -> str:
         if m["label"] == label:
             return m["value"]
     raise AssertionError(f"no metric {label!r}; have {[m['label'] for m in rows]}")
-
-
-def ok(at: AppTest) -> None:
-    """No exception, no error box, and the page actually rendered."""
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    assert at.sidebar.text_area, "nothing rendered: a syntax error?"
 
 
 @pytest.fixture

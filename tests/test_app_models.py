@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 
@@ -18,36 +17,14 @@ from engine.relate import POSITION_BIAS_NOTE  # noqa: E402
 from sinkscope_app.examples import sentence_sets  # noqa: E402
 from sinkscope_app.state import DEFAULTS, parse_query, to_query  # noqa: E402
 from sinkscope_app.views import _picked_candidate, md_text  # noqa: E402
+from tests.apptest import figures, ok, run  # noqa: E402
 
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
 SETS = sentence_sets()
-
-
-def run(query: dict | None = None, **state) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    if query:
-        at.query_params.update(query)
-    for k, v in state.items():
-        at.session_state[k] = v
-    return at.run()
-
-
-def ok(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    assert at.sidebar.text_area, "nothing rendered"
 
 
 def q(at: AppTest, key: str):
     v = at.query_params.get(key)
     return v[0] if isinstance(v, list) else v
-
-
-def figures(at: AppTest) -> list[dict]:
-    specs = [json.loads(el.proto.json)["spec"] for el in at.get("bidi_component")
-             if el.proto.component_name == "sinkscope_live_chart"]
-    return [json.loads(s) for s in specs if s] + [json.loads(el.proto.spec)
-                                                   for el in at.get("plotly_chart")]
 
 
 @pytest.fixture
