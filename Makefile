@@ -51,7 +51,7 @@ test-fast: install
 	$(PY) -m pytest -q -m "not browser and not slow"
 
 bench: install chromium
-	$(PY) -m engine.bench solver
+	$(PY) -m engine.io.bench solver
 	$(PY) -m benchmarks.latency
 	$(PY) -m benchmarks.learn
 	$(PY) -m benchmarks.models

@@ -19,8 +19,8 @@ from engine import settings  # first: sets the offline environment the libraries
 import streamlit as st  # noqa: E402
 
 from engine import SinkscopeError
-from engine.client import EngineUnavailable
-from engine.export import marginals_csv, plans_csv, to_npz
+from engine.serving.client import EngineUnavailable
+from engine.io.export import marginals_csv, plans_csv, to_npz
 from sinkscope_app import (compute, examples, live, metrics, outage, present, report, scrub,
                            views)
 from sinkscope_app.state import (DEFAULTS, EPS_OPTIONS, HALF_STEP_OPTIONS, IMAGE_FORMATS,

@@ -11,8 +11,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from engine.bench import p50, p95
-from tests.server import (CHROMIUM_ARGS, ROOT, chromium_path, command, free_port,
+from engine.io.bench import p50, p95
+from tests.support.server import (CHROMIUM_ARGS, ROOT, chromium_path, command, free_port,
                           peak_rss_mb, stop, wait_healthy)
 
 PLOT_TEXTS = "() => [...document.querySelectorAll('.js-plotly-plot')].map(p => p.textContent)"

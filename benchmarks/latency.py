@@ -11,7 +11,7 @@ import argparse
 import numpy as np
 import torch
 
-from engine.bench import machine, print_rows, timeit
+from engine.io.bench import machine, print_rows, timeit
 
 SHORT_A = ("The old fisherman walked along the bank of the river at dawn, watching the "
            "mist rise slowly over the quiet water.")
@@ -30,7 +30,7 @@ def long_text(seed: int) -> str:
 def engine_rows(quick: bool) -> list[tuple[str, list[float]]]:
     """Encoding, relate with the encoding cached, and each figure, timed in this process."""
     from engine import encode_texts, project, relate_encodings
-    from engine.relate import default_encoder, eps_path
+    from engine.relation.relate import default_encoder, eps_path
     import viz
     from viz import grid as vgrid
 

@@ -16,9 +16,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from engine.bench import machine
+from engine.io.bench import machine
 from sinkscope_app.learn_text import N_STEPS, STEPS, UI
-from tests.server import CHROMIUM_ARGS, ROOT, chromium_path, command, free_port, stop, wait_healthy
+from tests.support.server import CHROMIUM_ARGS, ROOT, chromium_path, command, free_port, stop, wait_healthy
 
 TARGET_S = 1.0
 TITLES = ["Two clusters", "Softmax at ε = 1", "After 1 half-step at ε = 1",

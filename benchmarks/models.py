@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from engine.bench import machine, p50, print_rows, timeit
+from engine.io.bench import machine, p50, print_rows, timeit
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE_IMPORTS = ("import torch, ot; import transformers; "
@@ -62,8 +62,8 @@ def import_cost(repeat: int) -> list[tuple[str, list[float]]]:
 
 def sentences_rows(quick: bool) -> list[tuple[str, list[float]]]:
     """The Sentences ranking for the 20-candidate example set, in this process."""
-    from engine.relate import default_encoder
-    from engine.sentences import measures, rank
+    from engine.relation.relate import default_encoder
+    from engine.relation.sentences import measures, rank
     from sinkscope_app.examples import sentence_sets
 
     enc = default_encoder()
@@ -95,7 +95,7 @@ def browser_rows(quick: bool) -> list[tuple[str, list[float]]]:
     from playwright.sync_api import sync_playwright
 
     from benchmarks.browser import _settled
-    from tests.server import CHROMIUM_ARGS, chromium_path, free_port, stop, wait_healthy
+    from tests.support.server import CHROMIUM_ARGS, chromium_path, free_port, stop, wait_healthy
 
     tmp = Path(tempfile.mkdtemp(prefix="sinkscope-bench-"))
     bare = tmp / "bare_app.py"

@@ -29,8 +29,8 @@ from urllib.parse import urlencode
 
 import numpy as np
 
-from engine.bench import machine, p50, p95, timeit
-from tests.server import CHROMIUM_ARGS, ROOT, chromium_path, free_port, stop, wait_healthy
+from engine.io.bench import machine, p50, p95, timeit
+from tests.support.server import CHROMIUM_ARGS, ROOT, chromium_path, free_port, stop, wait_healthy
 
 A = ("The old fisherman walked slowly along the muddy bank of the wide river at dawn, "
      "watching grey mist rise over the quiet water and reeds.")  # 30 tokens
@@ -142,8 +142,8 @@ def drag(page, app: str, seconds: float) -> tuple[float, int, float, float]:
 def engine_rows(quick: bool) -> list[tuple[str, float, str]]:
     """The lattice for 30 × 30 tokens (solve + encode) and the payload for ~64 × 64."""
     from engine import encode_texts, relate_encodings
-    from engine.lattice import grid, relation_lattice
-    from engine.relate import default_encoder
+    from engine.relation.lattice import grid, relation_lattice
+    from engine.relation.relate import default_encoder
     from sinkscope_app import scrub
     from sinkscope_app.state import EPS_OPTIONS, HALF_STEP_OPTIONS
 

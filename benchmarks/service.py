@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.bench import machine, p50, p95
-from tests.server import free_port
+from engine.io.bench import machine, p50, p95
+from tests.support.server import free_port
 
 CLIENTS = (1, 4, 16)
 WORDS = ("river bank money water loan quiet house morning light people walk talk city market "
@@ -72,7 +72,7 @@ class Embedded:
     """The engine in this process: encodings kept in a dict, as the app keeps them."""
 
     def __init__(self):
-        from engine.relate import default_encoder
+        from engine.relation.relate import default_encoder
 
         self.enc = default_encoder()
         self.cache: dict = {}
@@ -95,7 +95,7 @@ class Served:
     """One EngineClient per client thread (each keeps its own connection)."""
 
     def __init__(self, url: str):
-        from engine.client import EngineClient
+        from engine.serving.client import EngineClient
 
         self.clients = [EngineClient(url) for _ in range(max(CLIENTS))]
 
@@ -165,7 +165,7 @@ def tree_rss_mb(root: int) -> float:
             if pp == p and c not in kids:
                 kids.add(c)
                 todo.append(c)
-    from tests.server import rss_mb
+    from tests.support.server import rss_mb
 
     return sum(rss_mb(c) for c in kids)
 
@@ -173,9 +173,10 @@ def tree_rss_mb(root: int) -> float:
 def wire_rows(embedded: "Embedded") -> None:
     """JSON against NPZ for one head and the 6 × 12 grid: bytes, and the time to write the
     document on the service plus to read it back into a Relation in the client."""
-    from engine import encode_texts, relate_encodings, wire
-    from engine.bench import timeit
-    from engine.export import relation_document, relation_from_dict
+    from engine import encode_texts, relate_encodings
+    from engine.serving import wire
+    from engine.io.bench import timeit
+    from engine.io.export import relation_document, relation_from_dict
 
     a, b = texts(7, 1)[0]
     e = encode_texts(embedded.enc, a, b, "separate")
@@ -196,7 +197,7 @@ def cuda_rows() -> None:
     import torch
 
     from engine import sinkhorn
-    from engine.bench import timeit
+    from engine.io.bench import timeit
 
     if not torch.cuda.is_available():
         print("\nNo CUDA device here: the GPU comparison is skipped.")
@@ -229,8 +230,8 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(1)
     print(f"machine: {machine()}")
-    from engine import service as svc
-    from engine.client import EngineClient
+    from engine.serving import service as svc
+    from engine.serving.client import EngineClient
 
     from ray import serve
 
@@ -253,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         replica_mb = EngineClient(url).health()["memory_mb"]
         ray_mb = tree_rss_mb(os.getpid())
     wire_rows(embedded)
-    from tests.server import peak_rss_mb
+    from tests.support.server import peak_rss_mb
 
     print("\nRatios (same run):")
     for workload in ("slider moves", "new texts"):

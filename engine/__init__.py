@@ -1,27 +1,38 @@
 """sinkscope's engine: texts as measures, softmax attention and Sinkhorn couplings.
 
+The engine by concept, one sub-package each:
+
+- ``engine.solver``: entropic transport on scores (balanced and relaxed marginals), references.
+- ``engine.models``: the allow-list, the encoder, queries and keys per architecture.
+- ``engine.relation``: measures and weights, scores, ``relate``, metrics, lattices, rankings.
+- ``engine.align``: word alignments read off relations, scored on gold, over corpora.
+- ``engine.lab``: measures in the plane and Sinkhorn Transformers trained on coupling systems.
+- ``engine.serving``: the Ray Serve deployment (schemas, routes, runtime), the client, the wire.
+- ``engine.io``: exports and file formats, the command line, benchmark helpers.
+
+``engine.types``, ``engine.settings`` and ``engine.errors`` are shared by all of them.
+
 Names load on first use (PEP 562), so the torch-free parts (``engine.types``,
-``engine.settings``, ``engine.summary``, ``engine.references``, ``engine.export``) import
-without torch: the figures (``viz``) and the HTTP client read them.
+``engine.settings``, ``engine.relation.summary``, ``engine.solver.references``,
+``engine.io.export``, ``engine.serving.client``) import without torch: the figures
+(``viz``) and the HTTP client read them. Importing ``engine`` has no side effects.
 """
 
 from __future__ import annotations
 
 import importlib
-import sys
-import types as _pytypes  # not "types": engine.types would rebind that name
 
 _WHERE = {
     "ModelError": "errors", "SettingsError": "errors", "SinkscopeError": "errors",
     "TextError": "errors",
     "Coupling": "types", "Encoding": "types", "History": "types", "Notice": "types",
-    "Projection": "types", "Relation": "types", "Summary": "types",
-    "sinkhorn": "sinkhorn", "softmax_attention": "sinkhorn",
-    "Encoder": "encoder", "allowed_models": "encoder",
-    "project": "projection", "rank_texts": "sentences", "Ranking": "types",
-    "encode_texts": "relate", "eps_path": "relate", "relate": "relate",
-    "relate_encodings": "relate",
-    "Lattice": "lattice", "relation_lattice": "lattice",
+    "Projection": "types", "Relation": "types", "Summary": "types", "Ranking": "types",
+    "sinkhorn": "solver.sinkhorn", "softmax_attention": "solver.sinkhorn",
+    "Encoder": "models.encoder", "allowed_models": "models.encoder",
+    "project": "relation.projection", "rank_texts": "relation.sentences",
+    "encode_texts": "relation.relate", "eps_path": "relation.relate",
+    "relate": "relation.relate", "relate_encodings": "relation.relate",
+    "Lattice": "relation.lattice", "relation_lattice": "relation.lattice",
 }
 __all__ = sorted(_WHERE)
 
@@ -36,17 +47,3 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_WHERE))
-
-
-class _Engine(_pytypes.ModuleType):
-    """``engine.relate`` and ``engine.sinkhorn`` name functions, as they always have, even
-    after their modules are imported (importing ``engine.relate`` binds the module on the
-    package; this binds the module's function of the same name instead)."""
-
-    def __setattr__(self, name: str, value) -> None:
-        if isinstance(value, _pytypes.ModuleType) and _WHERE.get(name) == name:
-            value = getattr(value, name)
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Engine

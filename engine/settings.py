@@ -52,10 +52,18 @@ EMBEDDED = "embedded"
 
 # What the libraries underneath read: no network, no telemetry, no progress bars, and a
 # numba threading layer that survives UMAP fits from several threads.
-for _k, _v in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+LIBRARY_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
                "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
-               "TOKENIZERS_PARALLELISM": "false", "NUMBA_THREADING_LAYER": "omp"}.items():
-    os.environ.setdefault(_k, _v)
+               "TOKENIZERS_PARALLELISM": "false", "NUMBA_THREADING_LAYER": "omp"}
+
+
+def quiet_libraries() -> None:
+    """Set :data:`LIBRARY_ENV` (where the operator has not) before a library reads it.
+
+    Called by the code that imports those libraries (model loading, UMAP), never at import.
+    """
+    for k, v in LIBRARY_ENV.items():
+        os.environ.setdefault(k, v)
 
 
 def _float(env: Mapping[str, str], name: str, default: float) -> float:

@@ -7,7 +7,7 @@ plain strings and numbers (text, model, mode, settings), so a slider move re-run
 each caller its own unpickled copy, so nothing shared can be mutated by one session.
 
 One switch, ``SINKSCOPE_ENGINE``: "embedded" (the default) computes here; a URL sends
-every computation to that served engine through :class:`engine.client.EngineClient` (no
+every computation to that served engine through :class:`engine.serving.client.EngineClient` (no
 model is loaded here, and torch is not even imported). The projections (PCA/UMAP) run
 here in both cases, from the points each relation carries.
 """
@@ -24,9 +24,9 @@ import numpy as np
 import streamlit as st
 
 from engine import settings
-from engine.client import EngineClient, EngineUnavailable, ModelInfo
+from engine.serving.client import EngineClient, EngineUnavailable, ModelInfo
 from engine.errors import ModelError
-from engine.projection import project
+from engine.relation.projection import project
 from engine.settings import DEFAULT_MODEL, EMBEDDED
 
 log = logging.getLogger("sinkscope.app")
@@ -73,7 +73,7 @@ def model_names() -> tuple[str, ...]:
             return tuple(m.name for m in served_models(settings.CONFIG.engine))
         except EngineUnavailable:
             return (DEFAULT_MODEL,)
-    from engine.encoder import allowed_models
+    from engine.models.encoder import allowed_models
 
     try:
         names = list(allowed_models())
@@ -94,7 +94,7 @@ def model_label(name: str) -> str:
                 return (f"{name} · {m.n_layers} layers × {m.n_heads} heads · "
                         f"{m.max_tokens} tokens")
         return name
-    from engine.encoder import describe
+    from engine.models.encoder import describe
 
     try:
         return describe(name).label
@@ -152,7 +152,7 @@ def umap_warmup() -> threading.Thread | None:
 
     def work():
         try:
-            from engine.projection import warm_up_umap
+            from engine.relation.projection import warm_up_umap
             warm_up_umap()
         except Exception as e:  # warm-up is an optimisation only
             log.warning("UMAP warm-up failed: %s", e)
@@ -260,7 +260,7 @@ def _relation_grid(engine: str, model, text_a, text_b, mode, eps, half_steps, we
 def sentence_measures(model: str, text_a: str, candidates: str):
     """Text A and the candidates (one per line) as measures of their last hidden states,
     with the model's sentence embeddings: (measures, lines dropped). Shared read-only."""
-    from engine.sentences import measures
+    from engine.relation.sentences import measures
 
     return measures(encoder(model), text_a, candidates)
 
@@ -271,7 +271,7 @@ def ranking(model: str, text_a: str, candidates: str, eps: float):
     the texts are encoded), here or on the served engine."""
     if served():
         return client(settings.CONFIG.engine).rank(text_a, candidates, model=model, eps=eps)
-    from engine.sentences import rank
+    from engine.relation.sentences import rank
 
     ms, dropped = sentence_measures(model, text_a, candidates)
     enc = encoder(model)
@@ -296,7 +296,7 @@ def lattice(model: str, text_a: str, text_b: str, mode: str, layer: int, head,
             weights: str, pool: bool, eps_stops: tuple, step_stops: tuple):
     """Every slider frame of one layer and head, packed for the browser (a ``scrub.Payload``).
 
-    One batched solver call over the lattice's ε values (engine.lattice), here or on the
+    One batched solver call over the lattice's ε values (engine.relation.lattice), here or on the
     served engine; a payload over ``CONFIG.live_max_bytes`` comes back without data and
     with a note saying why.
     """
@@ -307,7 +307,7 @@ def lattice(model: str, text_a: str, text_b: str, mode: str, layer: int, head,
 @st.cache_data(show_spinner=False, max_entries=16)
 def _lattice(engine: str, model, text_a, text_b, mode, layer, head, weights, pool,
              eps_stops, step_stops):
-    from engine.frames import grid, header
+    from engine.relation.frames import grid, header
 
     from . import scrub
 
@@ -322,7 +322,7 @@ def _lattice(engine: str, model, text_a, text_b, mode, layer, head, weights, poo
                 weights=weights, pool_words=pool)
             return data, header(data)["bits"] if data else 0
     else:
-        from engine.lattice import relation_lattice
+        from engine.relation.lattice import relation_lattice
 
         r = _geometry(model, text_a, text_b, mode, layer, head, weights, pool)
 

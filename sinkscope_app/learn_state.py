@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine import settings
-from engine.toy import PRESETS, SHIFT_MAX, SHIFT_MIN
+from engine.lab.toy import PRESETS, SHIFT_MAX, SHIFT_MIN
 
 from .learn_text import DEFAULT_LANG, LANGS, N_STEPS, PRESETS as PRESET_NAMES, UI
 from .state import DEFAULTS as MAIN_DEFAULTS, Parsed, valid_text

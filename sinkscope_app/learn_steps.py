@@ -1,7 +1,7 @@
 """The eight steps of the Learn page. Each ``step_*`` writes its text and at most two
 controls into the left column and its one live figure into the right one.
 
-Numbers come from the engine (the toy clouds through :mod:`engine.toy`, your texts
+Numbers come from the engine (the toy clouds through :mod:`engine.lab.toy`, your texts
 through the cached :mod:`.compute`), figures from :mod:`viz.learn`; nothing here
 computes mathematics itself. Widget keys are fixed (``learn_*``) and the text a step
 shows is filled with the numbers its figure shows.
@@ -19,9 +19,11 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine import settings, toy
+from engine import settings
+
+from engine.lab import toy
 from engine.settings import DEFAULT_HALF_STEPS
-from engine.summary import fmt
+from engine.relation.summary import fmt
 from viz import learn as vl
 
 from . import compute

@@ -21,7 +21,7 @@ const SK = (window.__sinkscope = window.__sinkscope || {
 });
 
 // ---------------------------------------------------------------- numbers and text
-// engine.summary.fmt, to the letter: 3 significant digits; |x| < 1e-3 or ≥ 1e5 in
+// engine.relation.summary.fmt, to the letter: 3 significant digits; |x| < 1e-3 or ≥ 1e5 in
 // scientific notation with 2 decimals; 0 as "0"; ±inf as "∞"/"−∞"; NaN as "n/a".
 const pad = (s) => s.replace(/e([+-])(\d)$/, "e$10$2");
 function gfmt(x, p) {  // Python's format(x, ".{p}g")
@@ -1075,7 +1075,7 @@ class Scrub {
     return parts.join(" ");
   }
   setNote(text) { if (this.note.textContent !== text) this.note.textContent = text; }
-  frameMetrics(f) {  // engine.summary.rows for frame f
+  frameMetrics(f) {  // engine.relation.summary.rows for frame f
     const s = f.metrics, help = this.data.metric_help, label = {};
     for (const r of this.data.metrics) label[r.key] = r.label;
     const row = (key, value, detail = "") => ({key, label: label[key], value, detail,

@@ -1,8 +1,8 @@
-"""The metrics strip: the summary rows of :mod:`engine.summary` for the page and reports."""
+"""The metrics strip: the summary rows of :mod:`engine.relation.summary` for the page and reports."""
 
 from __future__ import annotations
 
-from engine.summary import HELP, Metric, fmt, rows
+from engine.relation.summary import HELP, Metric, fmt, rows
 from engine.types import Relation
 
 __all__ = ["HELP", "Metric", "fmt", "rows", "table"]

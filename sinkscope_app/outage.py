@@ -13,7 +13,7 @@ import time
 
 import streamlit as st
 
-from engine.client import EngineUnavailable
+from engine.serving.client import EngineUnavailable
 
 from . import compute
 

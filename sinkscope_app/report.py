@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from engine.export import relation_to_dict
+from engine.io.export import relation_to_dict
 from engine.types import Relation
 from viz.theme import plotly_config
 

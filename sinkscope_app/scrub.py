@@ -1,7 +1,7 @@
 """Live ε and half-step sliders: every frame in the browser, redrawn while dragging.
 
 The engine solves every (ε, t) frame of the current relation in one batched call
-(:mod:`engine.lattice`); :func:`encode` packs a display copy of them (quantised plans,
+(:mod:`engine.relation.lattice`); :func:`encode` packs a display copy of them (quantised plans,
 float32 marginals, float64 metric numbers) into one compressed binary payload, sent to the
 browser once per texts / model view / layer / head. A client-side component
 (:func:`sliders`, JavaScript in ``live.js``) owns both sliders and, on every input event,
@@ -14,7 +14,7 @@ Above a size budget (``SINKSCOPE_LIVE_MAX_CELLS`` token pairs, or a payload over
 ``SINKSCOPE_LIVE_MAX_BYTES``) no lattice is built: the sliders send their value on release
 and the server redraws, as before, with a note that says why.
 
-The payload's binary layout is :mod:`engine.frames`'s (it also travels from a served
+The payload's binary layout is :mod:`engine.relation.frames`'s (it also travels from a served
 engine, ``POST /v1/lattice``).
 """
 
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.frames import MAGIC, METRICS, decode, encode  # noqa: F401  (the payload)
-from engine.summary import HELP, ZERO_MASS, Metric
+from engine.relation.frames import MAGIC, METRICS, decode, encode  # noqa: F401  (the payload)
+from engine.relation.summary import HELP, ZERO_MASS, Metric
 
 from .live import component
 

@@ -15,7 +15,7 @@ import streamlit as st
 
 from engine import settings
 from engine.settings import MAX_CANDIDATES
-from engine.summary import fmt
+from engine.relation.summary import fmt
 from engine.types import Relation
 from viz import bipartite, clouds, diagnostics, grid as vgrid, heatmaps
 from viz import sentences as vsentences

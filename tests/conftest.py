@@ -21,7 +21,7 @@ os.environ.setdefault("NUMBA_THREADING_LAYER", "omp")
 # would compete for the two cores, and settings are read once, when engine is first imported.
 os.environ["SINKSCOPE_WARM_UP"] = "0"
 
-from tests.server import CHROMIUM_ARGS, chromium_path, streamlit_server  # noqa: E402
+from tests.support.server import CHROMIUM_ARGS, chromium_path, streamlit_server  # noqa: E402
 
 CHROMIUM = chromium_path()
 
@@ -53,9 +53,9 @@ def browser():
 
 @pytest.fixture(scope="session")
 def tiny_models(tmp_path_factory) -> dict[str, Path]:
-    """Tiny random sentence-transformers folders, one per architecture (tests/tiny_models.py),
+    """Tiny random sentence-transformers folders, one per architecture (tests/support/tiny_models.py),
     built once per test session in a temporary folder: kind → folder."""
-    from tests.tiny_models import SUPPORTED_KINDS, build
+    from tests.support.tiny_models import SUPPORTED_KINDS, build
 
     root = tmp_path_factory.mktemp("tiny-models")
     return {kind: build(kind, root / kind) for kind in (*SUPPORTED_KINDS, "deberta-v2")}

@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-from tests.server import CHROMIUM_ARGS, chromium_path, rss_mb, streamlit_server
+from tests.support.server import CHROMIUM_ARGS, chromium_path, rss_mb, streamlit_server
 
 # Whole words that each stay one token (after joining word pieces) in the charts.
 WORDS_B = ("zebra violin castle pepper rocket walrus tulip anchor glacier lantern "

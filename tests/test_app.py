@@ -17,8 +17,8 @@ os.environ["SINKSCOPE_WARM_UP"] = "0"  # keep both cores for the tests
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from engine.export import to_npz  # noqa: E402
-from tests.apptest import figures, ok, run  # noqa: E402
+from engine.io.export import to_npz  # noqa: E402
+from tests.support.apptest import figures, ok, run  # noqa: E402
 from sinkscope_app import examples, metrics, report  # noqa: E402
 from engine.settings import CONFIG as LIMITS  # noqa: E402
 from sinkscope_app.state import (DEFAULTS, EPS_OPTIONS, HALF_STEP_OPTIONS, KEYS,  # noqa: E402

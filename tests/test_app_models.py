@@ -13,11 +13,11 @@ os.environ["SINKSCOPE_WARM_UP"] = "0"  # keep both cores for the tests
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from engine import settings  # noqa: E402
-from engine.relate import POSITION_BIAS_NOTE  # noqa: E402
+from engine.relation.relate import POSITION_BIAS_NOTE  # noqa: E402
 from sinkscope_app.examples import sentence_sets  # noqa: E402
 from sinkscope_app.state import DEFAULTS, parse_query, to_query  # noqa: E402
 from sinkscope_app.views import _picked_candidate, md_text  # noqa: E402
-from tests.apptest import figures, ok, run  # noqa: E402
+from tests.support.apptest import figures, ok, run  # noqa: E402
 
 SETS = sentence_sets()
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.server import streamlit_server
+from tests.support.server import streamlit_server
 from tests.test_browser import (JS_LAYOUT, TIMEOUT, VIEWPORT, no_errors, query, shot, wait_idle,
                                 wait_js, wait_query, wait_title)
 

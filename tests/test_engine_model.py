@@ -10,7 +10,7 @@ import torch
 
 from engine import (Encoder, ModelError, SettingsError, TextError, encode_texts, relate,
                     relate_encodings, settings, softmax_attention)
-from engine.relate import default_encoder
+from engine.relation.relate import default_encoder
 
 A = "The bank of the river."
 B = "She sat on the river bank and watched the water."
@@ -186,7 +186,7 @@ def test_cli_json_matches_api(enc):
     assert np.abs(np.array(d["sinkhorn_plan"]) - r.coupling.plan).max() <= 1e-12
     assert np.abs(np.array(d["softmax_plan"]) - r.softmax_plan).max() <= 1e-12
     assert len(d["row_err"]) == 50 and d["summary"]["converged"] is True
-    from engine.export import relation_from_dict
+    from engine.io.export import relation_from_dict
 
     back = relation_from_dict(d)  # the document describes the whole relation
     np.testing.assert_array_equal(back.sinkhorn_plan, r.sinkhorn_plan)
@@ -201,7 +201,7 @@ def test_cli_json_matches_api(enc):
 def test_corrupt_model_file_gives_clear_error(monkeypatch, tmp_path):
     import shutil
 
-    from engine.encoder import default_model_path
+    from engine.models.encoder import default_model_path
 
     folder = tmp_path / "corrupt"
     shutil.copytree(default_model_path(), folder)
@@ -216,7 +216,7 @@ def test_listed_model_loads_by_path_and_never_runs_remote_code(monkeypatch, tmp_
     own architecture: the folder's code never runs."""
     import shutil
 
-    from engine.encoder import default_model_path
+    from engine.models.encoder import default_model_path
 
     folder = tmp_path / "custom"
     shutil.copytree(default_model_path(), folder)

@@ -1,4 +1,4 @@
-"""Every hostile input of ``tests/hostile.py`` through the app (AppTest): a clear message
+"""Every hostile input of ``tests/support/hostile.py`` through the app (AppTest): a clear message
 naming what to change, or charts with finite numbers — never a traceback.
 
 One AppTest instance serves the whole corpus (the model loads once; each case is one
@@ -21,7 +21,7 @@ os.environ["SINKSCOPE_WARM_UP"] = "0"  # keep both cores for the tests
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from tests.hostile import CASES, HTML_PAYLOADS  # noqa: E402
+from tests.support.hostile import CASES, HTML_PAYLOADS  # noqa: E402
 
 
 def charts(at: AppTest) -> list[str]:

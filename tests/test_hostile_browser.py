@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from tests.hostile import CASES, HTML_PAYLOADS
+from tests.support.hostile import CASES, HTML_PAYLOADS
 
 pytestmark = [pytest.mark.browser]
 

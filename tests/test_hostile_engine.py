@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from engine import SinkscopeError, relate
-from engine.cli import main as cli_main
-from engine.relate import default_encoder
+from engine.io.cli import main as cli_main
+from engine.relation.relate import default_encoder
 
-from tests.hostile import CASES
+from tests.support.hostile import CASES
 
 pytestmark = pytest.mark.model
 

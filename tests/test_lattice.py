@@ -12,11 +12,11 @@ from hypothesis import HealthCheck, given, settings as hsettings
 from hypothesis import strategies as st
 
 from engine import SettingsError, settings, sinkhorn, softmax_attention
-from engine.lattice import Lattice, grid, lattice, relation_lattice
-from engine.relate import summarise
-from engine.references import exact_plan
-from engine.summary import rows
-from engine import frames
+from engine.relation.lattice import Lattice, grid, lattice, relation_lattice
+from engine.relation.relate import summarise
+from engine.solver.references import exact_plan
+from engine.relation.summary import rows
+from engine.relation import frames
 from sinkscope_app import scrub
 from sinkscope_app.state import EPS_OPTIONS, HALF_STEP_OPTIONS
 
@@ -183,7 +183,7 @@ def test_64_token_texts_fit_the_payload_budget():
     """Two real ~64-token texts (4,096 token pairs at most, the live budget) on every ε of
     the slider × every half-step stop up to 1,000: the payload stays within 3 MB."""
     from engine import encode_texts, relate_encodings
-    from engine.relate import default_encoder
+    from engine.relation.relate import default_encoder
 
     words = ("the old fisherman walked along the bank of the river at dawn watching mist "
              "rise over quiet water while birds sang in reeds near the wooden bridge").split()

@@ -20,7 +20,7 @@ os.environ["SINKSCOPE_WARM_UP"] = "0"  # keep both cores for the tests
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from engine import toy  # noqa: E402
+from engine.lab import toy  # noqa: E402
 from engine.errors import SettingsError  # noqa: E402
 from sinkscope_app import examples, learn_state, learn_text  # noqa: E402
 from sinkscope_app.learn_text import LANGS, N_STEPS, STEPS, UI  # noqa: E402
@@ -490,7 +490,7 @@ def test_step_six_links_to_the_main_page_with_the_same_settings():
 def test_step_seven_is_the_models_own_attention():
     """The bars are the model's own attention (recomputed by the model itself, with its
     attention outputs), and the sink is real: [CLS] and [SEP] take far more than 2/n."""
-    from engine.relate import default_encoder
+    from engine.relation.relate import default_encoder
     at = learn({"step": "7"})
     ok(at)
     fig = figures(at)[0]

@@ -2,7 +2,7 @@
 own attention, its own pooling and its own token limit; bad folders refused with a message.
 
 Each architecture is a tiny random model built here and saved as a sentence-transformers
-folder (``tests/tiny_models.py``, tokenizers trained offline); the real packaged
+folder (``tests/support/tiny_models.py``, tokenizers trained offline); the real packaged
 all-MiniLM-L6-v2 is checked where it matters.
 """
 
@@ -18,10 +18,10 @@ import pytest
 import torch
 
 from engine import Encoder, ModelError, relate, settings
-from engine.architectures import SUPPORTED
-from engine.encoder import describe, pooled_mean, unit
-from engine.relate import POSITION_BIAS_NOTE, default_encoder
-from tests.tiny_models import HEADS, LAYERS, MAX_SEQ_LENGTH, SUPPORTED_KINDS, build
+from engine.models.architectures import SUPPORTED
+from engine.models.encoder import describe, pooled_mean, unit
+from engine.relation.relate import POSITION_BIAS_NOTE, default_encoder
+from tests.support.tiny_models import HEADS, LAYERS, MAX_SEQ_LENGTH, SUPPORTED_KINDS, build
 
 TEXTS = ["The bank of the river.", "Le chat dort sur le canapé.",
          "A quick brown fox jumps over the lazy dog near the bank."]

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from engine import SettingsError, encode_texts, relate_encodings
-from engine.relate import default_encoder, relate_batch
+from engine.relation.relate import default_encoder, relate_batch
 
 pytestmark = pytest.mark.model
 
@@ -84,7 +84,7 @@ def test_batch_equals_each_request_alone(jobs):
 def test_a_slider_sweep_is_one_solve_and_matches(pairs, monkeypatch):
     """Sixteen values of ε on one head: one batched Sinkhorn call, each plan a coupling
     at its own ε (half-step 1 is softmax at that ε), equal to the plan solved alone."""
-    rel = importlib.import_module("engine.relate")  # the module (engine.relate is the function)
+    rel = importlib.import_module("engine.relation.relate")  # the module (engine.relate is the function)
     calls = []
     real = rel.sinkhorn
     monkeypatch.setattr(rel, "sinkhorn", lambda S, *a, **k: calls.append(S.shape) or real(S, *a, **k))

@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from tests.server import streamlit_server
+from tests.support.server import streamlit_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -459,7 +459,7 @@ def test_09_long_texts_fall_back_to_the_server(page):
 
 
 def test_10_number_format_matches_the_server(page):
-    from engine.summary import fmt
+    from engine.relation.summary import fmt
 
     values = [0.0, 1.0, -1.0, 0.5, 1 / 3, 2 / 3, 0.001, 0.000999, 0.0012345, 99950.0, 12345.6,
               1e5, -2.5e-17, 3e-17, 123.4, 999.5, 1000.0, 10.0, 0.1 + 0.2, 7.77e8,

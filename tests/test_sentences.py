@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings as hsettings
 from hypothesis import strategies as st
 
 from engine import TextError
-from engine.relate import default_encoder
-from engine.sentences import (MAX_CANDIDATES, cosine_cost, entropic_ot, measures,
+from engine.relation.relate import default_encoder
+from engine.relation.sentences import (MAX_CANDIDATES, cosine_cost, entropic_ot, measures,
                               parse_candidates, rank, rank_texts, sinkhorn_divergence)
 from sinkscope_app.examples import sentence_sets
 from viz import sentences as vsentences
@@ -166,7 +166,7 @@ def test_scatter_figure_structure():
 
 @pytest.mark.model
 def test_hostile_candidates_rank_with_finite_numbers_and_escaped_figures():
-    from tests.hostile import CASES
+    from tests.support.hostile import CASES
 
     enc = default_encoder()
     texts = [t for c in CASES for t in (c.a, c.b) if t.strip()]

@@ -25,11 +25,11 @@ import urllib3
 os.environ["SINKSCOPE_WARM_UP"] = "0"
 
 from engine import relate, settings  # noqa: E402
-from engine.client import EngineClient, EngineUnavailable, ModelInfo  # noqa: E402
+from engine.serving.client import EngineClient, EngineUnavailable, ModelInfo  # noqa: E402
 from engine.errors import ModelError, SettingsError, TextError  # noqa: E402
-from engine.export import relation_document, relation_from_dict  # noqa: E402
-from engine import wire  # noqa: E402
-from tests.server import free_port  # noqa: E402
+from engine.io.export import relation_document, relation_from_dict  # noqa: E402
+from engine.serving import wire  # noqa: E402
+from tests.support.server import free_port  # noqa: E402
 
 pytestmark = [pytest.mark.service, pytest.mark.slow, pytest.mark.model]
 
@@ -42,7 +42,7 @@ HTTP = urllib3.PoolManager(maxsize=16, retries=False, timeout=urllib3.Timeout(to
 @pytest.fixture(scope="module")
 def service():
     """Serve's app with two replicas on a local Ray instance; stopped after the module."""
-    from engine import service as svc
+    from engine.serving import service as svc
 
     port = free_port()
     with svc.local_ray(num_cpus=2):
@@ -57,7 +57,7 @@ def url(service) -> str:
 
 @pytest.fixture(scope="module")
 def encoder():
-    from engine.relate import default_encoder
+    from engine.relation.relate import default_encoder
 
     return default_encoder()
 
@@ -105,7 +105,7 @@ def test_client_imports_without_torch():
     import subprocess
     import sys
 
-    code = ("import sys; import engine.client, engine.wire, engine.export; "
+    code = ("import sys; import engine.serving.client, engine.serving.wire, engine.io.export; "
             "assert 'torch' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
@@ -152,18 +152,18 @@ def test_deploy_config_is_a_valid_serve_config():
     import yaml
     from ray.serve.schema import ServeDeploySchema
 
-    from tests.server import ROOT
+    from tests.support.server import ROOT
 
     config = yaml.safe_load((ROOT / "deploy" / "serve.yaml").read_text())
     schema = ServeDeploySchema.model_validate(config)
     (app,) = schema.applications
-    assert app.import_path == "engine.service:app"
+    assert app.import_path == "engine.serving.service:app"
     (dep,) = app.deployments
     assert dep.name == "Engine" and dep.ray_actor_options.num_gpus >= 1
     auto = dep.autoscaling_config
     assert auto["min_replicas"] >= 1 and auto["max_replicas"] > auto["min_replicas"]
     assert dep.max_ongoing_requests and dep.user_config["max_batch_size"] > 1
-    from engine import service as svc
+    from engine.serving import service as svc
 
     assert svc.app is not None
 
@@ -230,7 +230,7 @@ def test_served_texts_of_every_kind(url, encoder):
 
 def test_json_is_the_clis_document(url, capsys):
     """POST /v1/relate answers exactly what `python -m engine relate --json` prints."""
-    from engine.cli import main
+    from engine.io.cli import main
 
     assert main(["relate", A, B, "--layer", "5", "--head", "3", "--eps", "0.5",
                  "--half-steps", "50", "--json"]) == 0
@@ -448,8 +448,8 @@ def test_two_hundred_garbage_requests_in_a_burst(url, encoder):
 
 def test_lattice_served_equals_embedded(url, encoder):
     from engine import encode_texts, relate_encodings
-    from engine.frames import decode, encode, grid
-    from engine.lattice import relation_lattice
+    from engine.relation.frames import decode, encode, grid
+    from engine.relation.lattice import relation_lattice
 
     eps, steps = grid([0.1, 0.5, 1.0, 5.0], [1, 2, 3, 10, 40], max_half_steps=1000)
     r = relate_encodings(encode_texts(encoder, A, B, "separate"), layer=2, head=5)
@@ -468,7 +468,7 @@ def test_lattice_served_equals_embedded(url, encoder):
 
 
 def test_rank_served_equals_embedded(url, encoder):
-    from engine.sentences import rank_texts
+    from engine.relation.sentences import rank_texts
 
     cands = ["The river bank was muddy.", "She paid money into her account.", "Rain fell."]
     for eps in (1.0, 0.2):
@@ -499,7 +499,7 @@ def test_app_against_the_served_engine(url, monkeypatch):
     names it, the heads grid and the ε path come through the client."""
     from streamlit.testing.v1 import AppTest
 
-    from tests.server import ROOT
+    from tests.support.server import ROOT
 
     monkeypatch.setattr(settings, "CONFIG", settings.Config.from_env(
         {"SINKSCOPE_ENGINE": url, "SINKSCOPE_WARM_UP": "0"}))
@@ -520,7 +520,7 @@ def test_front_end_on_a_served_engine_never_imports_torch(url):
     import subprocess
     import sys
 
-    from tests.server import ROOT
+    from tests.support.server import ROOT
 
     code = f"""
 import os, sys
@@ -541,7 +541,7 @@ assert "torch" not in sys.modules and "ray" not in sys.modules
 def test_app_with_no_engine_shows_a_notice(monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    from tests.server import ROOT
+    from tests.support.server import ROOT
 
     dead = f"http://127.0.0.1:{free_port()}"
     monkeypatch.setattr(settings, "CONFIG", settings.Config.from_env(
@@ -558,7 +558,7 @@ def test_zz_stopped_service_is_unavailable_then_recovers(service, encoder, monke
     from streamlit.testing.v1 import AppTest
 
     from sinkscope_app.state import EPS_OPTIONS
-    from tests.server import ROOT
+    from tests.support.server import ROOT
 
     svc, url = service["svc"], service["url"]
     c = EngineClient(url, timeout=10)

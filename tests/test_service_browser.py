@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.engine_server import EngineProcess
-from tests.server import free_port, streamlit_server
+from tests.support.engine_server import EngineProcess
+from tests.support.server import free_port, streamlit_server
 from tests.test_browser import (TIMEOUT, VIEWPORT, choose_view, no_errors, titles, wait_idle,
                                 wait_js, wait_title)
 

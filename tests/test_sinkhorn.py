@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import SettingsError, sinkhorn, softmax_attention
-from engine.references import exact_plan, product
+from engine.solver.references import exact_plan, product
 
 EXAMPLES = int(os.environ.get("SINKSCOPE_FUZZ_EXAMPLES", "500"))
 

@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 from scipy.stats import spearmanr
 
 from engine import eps_path, project, relate_encodings, sinkhorn
-from engine.export import (marginals_csv, plans_csv, relation_from_dict, relation_to_dict,
+from engine.io.export import (marginals_csv, plans_csv, relation_from_dict, relation_to_dict,
                            to_npz)
-from engine.references import kl, mutual_information, product, zero_weight_mass
-from engine.summary import fmt, rows
+from engine.solver.references import kl, mutual_information, product, zero_weight_mass
+from engine.relation.summary import fmt, rows
 from engine.types import Encoding
 
 L, H, D = 2, 3, 4  # layers, heads, head size of the synthetic "model"
@@ -221,9 +221,9 @@ def test_engine_package_names_functions_and_torch_free_modules_stay_torch_free()
     import subprocess
     import sys
     code = ("import sys, warnings; warnings.simplefilter('error');"
-            "import engine.types, engine.summary, engine.export, engine.settings;"
+            "import engine.types, engine.relation.summary, engine.io.export, engine.settings;"
             "assert 'torch' not in sys.modules, 'torch imported';"
-            "import engine.relate, engine.sinkhorn, engine;"
+            "import engine.relation.relate, engine.solver.sinkhorn, engine;"
             "from engine import relate, sinkhorn;"
             "assert callable(engine.relate) and callable(engine.sinkhorn) and relate is engine.relate;"
             "assert engine.types.Relation is engine.Relation")

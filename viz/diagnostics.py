@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from engine.references import entropy as _entropy
+from engine.solver.references import entropy as _entropy
 from viz import theme as th
 from viz._data import as_array, as_plan, labels, limits
 from viz.heatmaps import axis_titles, default_height, map_trace

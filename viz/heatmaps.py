@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from engine import references
+from engine.solver import references
 from viz import theme as th
 from viz._data import as_array, as_plan, labels, limits, row_normalise, symmetric_limit
 

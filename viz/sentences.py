@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from engine.summary import fmt
+from engine.relation.summary import fmt
 from engine.types import Ranking
 from viz import theme as th
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from engine.summary import fmt, half_steps_text  # one number format everywhere
+from engine.relation.summary import fmt, half_steps_text  # one number format everywhere
 
 # Okabe–Ito palette (Okabe & Ito, "Color Universal Design", 2008).
 COLOR_A = "#0072B2"  # blue: text A, rows, queries

@@ -1,7 +1,7 @@
 """A client for the served engine: the same Relation as the embedded ``relate``, over HTTP.
 
 ```python
-from engine.client import EngineClient
+from engine.serving.client import EngineClient
 
 engine = EngineClient("http://127.0.0.1:8000")
 engine.health()                        # {"status": "ok", "device": "cpu", ...}
@@ -30,10 +30,12 @@ from urllib.parse import urlsplit
 import numpy as np
 import urllib3
 
-from . import errors, wire
-from .export import ranking_from_dict, relation_from_dict
-from .settings import DEFAULT_MODEL
-from .types import Ranking, Relation
+from .. import errors
+
+from . import wire
+from ..io.export import ranking_from_dict, relation_from_dict
+from ..settings import DEFAULT_MODEL
+from ..types import Ranking, Relation
 
 _ERRORS = {"TextError": errors.TextError, "SettingsError": errors.SettingsError,
            "ModelError": errors.ModelError}
@@ -129,7 +131,7 @@ class EngineClient:
 
     def relate(self, text_a: str, text_b: str | None = None, *, model: str = DEFAULT_MODEL,
                **settings: Any) -> Relation:
-        """``POST /v1/relate``: what :func:`engine.relate` returns for the same arguments
+        """``POST /v1/relate``: what :func:`engine.relation.relate` returns for the same arguments
         (layer, head, eps, half_steps, mode, weights, pool_words, tol)."""
         doc = self._call("POST", "/v1/relate",
                          {"text_a": text_a, "text_b": text_b, "model": model, **settings})
@@ -162,7 +164,7 @@ class EngineClient:
                 eps_values, steps, id: str = "", max_bytes: int = 3_000_000,
                 **view: Any) -> bytes | None:
         """``POST /v1/lattice``: the live sliders' frames for the relation of the same texts
-        and view (layer, head, mode, weights, pool_words), as :func:`engine.frames.encode`
+        and view (layer, head, mode, weights, pool_words), as :func:`engine.relation.frames.encode`
         packs them; None when they would take more than ``max_bytes``."""
         body = {"text_a": text_a, "text_b": text_b, "model": model, "id": id,
                 "eps_values": [float(e) for e in np.asarray(eps_values, float).ravel()],
@@ -178,7 +180,7 @@ class EngineClient:
 
     def rank(self, text_a: str, candidates, *, model: str = DEFAULT_MODEL,
              eps: float = 1.0) -> Ranking:
-        """``POST /v1/rank``: what :func:`engine.sentences.rank_texts` returns (candidates:
+        """``POST /v1/rank``: what :func:`engine.relation.sentences.rank_texts` returns (candidates:
         a list of texts, or one text with one candidate per line)."""
         if not isinstance(candidates, str):
             candidates = [str(c) for c in candidates]

@@ -24,7 +24,7 @@ import zlib
 import numpy as np
 
 from .summary import ZERO_MASS
-from .types import Lattice
+from ..types import Lattice
 
 MAGIC = b"SKL1"
 METRICS = ("softmax_col_err", "sinkhorn_row_err", "sinkhorn_col_err", "cost", "entropy",

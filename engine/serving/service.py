@@ -15,17 +15,17 @@ HTTP API (FastAPI, mounted with ``serve.ingress``; README, "HTTP API"):
 - ``GET /v1/models``: the allow-listed models (name, layers, heads, token limit).
 - ``POST /v1/relate``: ``{text_a, text_b, model, layer, head, eps, half_steps, mode,
   weights, pool_words, tol}`` → the document ``python -m engine relate ... --json`` prints
-  (:func:`engine.export.relation_document`); ``layer="all", head="all"`` is the heads grid.
+  (:func:`engine.io.export.relation_document`); ``layer="all", head="all"`` is the heads grid.
 - ``POST /v1/eps_path``: the same texts and view, with ``eps_values`` and ``half_steps``
   → the Sinkhorn plans along ε (:func:`engine.eps_path`).
 - ``POST /v1/lattice``: the same texts and view, with ``eps_values`` and ``steps`` → every
-  (ε, half-step) frame of the live sliders, packed for a browser (:mod:`engine.frames`).
+  (ε, half-step) frame of the live sliders, packed for a browser (:mod:`engine.relation.frames`).
 - ``POST /v1/rank``: ``{text_a, candidates, model, eps}`` → the Sentences view's ranking
   of the candidates by sentence similarity and by Sinkhorn divergence
-  (:func:`engine.sentences.rank`).
+  (:func:`engine.relation.sentences.rank`).
 - ``GET /v1/stats``: the answering replica's counters (batch sizes, cache).
 
-Answers are JSON, or NPZ with ``Accept: application/x-npz`` (:mod:`engine.wire`).
+Answers are JSON, or NPZ with ``Accept: application/x-npz`` (:mod:`engine.serving.wire`).
 Errors are ``{"error": {"type", "message"}}``: the engine's own messages with 422, malformed
 JSON 400, a body over ``SINKSCOPE_MAX_BODY`` 413 (checked before reading it), an unknown
 path 404, anything unexpected 500 (logged here, never a traceback on the wire).
@@ -35,7 +35,7 @@ document`` (see :func:`relation_answer`): ``_serve`` reads, checks, encodes (bat
 cached), runs the function off the event loop and writes the answer.
 
 Run it with ``python -m engine serve`` (a local Ray instance, loopback) or, on a cluster,
-``serve deploy deploy/serve.yaml`` (``import_path: engine.service:app``).
+``serve deploy deploy/serve.yaml`` (``import_path: engine.serving.service:app``).
 """
 
 # No ``from __future__ import annotations`` here: FastAPI reads the routes' annotations
@@ -61,18 +61,22 @@ from pydantic import BaseModel, ConfigDict, Field
 from ray import serve
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from . import frames, settings, wire
-from .encoder import CleanText, Encoder, allowed_models, clean_text
-from .errors import ModelError, SettingsError, SinkscopeError, TextError
-from .export import ranking_document, relation_document
-from .lattice import relation_lattice
-from .relate import check_mode, check_settings, eps_path, relate_batch, relate_encodings
-from .scores import check_layer_head
-from .sentences import measures, rank
-from .settings import (DEFAULT_EPS, DEFAULT_HALF_STEPS, DEFAULT_MODEL, DEFAULT_TOL,
+from ..relation import frames
+
+from .. import settings
+
+from . import wire
+from ..models.encoder import CleanText, Encoder, allowed_models, clean_text
+from ..errors import ModelError, SettingsError, SinkscopeError, TextError
+from ..io.export import ranking_document, relation_document
+from ..relation.lattice import relation_lattice
+from ..relation.relate import check_mode, check_settings, eps_path, relate_batch, relate_encodings
+from ..relation.scores import check_layer_head
+from ..relation.sentences import measures, rank
+from ..settings import (DEFAULT_EPS, DEFAULT_HALF_STEPS, DEFAULT_MODEL, DEFAULT_TOL,
                        MAX_CANDIDATES, WEIGHTS)
-from .sinkhorn import check_eps, check_half_steps
-from .types import Encoding
+from ..solver.sinkhorn import check_eps, check_half_steps
+from ..types import Encoding
 
 # A child of Serve's logger: messages land in the replica's log beside its access lines.
 log = logging.getLogger("ray.serve.sinkscope")
@@ -179,7 +183,7 @@ class EpsPathRequest(TextsRequest):
 class LatticeRequest(TextsRequest):
     """POST /v1/lattice: every frame of the live sliders for one layer and head."""
 
-    eps_values: Any = Field(description="The lattice's ε values (engine.frames.grid).")
+    eps_values: Any = Field(description="The lattice's ε values (engine.relation.frames.grid).")
     steps: Any = Field(description="The lattice's half-step counts, 1 first.")
     id: Any = Field("", description="A name the browser gives this lattice.")
     max_bytes: Any = Field(3_000_000, description="The largest payload wanted; above it the "
@@ -305,7 +309,7 @@ def relation_answer(encodings: tuple[Encoding, ...], req: RelateRequest, device)
 def relation_answers(items: list[tuple[tuple[Encoding, ...], RelateRequest]],
                      device) -> list:
     """POST /v1/relate for requests that arrived together: their problems solved in as few
-    batched calls as they allow (:func:`engine.relate.relate_batch`). Returns each
+    batched calls as they allow (:func:`engine.relation.relate.relate_batch`). Returns each
     request's document, or the SinkscopeError it raised."""
     out: list[Any] = [None] * len(items)
     jobs = []
@@ -801,7 +805,7 @@ def build(*, replicas: int = 1, gpus_per_replica: float = 0.0, cpus_per_replica:
     ).bind()
 
 
-# ``serve deploy deploy/serve.yaml`` imports this (import_path: engine.service:app); the
+# ``serve deploy deploy/serve.yaml`` imports this (import_path: engine.serving.service:app); the
 # file's ``deployments:`` section sets replicas, GPUs, autoscaling and user_config.
 app = Engine.bind()
 

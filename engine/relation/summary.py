@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .settings import DEFAULT_TOL
-from .types import Relation
+from ..settings import DEFAULT_TOL
+from ..types import Relation
 
 ZERO_MASS = 1e-12  # mass below this on weight-0 tokens is rounding, not a plan's choice
 

@@ -17,13 +17,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from . import references
-from .errors import SettingsError
+from ..solver import references
+from ..errors import SettingsError
 from .frames import grid  # noqa: F401  (re-exported: the frames a lattice holds)
 from .relate import _exact_cached, summary_of
-from .settings import DEFAULT_TOL
-from .sinkhorn import check_eps, check_half_steps, check_weights, sinkhorn, softmax_attention
-from .types import Lattice, Relation
+from ..settings import DEFAULT_TOL
+from ..solver.sinkhorn import check_eps, check_half_steps, check_weights, sinkhorn, softmax_attention
+from ..types import Lattice, Relation
 
 
 def lattice(S, a, b, eps, steps, *, tol: float = DEFAULT_TOL,

@@ -27,12 +27,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from . import settings
-from .encoder import Encoder, clean_text, pooled_mean, unit
-from .errors import TextError
-from .sinkhorn import check_eps, sinkhorn
-from .settings import MAX_CANDIDATES
-from .types import Encoding, Notice, Ranking
+from .. import settings
+from ..models.encoder import Encoder, clean_text, pooled_mean, unit
+from ..errors import TextError
+from ..solver.sinkhorn import check_eps, sinkhorn
+from ..settings import MAX_CANDIDATES
+from ..types import Encoding, Notice, Ranking
 HALF_STEPS = 10_000  # the most half-steps per solve (they stop early at TOL)
 TOL = 1e-5  # L1 marginal error; the values are then within ~1e-6
 BATCH = 16  # texts per forward pass

@@ -14,13 +14,15 @@ import threading
 import numpy as np
 import torch
 
-from . import references, settings
-from .encoder import Encoder, clean_text
-from .errors import SettingsError, SinkscopeError
+from ..solver import references
+
+from .. import settings
+from ..models.encoder import Encoder, clean_text
+from ..errors import SettingsError, SinkscopeError
 from .scores import Side, check_layer_head, scores, side, weights as make_weights
-from .settings import DEFAULT_EPS, DEFAULT_HALF_STEPS, DEFAULT_TOL, MODES, WEIGHTS
-from .sinkhorn import check_eps, check_half_steps, sinkhorn, softmax_attention, to_numpy
-from .types import Coupling, Encoding, History, Notice, Relation, Summary
+from ..settings import DEFAULT_EPS, DEFAULT_HALF_STEPS, DEFAULT_TOL, MODES, WEIGHTS
+from ..solver.sinkhorn import check_eps, check_half_steps, sinkhorn, softmax_attention, to_numpy
+from ..types import Coupling, Encoding, History, Notice, Relation, Summary
 
 POSITION_BIAS_NOTE = (
     "This model adds a relative position bias to its attention logits, b(j − i) between "
@@ -95,7 +97,7 @@ def relate(text_a: str, text_b: str | None = None, *, encoder: Encoder | None = 
         half_steps: Sinkhorn half-steps; 1 reproduces softmax exactly.
         mode: "separate" (each text in its own context; the paper's view), "joint" (one
             forward of the pair; the model's own A→B block) or "self" (A with itself).
-        weights: "content", "uniform" or "norm" (see :func:`engine.scores.weights`).
+        weights: "content", "uniform" or "norm" (see :func:`engine.relation.scores.weights`).
         pool_words: merge subwords into words (labels joined, vectors mean-pooled).
         tol: L1 marginal tolerance for "converged".
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .errors import ModelError
+from ..errors import ModelError
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from .errors import SettingsError
-from .settings import EPS_MAX, EPS_MIN, HALF_STEPS_CAP
-from .types import Coupling, History
+from ..errors import SettingsError
+from ..settings import EPS_MAX, EPS_MIN, HALF_STEPS_CAP
+from ..types import Coupling, History
 
 
 def _as_tensor(x: Any, *, dtype: torch.dtype | None = None, device=None) -> torch.Tensor:

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import SettingsError, TextError
-from .settings import WEIGHTS
-from .types import Encoding
+from ..errors import SettingsError, TextError
+from ..settings import WEIGHTS
+from ..types import Encoding
 
 
 

@@ -12,7 +12,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from tests.server import ROOT
+from tests.support.server import ROOT
 
 
 class EngineProcess:

@@ -1,8 +1,8 @@
 """Two small clouds of points in the plane, for the Learn walk-through.
 
 A cloud is a measure μ = Σᵢ aᵢ δ_{xᵢ} with xᵢ ∈ ℝ²; the walk-through relates cloud A to
-cloud B with the engine's own :func:`~engine.sinkhorn.softmax_attention` and
-:func:`~engine.sinkhorn.sinkhorn`, and with POT's ``ot.emd`` for exact transport.
+cloud B with the engine's own :func:`~engine.solver.sinkhorn.softmax_attention` and
+:func:`~engine.solver.sinkhorn.sinkhorn`, and with POT's ``ot.emd`` for exact transport.
 
 The cost. In the plane the natural cost is the squared distance, C = ½‖x − y‖² (near is
 cheap), i.e. scores S = −½‖x − y‖². Opened up,
@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import references
-from .errors import SettingsError
-from .sinkhorn import check_eps, sinkhorn, softmax_attention
-from .types import Coupling
+from ..solver import references
+from ..errors import SettingsError
+from ..solver.sinkhorn import check_eps, sinkhorn, softmax_attention
+from ..types import Coupling
 
 PRESETS = ("clusters", "outlier", "shifted", "unequal")
 COSTS = ("distance", "inner")  # −½‖x − y‖² and ⟨x, y⟩ as scores
@@ -170,7 +170,7 @@ def coupling(c: Clouds, eps: float = 1.0, cost: str = "distance", *,
     Returns:
         The :class:`Coupling` of the last solve: its plan, errors and ``converged`` are
         those of π_ε; its potentials, cost and entropy refer to the warmed scores
-        (use :func:`engine.references.cost` with :func:`scores` for ⟨C, π⟩).
+        (use :func:`engine.solver.references.cost` with :func:`scores` for ⟨C, π⟩).
     """
     eps = check_eps(eps)
     S = scores(c, cost)

@@ -1,19 +1,30 @@
-"""Command line: ``python -m engine relate "text A" "text B" [--json]``, ``serve`` and
-``warmup``."""
+"""Command line: ``python -m engine relate "text A" "text B" [--json]``, ``serve``,
+``warmup``, and the commands of the sub-packages that have one (``align``, ``lab``).
+
+A sub-package adds a command with a ``cli`` module of its own holding
+``add_parser(sub)``, which registers its sub-parser and sets ``run=`` (a function of the
+parsed arguments returning the exit status) as a default; that module imports nothing
+heavy at import time, so ``--help`` stays fast.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import json
 import os
 import sys
 
 import numpy as np
 
-from .errors import SinkscopeError
+from ..errors import SinkscopeError
 from .export import relation_to_dict
-from .settings import DEFAULT_EPS, DEFAULT_HALF_STEPS, MODES, WEIGHTS
-from .summary import half_steps_text, rows
+from ..settings import DEFAULT_EPS, DEFAULT_HALF_STEPS, MODES, WEIGHTS
+from ..relation.summary import half_steps_text, rows
+
+# Sub-packages whose ``cli`` module adds a command (see the module docstring).
+COMMANDS = ("engine.align.cli", "engine.lab.cli")
 
 
 def _layer_or_all(x: str) -> int | str:
@@ -64,6 +75,9 @@ def parser() -> argparse.ArgumentParser:
                    help="most requests encoded in one forward pass (default 16; 1: no batching)")
     s.add_argument("--batch-wait-ms", type=float, default=5.0,
                    help="how long a batch waits to fill, in ms (default 5)")
+    for name in COMMANDS:
+        if importlib.util.find_spec(name.rsplit(".", 1)[0]) and importlib.util.find_spec(name):
+            importlib.import_module(name).add_parser(sub)
     return p
 
 
@@ -101,16 +115,18 @@ def _matrix(P, ta, tb) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if getattr(args, "run", None) is not None:
+        return args.run(args)
     if args.command == "warmup":
         return _warmup()
     if args.command == "serve":
         return _serve(args)
-    from .relate import relate
+    from ..relation.relate import relate
 
     try:
         encoder = None
         if args.model:
-            from .encoder import Encoder
+            from ..models.encoder import Encoder
 
             encoder = Encoder.load(args.model)
         r = relate(args.text_a, args.text_b if args.text_b is not None else
@@ -135,7 +151,7 @@ def _serve(args) -> int:
     import time
 
     try:
-        from . import service
+        from ..serving import service
     except ImportError as e:
         print(f"error: the served engine needs Ray Serve ({e}). Install it with "
               "`pip install -e '.[serve]'` or run `make engine`.", file=sys.stderr)
@@ -191,8 +207,8 @@ def _warmup() -> int:
     """Load the model once and compile UMAP into numba's disk cache."""
     import time
 
-    from .projection import project, warm_up_umap
-    from .relate import relate
+    from ..relation.projection import project, warm_up_umap
+    from ..relation.relate import relate
 
     t = time.perf_counter()
     r = relate("The bank of the river.", "She sat on the river bank.")

@@ -6,9 +6,9 @@ import threading
 
 import numpy as np
 
-from . import settings  # noqa: F401  (sets NUMBA_THREADING_LAYER before umap loads numba)
-from .errors import SettingsError
-from .types import Projection, Relation
+from .. import settings
+from ..errors import SettingsError
+from ..types import Projection, Relation
 
 _umap_lock = threading.Lock()
 _cache_enabled = False
@@ -75,6 +75,7 @@ def pca(X: np.ndarray, dim: int) -> tuple[np.ndarray, float]:
 
 def _umap(X: np.ndarray, dim: int, seed: int) -> np.ndarray:
     """UMAP with settings that work on small clouds (see NOTES: n ≥ 4, spectral init)."""
+    settings.quiet_libraries()
     import umap
 
     warm_numba_cache()
@@ -95,6 +96,7 @@ def warm_numba_cache() -> None:
     global _cache_enabled
     if _cache_enabled:
         return
+    settings.quiet_libraries()
     import numba.core.registry
     import pynndescent  # noqa: F401
     import umap  # noqa: F401

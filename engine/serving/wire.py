@@ -1,8 +1,8 @@
 """The HTTP API's two encodings of one document: JSON, and NPZ for speed.
 
-A document is what :func:`engine.export.relation_document` returns: dicts, lists, strings,
+A document is what :func:`engine.io.export.relation_document` returns: dicts, lists, strings,
 numbers and numpy arrays. JSON (the default, for curl and any language) writes arrays as
-nested lists with null for non-finite numbers (:func:`engine.export.json_safe`). NPZ, asked
+nested lists with null for non-finite numbers (:func:`engine.io.export.json_safe`). NPZ, asked
 for with ``Accept: application/x-npz``, keeps the arrays as they are (float64, ±inf
 included; float64 arrays that hold float32 values, such as hidden states, as float32) and
 the rest of the document as JSON inside the archive. For the 6 × 12 heads grid of two
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .export import json_safe
+from ..io.export import json_safe
 
 JSON = "application/json"
 NPZ = "application/x-npz"

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .types import Coupling, History, Notice, Ranking, Relation, Summary
+from ..types import Coupling, History, Notice, Ranking, Relation, Summary
 
 SCHEMA = "sinkscope.relation/1"
 RANKING_SCHEMA = "sinkscope.ranking/1"
@@ -45,7 +45,7 @@ def relation_document(r: Relation, *, url: str = "") -> dict[str, Any]:
     """A Relation as one document of plain values and numpy arrays (the one schema).
 
     :func:`relation_to_dict` makes it JSON-safe (the CLI's ``--json``, the HTTP API's
-    body); the served engine also sends it as NPZ (``engine.wire``). Every field of the
+    body); the served engine also sends it as NPZ (``engine.serving.wire``). Every field of the
     Relation is there (``product`` is a ⊗ b and is rebuilt), so
     :func:`relation_from_dict` gives back an equal Relation from either form;
     ``versions`` says what computed it and ``url`` (when given) is the app's link to the

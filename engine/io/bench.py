@@ -1,4 +1,4 @@
-"""Benchmarks: ``python -m engine.bench [solver] [app] [--quick]`` (``make bench``).
+"""Benchmarks: ``python -m engine.io.bench [solver] [app] [--quick]`` (``make bench``).
 
 Every figure is a median over repeats measured in this run, printed beside a peer measured
 in the same run on the same inputs, so ratios stay meaningful on a noisy machine.
@@ -71,7 +71,7 @@ def solver_bench(quick: bool = False) -> list[dict]:
     """
     import ot
 
-    from .sinkhorn import sinkhorn
+    from ..solver.sinkhorn import sinkhorn
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     cases = [(72, 32), (72, 128), (1, 2048)]
@@ -113,7 +113,7 @@ def print_solver(rows: list[dict]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m engine.bench")
+    p = argparse.ArgumentParser(prog="python -m engine.io.bench")
     p.add_argument("sections", nargs="*", default=["solver"], help="solver")
     p.add_argument("--quick", action="store_true", help="fewer repeats")
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")

@@ -10,7 +10,7 @@ always allowed; the operator adds others with ``SINKSCOPE_MODELS`` (``name=folde
 separated by ``;``) or a JSON file named by ``SINKSCOPE_MODELS_FILE``. From Python,
 :meth:`Encoder.load` also takes a local folder.
 
-Queries and keys come from :mod:`engine.architectures` (BERT, RoBERTa / XLM-RoBERTa,
+Queries and keys come from :mod:`engine.models.architectures` (BERT, RoBERTa / XLM-RoBERTa,
 DistilBERT, MPNet); an architecture it does not know is refused with a message.
 """
 
@@ -27,11 +27,11 @@ from typing import NamedTuple, Sequence
 import numpy as np
 import torch
 
-from . import settings
+from .. import settings
 from .architectures import ARCHITECTURES, SUPPORTED, architecture_of, position_bias, queries_keys
-from .errors import ModelError, TextError
-from .settings import DEFAULT_MODEL
-from .types import Encoding
+from ..errors import ModelError, TextError
+from ..settings import DEFAULT_MODEL
+from ..types import Encoding
 
 
 def default_model_path() -> Path:
@@ -225,7 +225,7 @@ class Encoder:
     Attributes:
         name: the allow-list name (or the folder's path). device, dtype: where it runs.
         st: the ``SentenceTransformer``; model: its Hugging Face encoder; tokenizer.
-        arch: its :class:`~engine.architectures.Architecture`.
+        arch: its :class:`~engine.models.architectures.Architecture`.
         n_layers, n_heads, d_head: L, H, d_head. max_tokens: the token limit
         (``max_seq_length``, capped by the position table).
         pooling: the sentence-transformers pooling mode ("mean", "cls", …).
@@ -241,6 +241,7 @@ class Encoder:
         self.path = folder
         self.device = pick_device(device)
         self.dtype = dtype
+        settings.quiet_libraries()
         try:
             import transformers
 

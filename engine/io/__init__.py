@@ -1,0 +1,1 @@
+"""Input and output: exports and formats, the command line, benchmark helpers."""

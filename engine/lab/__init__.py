@@ -1,0 +1,1 @@
+"""The lab: measures in the plane and models trained on coupling systems."""

@@ -1,0 +1,1 @@
+"""The models: the allow-list, the encoder, and queries/keys per architecture."""

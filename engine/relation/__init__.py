@@ -1,0 +1,1 @@
+"""The relation pipeline: measures and weights, scores, relate, metrics, lattices."""

@@ -1,0 +1,1 @@
+"""Serving: the Ray Serve deployment, its schemas and routes, the client, the wire."""

@@ -1,0 +1,1 @@
+"""The solver: entropic transport (balanced, and relaxed marginals), references."""
