@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 from urllib.parse import urlencode
 
@@ -364,29 +365,7 @@ KEYS = ("learn_t", "learn_eps", "learn_cost", "learn_t5", "learn_plan6", "learn_
 
 
 # --------------------------------------------------------------------------- page helpers
-_KEYS_JS = """
-export default function ({ parentElement }) {
-  const doc = parentElement.ownerDocument;
-  if (doc.__sinkscopeLearnKeys) return;
-  doc.__sinkscopeLearnKeys = true;
-  // Widgets that use the arrow keys themselves keep them.
-  const own = 'input, textarea, select, [contenteditable="true"], [role="slider"], ' +
-    '[role="radio"], [role="radiogroup"], [role="tab"], [role="listbox"], ' +
-    '[role="combobox"], [role="option"], [role="spinbutton"], [role="menu"]';
-  doc.addEventListener("keydown", (ev) => {
-    if (ev.defaultPrevented || ev.altKey || ev.ctrlKey || ev.metaKey || ev.shiftKey) return;
-    if (ev.key !== "ArrowLeft" && ev.key !== "ArrowRight") return;
-    const focus = doc.activeElement;
-    if (focus && focus.closest && focus.closest(own)) return;
-    const key = ev.key === "ArrowLeft" ? "learn_back" : "learn_next";
-    const button = doc.querySelector(`.st-key-${key} button`);
-    if (button && !button.disabled) {
-      ev.preventDefault();
-      button.click();
-    }
-  });
-}
-"""
+_KEYS_JS = (Path(__file__).with_name("js") / "learn_keys.js").read_text(encoding="utf-8")
 
 
 def arrow_keys() -> None:

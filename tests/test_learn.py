@@ -201,7 +201,7 @@ def test_plan_and_bars_marks_too_much_and_left_alone():
     ticks = [t for t in fig.data if t.type == "scatter" and t.xaxis == "x2"]
     np.testing.assert_allclose(ticks[0].y, c.b)
     fig = vl.plan_and_bars(c.xa, c.a, c.xb, c.b, toy.coupling(c, 1.0).plan)
-    assert {t.name for t in fig.data if t.type == "bar" and len(t.x)} == {"on target"}
+    assert {t.name for t in fig.data if t.type == "bar" and len(t.x)} == {"just right"}
 
 
 def test_two_maps_share_one_colour_scale():

@@ -5,13 +5,15 @@ Pure builders: arrays in, ``go.Figure`` out. Every word a figure shows comes in 
 are escaped like every token. ``scale`` enlarges type, points and lines for a projector.
 
 Colours follow :mod:`viz.theme`: cloud A blue, cloud B orange, and the marginal bars
-vermillion (receives too much), sky blue (left alone) or grey (on target), as in the
+vermillion (receives too much), sky blue (left alone) or grey (just right), as in the
 Compare view.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
@@ -20,15 +22,10 @@ from viz import heatmaps, theme as th
 from viz._data import as_array, as_plan, labels as escaped, segments
 from viz.heatmaps import _classes, map_trace_dict
 
-WORDS = {
-    "cloud_a": "cloud A", "cloud_b": "cloud B", "mass": "mass", "zero": "weighs 0",
-    "receives_verb": "receives", "sends_verb": "sends", "weighs": "weighs",
-    "over": "too much", "under": "left alone", "on": "on target",
-    "plan": "plan", "exact": "exact plan (ot.emd)", "weight_tick": "its weight",
-    "received_title": "What each point of B receives", "sent_title": "What each point of A sends",
-    "attention": "attention received", "per_head": "one head", "coupling": "coupling",
-    "token": "token",
-}
+# The figures' default (English) words: the Learn page's own table, read from its
+# language file, so the page and the figures say the same thing (one source).
+_TEXT = Path(__file__).resolve().parent.parent / "sinkscope_app" / "text" / "learn.en.json"
+WORDS: dict[str, str] = json.loads(_TEXT.read_text(encoding="utf-8"))["words"]
 N_LINE_BINS = 8
 _CLASS_KEYS = ("over", "under", "on")
 _CLASS_COLORS = (th.COLOR_OVER, th.COLOR_UNDER, th.COLOR_MATCH)
