@@ -24,8 +24,8 @@ from engine.io.export import marginals_csv, plans_csv, to_npz
 from sinkscope_app import (compute, examples, live, metrics, outage, present, report, scrub,
                            views)
 from sinkscope_app.state import (DEFAULTS, EPS_OPTIONS, HALF_STEP_OPTIONS, IMAGE_FORMATS,
-                                 KEYS, MODES, VIEWS, WEIGHTS, example_values, parse_query,
-                                 to_query, valid_text)
+                                 KEYS, MODES, VIEWS, WEIGHTS, cut_text, example_values,
+                                 parse_query, to_query, valid_text)
 
 log = logging.getLogger("sinkscope.app")
 # A presentation link (?present=on) opens with the sidebar folded away, as Learn's does.
@@ -110,9 +110,15 @@ if "_pending_lh" in ss:  # a click on the All heads grid
     ss["layer"], ss["head"] = ss.pop("_pending_lh")
 if "_pending_state" in ss:  # a view set sidebar controls (Sentences: text B, example set)
     ss.update(ss.pop("_pending_state"))
-for k in ("a", "b"):  # text that cannot be sent to a browser (lone surrogates)
-    if ss.get(k) != (clean := valid_text(ss.get(k))):
+# Texts that cannot be sent to a browser (lone surrogates) are mended, and a paste longer
+# than the limit is cut to it with a notice (the boxes have no max_chars: Streamlit's
+# browser side drops a whole paste that is too long, without a word).
+for k, name in (("a", "Text A"), ("b", "Text B")):
+    clean, notice = cut_text(valid_text(ss.get(k)), name, "as typed or pasted")
+    if ss.get(k) != clean:
         ss[k] = clean
+    if notice:
+        ss.setdefault("_notices", []).append(notice)
 ss["layer"] = min(max(int(ss["layer"]), 0), enc.n_layers - 1)
 if ss["head"] != "mean" and not 0 <= int(ss["head"]) < enc.n_heads:
     ss["head"] = "mean"
@@ -133,12 +139,13 @@ with st.sidebar:
     ex_opts = {**{k: v["title"] for k, v in EXAMPLES.items()}, "custom": "Your own texts"}
     st.selectbox("Example", list(ex_opts), format_func=ex_opts.get, key="ex",
                  on_change=on_example)
-    st.text_area("Text A (queries)", key="a", max_chars=settings.CONFIG.max_chars, height=90,
-                 on_change=on_text, help="Rows of every map. Press Ctrl+Enter or click "
-                 "outside the box to apply.")
-    st.text_area("Text B (keys)", key="b", max_chars=settings.CONFIG.max_chars, height=90,
-                 on_change=on_text, disabled=ss["mode"] == "self",
-                 help="Columns of every map. Not used in self mode.")
+    limit = f"at most {settings.CONFIG.max_chars:,} characters (a longer paste is cut)"
+    st.text_area("Text A (queries)", key="a", height=90, on_change=on_text,
+                 help=f"Rows of every map; {limit}. Press Ctrl+Enter or click outside the "
+                 "box to apply.")
+    st.text_area("Text B (keys)", key="b", height=90, on_change=on_text,
+                 disabled=ss["mode"] == "self",
+                 help=f"Columns of every map; {limit}. Not used in self mode.")
     note = EXAMPLES.get(ss["ex"], {}).get("note")
     if note:
         st.caption(note)
@@ -171,7 +178,7 @@ with st.sidebar:
                f"{enc.max_tokens} tokens), ε {cfg.eps_min:g}–{cfg.eps_max:g}, up to "
                f"{cfg.max_half_steps:,} half-steps. Engine: {compute.engine_label(enc)}.")
 
-for w in ss.pop("_url_warnings", []):
+for w in [*ss.pop("_url_warnings", []), *ss.pop("_notices", [])]:
     st.warning(w)
 
 text_a, mode = ss["a"], ss["mode"]

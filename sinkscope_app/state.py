@@ -130,6 +130,24 @@ def valid_text(text: object) -> str:
         if any("\ud800" <= ch <= "\udfff" for ch in text) else text
 
 
+def cut_text(text: str, name: str, where: str, limit: int | None = None
+             ) -> tuple[str, str | None]:
+    """``text`` cut to the character limit, and the notice that says so (None if uncut).
+
+    Args:
+        text: a text from a box, a paste or a link.
+        name: what it is, as the page names it ("Text A").
+        where: where it came from ("in the link", "pasted").
+        limit: the most characters kept (``SINKSCOPE_MAX_CHARS`` by default).
+    """
+    limit = settings.CONFIG.max_chars if limit is None else limit
+    if len(text) <= limit:
+        return text, None
+    return text[:limit], (f"{name} {where} had {len(text):,} characters; only the first "
+                          f"{limit:,} are kept (SINKSCOPE_MAX_CHARS): relate the rest "
+                          "in parts.")
+
+
 def _first(v: Any) -> str:
     if isinstance(v, (list, tuple)):
         v = v[-1] if v else ""
@@ -202,12 +220,10 @@ def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
             warn(f"Unknown example set {p['sset'][:40]!r} in the link; ignored.")
     for key, name in (("a", "Text A"), ("b", "Text B"), ("cands", "The candidates")):
         if key in p:
-            text = valid_text(p[key])
-            if len(text) > limits.max_chars:
-                warn(f"{name} in the link had {len(text):,} characters; only the first "
-                     f"{limits.max_chars:,} are kept (SINKSCOPE_MAX_CHARS).")
-                text = text[: limits.max_chars]
-            v[key] = text
+            v[key], notice = cut_text(valid_text(p[key]), name, "in the link",
+                                      limits.max_chars)
+            if notice:
+                warn(notice)
     if ("a" in p or "b" in p) and "ex" not in p:
         v["ex"] = "custom"
     sets = sentence_sets()

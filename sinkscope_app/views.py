@@ -26,7 +26,7 @@ from . import compute, examples
 from .about import ABOUT
 from .live import chart as live_chart
 from .state import (CSCALES, CVIEWS, EDGES_MAX, GRAPH_WHICH, GRID_PLANS, GRID_RANKS,
-                    GRID_VALUES, METHODS, SPACES, TOPK_MAX)
+                    GRID_VALUES, METHODS, SPACES, TOPK_MAX, cut_text)
 
 
 @dataclass(frozen=True)
@@ -357,9 +357,14 @@ def render_sentences(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Fig
                    "measure's **barycenter**; the Sinkhorn divergence compares the whole "
                    "measures (cost 1 − cos, ε from the slider). Text A is the sidebar's.")
     with c2:
+        ss["cands"], notice = cut_text(str(ss.get("cands", "")), "The candidates",
+                                       "as typed or pasted")
+        if notice:
+            st.warning(notice)
         st.text_area(f"Candidates, one per line (at most {MAX_CANDIDATES})", key="cands",
-                     height=170, max_chars=settings.CONFIG.max_chars, on_change=_edited_cands,
-                     help="Press Ctrl+Enter or click outside the box to rank them.")
+                     height=170, on_change=_edited_cands,
+                     help=f"At most {settings.CONFIG.max_chars:,} characters (a longer "
+                     "paste is cut). Press Ctrl+Enter or click outside the box to rank them.")
     eps = float(ss["eps"])
     with st.spinner("Encoding the candidates and solving three transport problems each…"):
         rk = compute.ranking(ctx.model, ctx.a, ss["cands"], eps)

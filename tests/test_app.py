@@ -545,3 +545,34 @@ def test_presentation_mode_renders_every_view():
         ok(at)
         for fig in figures(at):
             assert fig["layout"]["font"]["size"] >= 18, view
+
+
+# ----------------------------------------------------------------------------- a new user's trips
+
+PASTE = ("The river bank was quiet after the flood, and the boats stayed moored. " * 400)
+
+
+def test_a_paste_over_the_limit_is_cut_with_a_notice(default_app):
+    """A paste longer than the limit keeps its first SINKSCOPE_MAX_CHARS characters and
+    says so (the browser's max_chars used to drop the whole paste without a word)."""
+    paste = PASTE[:24_285]
+    at = default_app.sidebar.text_area(key="a").input(paste).run()
+    ok(at)
+    assert at.session_state["a"] == paste[: LIMITS.max_chars]
+    assert at.session_state["ex"] == "custom"
+    notes = [w.value for w in at.warning if "Text A as typed or pasted" in w.value]
+    assert notes and f"24,285 characters; only the first {LIMITS.max_chars:,}" in notes[0]
+    assert at.sidebar.text_area(key="a").value == paste[: LIMITS.max_chars]
+    at.run()  # said once, not on every later run
+    assert not [w for w in at.warning if "as typed or pasted" in w.value]
+
+
+def test_a_paste_of_candidates_over_the_limit_is_cut_with_a_notice():
+    at = run({"view": "sentences"})
+    paste = "A man deposited his money at the bank.\nThe shore of a river.\n" + \
+        ("A long candidate about rivers and money. " * 600)[:20_940]
+    at.text_area(key="cands").input(paste).run()
+    ok(at)
+    assert at.session_state["cands"] == paste[: LIMITS.max_chars]
+    assert any(f"The candidates as typed or pasted had {len(paste):,} characters" in w.value
+               for w in at.warning)
