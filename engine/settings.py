@@ -155,3 +155,207 @@ class Config:
 
 
 CONFIG = Config.from_env()
+
+
+# --------------------------------------------------------------------------- one relation
+def _setting(default, doc: str, **limits):
+    """A :class:`Settings` field: its default, what it means, and its limits (``ge``,
+    ``le``, ``gt``: numbers; ``choices``: the words it may be), which the HTTP schemas
+    (``engine.serving.schemas``) and the checks below both read."""
+    from dataclasses import field
+
+    return field(default=default, metadata={"doc": doc, **limits})
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The settings of one relation: which scores, which measures, which solve.
+
+    ``relate(text_a, text_b, settings=...)`` (or the same names as keyword arguments), the
+    ``Relation`` it returns (``Relation.settings``), the HTTP API's request bodies, the
+    command line's flags and the app's URL read these fields; their defaults and limits
+    are defined here once.
+
+    Attributes:
+        layer: layer index (negative counts from the end) or "all" (with head "all").
+        head: head index, "mean" (scores averaged over heads) or "all".
+        eps: entropy ε > 0 of the Sinkhorn problem and the softmax temperature.
+        half_steps: Sinkhorn half-steps t ≥ 1; t = 1 is diag(a)·softmax(S/ε).
+        mode: "separate", "joint" or "self" (:data:`MODES`).
+        weights: the atoms' weights a and b: "content", "uniform" or "norm" (:data:`WEIGHTS`).
+        pool_words: merge subwords into words.
+        tol: L1 marginal tolerance for "converged".
+        model: the allow-listed model's name.
+    """
+
+    layer: int | str = _setting(-1, "Layer index (negative from the end) or \"all\".",
+                                choices=("all",))
+    head: int | str = _setting("mean", "Head index, \"mean\" or \"all\" (with layer \"all\": "
+                               "the heads grid).", choices=("mean", "all"))
+    eps: float = _setting(DEFAULT_EPS, "Entropy ε > 0 (1 = the model's softmax).",
+                          ge=EPS_MIN, le=EPS_MAX)
+    half_steps: int = _setting(DEFAULT_HALF_STEPS, "Sinkhorn half-steps (1 = softmax).",
+                               ge=1, le=HALF_STEPS_CAP)
+    mode: str = _setting("separate", "separate, joint or self.", choices=tuple(MODES))
+    weights: str = _setting("content", "content, uniform or norm.", choices=tuple(WEIGHTS))
+    pool_words: bool = _setting(False, "Merge subwords into words.")
+    tol: float = _setting(DEFAULT_TOL, "L1 marginal tolerance for \"converged\".", gt=0)
+    model: str = _setting(DEFAULT_MODEL, "An allow-listed model (GET /v1/models).")
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The fields' names, in order."""
+        from dataclasses import fields
+
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def of(cls, settings: "Settings | Mapping | None" = None, **overrides) -> "Settings":
+        """``settings`` (a Settings, a mapping of fields, or None for the defaults) with
+        ``overrides``; a SettingsError names an unknown field (nothing is checked else)."""
+        base = settings if isinstance(settings, Settings) else cls.from_dict(settings or {})
+        if not overrides:
+            return base
+        cls._known(overrides)
+        from dataclasses import replace
+
+        return replace(base, **overrides)
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "Settings":
+        """The Settings a :meth:`to_dict` mapping describes; missing fields take their
+        defaults, an unknown one is a SettingsError. Values are taken as they are
+        (:meth:`check` says whether they are allowed). Torch-free."""
+        if not isinstance(d, Mapping):
+            raise _settings_error(f"Settings must be a mapping of {', '.join(cls.names())}; "
+                                  f"got {type(d).__name__}.")
+        cls._known(d)
+        return cls(**dict(d))
+
+    def to_dict(self) -> dict:
+        """The fields as a plain dict (JSON-safe: numbers, words, booleans)."""
+        return {k: getattr(self, k) for k in self.names()}
+
+    def replace(self, **changes) -> "Settings":
+        """A copy with ``changes`` (unknown fields: SettingsError)."""
+        return Settings.of(self, **changes)
+
+    def check(self) -> "Settings":
+        """The settings checked and normalised (ε a float, half-steps an int, layer and
+        head ints or words), or a SettingsError saying what to change. Layer and head are
+        checked against a model's shape where the model is known
+        (:func:`engine.relation.scores.check_layer_head`)."""
+        return Settings(**{k: check_setting(k, getattr(self, k)) for k in self.names()})
+
+    @property
+    def relation(self) -> dict:
+        """The fields that shape a relation of given encodings (all but ``model``)."""
+        return {k: v for k, v in self.to_dict().items() if k != "model"}
+
+    @classmethod
+    def _known(cls, d: Mapping) -> None:
+        unknown = [k for k in d if k not in cls.names()]
+        if unknown:
+            raise _settings_error(f"Unknown setting {', '.join(map(repr, unknown[:5]))}: the "
+                                  f"settings are {', '.join(cls.names())}.")
+
+
+def _settings_error(message: str) -> Exception:
+    from .errors import SettingsError
+
+    return SettingsError(message)
+
+
+def _short(v, n: int = 60) -> str:
+    s = repr(v)
+    return s if len(s) <= n else s[:n] + "…"
+
+
+def check_eps(eps) -> float:
+    """ε as a float in [EPS_MIN, EPS_MAX], or a SettingsError saying what to change."""
+    try:
+        eps = float(eps)
+    except (TypeError, ValueError):
+        raise _settings_error(f"ε must be a number, got {_short(eps)}.") from None
+    if not math.isfinite(eps) or eps <= 0:
+        raise _settings_error(f"ε must be a finite number > 0, got {eps}; try ε = 1.")
+    if not EPS_MIN <= eps <= EPS_MAX:
+        raise _settings_error(f"ε must lie in [{EPS_MIN:g}, {EPS_MAX:g}], got {eps:g}.")
+    return eps
+
+
+def check_half_steps(half_steps) -> int:
+    """The half-step count as an int in [1, HALF_STEPS_CAP], or a SettingsError."""
+    import numbers
+
+    if isinstance(half_steps, bool) or not isinstance(half_steps, numbers.Integral):
+        if isinstance(half_steps, float) and half_steps.is_integer():
+            half_steps = int(half_steps)
+        else:
+            raise _settings_error(f"half_steps must be a whole number ≥ 1, got "
+                                  f"{_short(half_steps)}.")
+    if half_steps < 1:
+        raise _settings_error(f"half_steps must be ≥ 1 (1 = softmax), got {half_steps}.")
+    if half_steps > HALF_STEPS_CAP:
+        raise _settings_error(f"half_steps must be at most {HALF_STEPS_CAP:,}, got "
+                              f"{half_steps:,}.")
+    return int(half_steps)
+
+
+def _check_index(name: str, words: tuple[str, ...]):
+    def check(v):
+        if isinstance(v, str) and v in words:
+            return v
+        try:
+            i = int(v)
+        except (TypeError, ValueError, OverflowError):  # OverflowError: ±inf
+            i = None
+        if i is None or (isinstance(v, float) and not v.is_integer()):
+            shown = " or ".join(f'"{w}"' for w in words)
+            raise _settings_error(f"{name} must be a whole number (negative counts from the "
+                                  f"end) or {shown}, got {_short(v)}.")
+        return i
+    return check
+
+
+def _check_choice(name: str, choices) -> object:
+    def check(v):
+        if not isinstance(v, str) or v not in choices:
+            raise _settings_error(f"{name} must be one of {', '.join(choices)}; got {_short(v)}.")
+        return v
+    return check
+
+
+def _check_bool(v) -> bool:
+    if not isinstance(v, bool):
+        raise _settings_error(f"pool_words must be true or false, got {_short(v)}.")
+    return v
+
+
+def _check_tol(v) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
+        raise _settings_error(f"tol must be a number > 0, got {_short(v)}.")
+    return float(v)
+
+
+def _check_model(v) -> str:
+    if not isinstance(v, str) or not v.strip():
+        raise _settings_error(f"model must be a model's name (GET /v1/models), got {_short(v)}.")
+    return v
+
+
+_CHECKS = {"layer": _check_index("layer", ("all",)),
+           "head": _check_index("head", ("mean", "all")), "eps": check_eps,
+           "half_steps": check_half_steps, "mode": _check_choice("mode", tuple(MODES)),
+           "weights": _check_choice("weights", tuple(WEIGHTS)), "pool_words": _check_bool,
+           "tol": _check_tol, "model": _check_model}
+
+
+def check_setting(name: str, value):
+    """One field of :class:`Settings` checked and normalised, or a SettingsError whose
+    message says what to change (the same message the engine, the command line and the
+    HTTP API give)."""
+    if name not in _CHECKS:
+        raise _settings_error(f"Unknown setting {name!r}: the settings are "
+                              f"{', '.join(Settings.names())}.")
+    return _CHECKS[name](value)

@@ -255,6 +255,17 @@ class Relation:
         at half-step 1)."""
         return self.coupling.plan
 
+    @property
+    def settings(self) -> "Settings":
+        """The :class:`engine.settings.Settings` this relation was computed with (layer and
+        head as the model numbers them; ``relate(..., settings=r.settings)`` recomputes it)."""
+        from .settings import Settings
+
+        return Settings(layer=self.layer, head=self.head, eps=self.eps,
+                        half_steps=self.half_steps, mode=self.mode, weights=self.weights,
+                        pool_words=self.pool_words, tol=float(self.coupling.tol),
+                        model=self.model or Settings().model)
+
 
 @dataclass(frozen=True)
 class Projection:

@@ -20,8 +20,8 @@ from .. import settings
 from ..models.encoder import Encoder, clean_text
 from ..errors import SettingsError, SinkscopeError
 from .scores import Side, check_layer_head, scores, side, weights as make_weights
-from ..settings import DEFAULT_EPS, DEFAULT_HALF_STEPS, DEFAULT_TOL, MODES, WEIGHTS
-from ..solver.sinkhorn import check_eps, check_half_steps, sinkhorn, softmax_attention, to_numpy
+from ..settings import DEFAULT_MODEL, Settings, check_setting
+from ..solver.sinkhorn import check_eps, sinkhorn, softmax_attention, to_numpy
 from ..types import Coupling, Encoding, History, Notice, Relation, Summary
 
 POSITION_BIAS_NOTE = (
@@ -64,24 +64,12 @@ def encode_texts(encoder: Encoder | None, text_a: str, text_b: str | None,
 
 
 def check_mode(mode: str) -> str:
-    if not isinstance(mode, str) or mode not in MODES:
-        raise SettingsError(f"mode must be one of {', '.join(MODES)}; got {mode!r}.")
-    return mode
-
-
-def check_settings(eps: float, half_steps: int, mode: str, weights: str) -> tuple[float, int]:
-    """Check the per-relation settings once; returns (ε, half-steps) normalised."""
-    check_mode(mode)
-    if not isinstance(weights, str) or weights not in WEIGHTS:
-        raise SettingsError(f"weights must be one of {', '.join(WEIGHTS)}; got {weights!r}.")
-    return check_eps(eps), check_half_steps(half_steps)
+    """The mode, or a SettingsError naming the modes."""
+    return check_setting("mode", mode)
 
 
 def relate(text_a: str, text_b: str | None = None, *, encoder: Encoder | None = None,
-           layer: int | str = -1, head: int | str = "mean", eps: float = DEFAULT_EPS,
-           half_steps: int = DEFAULT_HALF_STEPS, mode: str = "separate",
-           weights: str = "content", pool_words: bool = False,
-           tol: float = DEFAULT_TOL) -> Relation:
+           settings: Settings | None = None, **overrides) -> Relation:
     """Relate two texts: softmax attention and the Sinkhorn coupling at one setting.
 
     Texts are measures μ = Σ a_i δ_{x_i}, ν = Σ b_j δ_{y_j}; scores S = Q(μ,x) K(ν,y)ᵀ/√d,
@@ -90,7 +78,10 @@ def relate(text_a: str, text_b: str | None = None, *, encoder: Encoder | None = 
     Args:
         text_a: the text whose queries attend (rows).
         text_b: the text whose keys are attended (columns); ignored in ``self`` mode.
-        encoder: an :class:`Encoder`; the packaged model by default.
+        encoder: an :class:`Encoder`; by default the packaged model, or the allow-listed
+            model that ``settings.model`` names (loaded once per process).
+        settings: a :class:`engine.settings.Settings` (the defaults when None); its fields
+            may also be given, or overridden, as keyword arguments:
         layer: layer index (negative counts from the end) or "all" (with head="all").
         head: head index, "mean" (scores averaged over heads) or "all".
         eps: entropy ε > 0 (and softmax temperature); 1 is the model's own softmax.
@@ -100,31 +91,37 @@ def relate(text_a: str, text_b: str | None = None, *, encoder: Encoder | None = 
         weights: "content", "uniform" or "norm" (see :func:`engine.relation.scores.weights`).
         pool_words: merge subwords into words (labels joined, vectors mean-pooled).
         tol: L1 marginal tolerance for "converged".
+        model: the model's name, used when no ``encoder`` is given.
 
     Returns:
-        A :class:`Relation` (numpy arrays). Raises a ``SinkscopeError`` (a ValueError)
-        whose message says what to change.
+        A :class:`Relation` (numpy arrays; ``Relation.settings`` are the settings used).
+        Raises a ``SinkscopeError`` (a ValueError) whose message says what to change.
     """
-    eps, half_steps = check_settings(eps, half_steps, mode, weights)
-    encodings = encode_texts(encoder, text_a, text_b, mode)
-    return _relate(encodings, layer, head, eps, half_steps, mode, weights, pool_words, tol)
+    s = Settings.of(settings, **overrides).check()
+    if encoder is None and s.model != DEFAULT_MODEL:
+        encoder = _encoder_named(s.model)
+    encodings = encode_texts(encoder, text_a, text_b, s.mode)
+    return _relate(encodings, s)
 
 
-def relate_encodings(encodings: tuple[Encoding, ...], *, layer: int | str = -1,
-                     head: int | str = "mean", eps: float = DEFAULT_EPS,
-                     half_steps: int = DEFAULT_HALF_STEPS, mode: str = "separate",
-                     weights: str = "content", pool_words: bool = False,
-                     tol: float = DEFAULT_TOL, device: str | torch.device | None = None
-                     ) -> Relation:
+def relate_encodings(encodings: tuple[Encoding, ...], *, settings: Settings | None = None,
+                     device: str | torch.device | None = None, **overrides) -> Relation:
     """:func:`relate` on encodings from :func:`encode_texts` (no model call).
 
-    ``device``: where softmax and Sinkhorn run. None or "cpu": float64 on the CPU (the
-    default); an accelerator ("cuda", "cuda:1", "mps"): float32 there, with the solver's
-    log-domain fallback; the results come back as float64 numpy arrays either way.
+    ``settings`` and keyword arguments as for :func:`relate` (``model`` is the encodings'
+    own). ``device``: where softmax and Sinkhorn run. None or "cpu": float64 on the CPU
+    (the default); an accelerator ("cuda", "cuda:1", "mps"): float32 there, with the
+    solver's log-domain fallback; the results come back as float64 numpy arrays either way.
     """
-    eps, half_steps = check_settings(eps, half_steps, mode, weights)
-    return _relate(encodings, layer, head, eps, half_steps, mode, weights, pool_words, tol,
-                   device)
+    return _relate(encodings, Settings.of(settings, **overrides).check(), device)
+
+
+def _encoder_named(name: str) -> Encoder:
+    """An allow-listed model by name, loaded once per process."""
+    with _default_lock:
+        if name not in _default:
+            _default[name] = Encoder.load(name)
+        return _default[name]
 
 
 def _on(x: np.ndarray, device) -> torch.Tensor:
@@ -148,18 +145,17 @@ def _host(c):
     return type(c)(**f64, history=h)
 
 
-def _relate(encodings, layer, head, eps, half_steps, mode, weights, pool_words,
-            tol, device=None) -> Relation:
+def _relate(encodings, s: Settings, device=None) -> Relation:
     """:func:`relate_encodings` on checked settings."""
-    p = _prepare(encodings, layer, head, eps, half_steps, mode, weights, pool_words, tol)
+    p = _prepare(encodings, s)
     return _finish(p, *_solve([p], device)[0])
 
 
 def relate_batch(jobs, *, device: str | torch.device | None = None) -> list:
     """:func:`relate_encodings` for many requests at once, as a server batches them.
 
-    ``jobs``: a sequence of (encodings, settings) with the keyword arguments of
-    :func:`relate_encodings` in ``settings``. Requests whose problems share a shape, their
+    ``jobs``: a sequence of (encodings, settings), each settings a
+    :class:`engine.settings.Settings` or a dict of its fields. Requests whose problems share a shape, their
     weights a and b, half-steps, tolerance and recorded steps (the same texts at other
     values of ε, another head) are solved in one batched softmax and Sinkhorn call:
     solving at ε on S is solving at ε = 1 on S/ε. Each result equals its own
@@ -171,14 +167,8 @@ def relate_batch(jobs, *, device: str | torch.device | None = None) -> list:
     groups: dict[tuple, list[int]] = {}
     problems: dict[int, _Problem] = {}
     for i, (encodings, kw) in enumerate(jobs):
-        kw = {**dict(layer=-1, head="mean", eps=DEFAULT_EPS, half_steps=DEFAULT_HALF_STEPS,
-                     mode="separate", weights="content", pool_words=False, tol=DEFAULT_TOL),
-              **kw}
         try:
-            eps, half_steps = check_settings(kw["eps"], kw["half_steps"], kw["mode"],
-                                             kw["weights"])
-            p = _prepare(encodings, kw["layer"], kw["head"], eps, half_steps, kw["mode"],
-                         kw["weights"], kw["pool_words"], kw["tol"])
+            p = _prepare(encodings, Settings.of(kw).check())
         except SinkscopeError as e:
             out[i] = e
             continue
@@ -192,18 +182,12 @@ def relate_batch(jobs, *, device: str | torch.device | None = None) -> list:
 
 @dataclasses.dataclass(frozen=True)
 class _Problem:
-    """A relation before its softmax and Sinkhorn: checked settings, atoms, weights a (n,)
-    and b (m,), scores S (..., n, m) float64, and the half-steps to record."""
+    """A relation before its softmax and Sinkhorn: checked settings (layer and head
+    normalised to the model), atoms, weights a (n,) and b (m,), scores S (..., n, m)
+    float64, and the half-steps to record."""
 
     encodings: tuple
-    layer: int | str
-    head: int | str
-    eps: float
-    half_steps: int
-    mode: str
-    weights: str
-    pool_words: bool
-    tol: float
+    settings: Settings
     sa: Side
     sb: Side
     model_attention: np.ndarray | None
@@ -215,16 +199,29 @@ class _Problem:
     record: tuple | None
 
     @property
+    def eps(self) -> float:
+        return self.settings.eps
+
+    @property
+    def half_steps(self) -> int:
+        return self.settings.half_steps
+
+    @property
+    def tol(self) -> float:
+        return self.settings.tol
+
+    @property
     def group_key(self) -> tuple:
         """Problems with equal keys are solved in one batched call."""
         return (self.S.shape, self.half_steps, float(self.tol), self.record,
                 self.a.tobytes(), self.b.tobytes())
 
 
-def _prepare(encodings, layer, head, eps, half_steps, mode, weights, pool_words,
-             tol) -> _Problem:
+def _prepare(encodings, s: Settings) -> _Problem:
     first = encodings[0]
-    layer, head = check_layer_head(layer, head, first.n_layers, first.n_heads)
+    layer, head = check_layer_head(s.layer, s.head, first.n_layers, first.n_heads)
+    s = dataclasses.replace(s, layer=layer, head=head, model=first.model)
+    mode, weights, pool_words, half_steps = s.mode, s.weights, s.pool_words, s.half_steps
     sa, sb, model_att = _sides(encodings, mode, pool_words, layer, head)
     wl = layer if isinstance(layer, int) else -1
     a = make_weights(sa, weights, layer=wl, name="Text A")
@@ -235,10 +232,8 @@ def _prepare(encodings, layer, head, eps, half_steps, mode, weights, pool_words,
     if bias is not None:  # the model's own logits: QKᵀ/√d + its position bias
         S = S + _head_bias(bias, layer, head)
     record = None if layer == "all" else tuple(int(t) for t in history_steps(half_steps, S.size))
-    return _Problem(encodings=encodings, layer=layer, head=head, eps=eps,
-                    half_steps=half_steps, mode=mode, weights=weights, pool_words=pool_words,
-                    tol=tol, sa=sa, sb=sb, model_attention=model_att, qa=qa, kb=kb, a=a, b=b,
-                    S=S, record=record)
+    return _Problem(encodings=encodings, settings=s, sa=sa, sb=sb,
+                    model_attention=model_att, qa=qa, kb=kb, a=a, b=b, S=S, record=record)
 
 
 def _solve(problems: list[_Problem], device) -> list[tuple[np.ndarray, Coupling]]:
@@ -286,7 +281,8 @@ def _at_eps(c: Coupling, eps: float) -> Coupling:
 
 def _finish(p: _Problem, attention: np.ndarray, coupling: Coupling) -> Relation:
     """The Relation of a problem from its softmax attention and Sinkhorn coupling."""
-    grid = p.layer == "all"
+    s = p.settings
+    grid = s.layer == "all"
     a, b, S, sa, sb = p.a, p.b, p.S, p.sa, p.sb
     softmax_plan = a[:, None] * attention
     exact = _exact_cached(S, a, b)
@@ -295,18 +291,18 @@ def _finish(p: _Problem, attention: np.ndarray, coupling: Coupling) -> Relation:
     pa = pb = ha = hb = None
     if not grid:
         pa, pb = p.qa.astype(np.float64), p.kb.astype(np.float64)
-        ha, hb = sa.hidden[p.layer].astype(np.float64), sb.hidden[p.layer].astype(np.float64)
+        ha, hb = sa.hidden[s.layer].astype(np.float64), sb.hidden[s.layer].astype(np.float64)
     encodings = p.encodings
     texts = [t for e in encodings for t in e.texts]
     return Relation(
         text_a=texts[0], text_b=texts[-1], tokens_a=sa.tokens, tokens_b=sb.tokens, a=a,
         b=b, scores=S, attention=attention, softmax_plan=softmax_plan, coupling=coupling,
-        exact_plan=exact, product=prod, summary=summary, layer=p.layer, head=p.head,
-        eps=p.eps, half_steps=p.half_steps, mode=p.mode, weights=p.weights,
-        pool_words=p.pool_words, model=encodings[0].model, model_attention=p.model_attention,
+        exact_plan=exact, product=prod, summary=summary, layer=s.layer, head=s.head,
+        eps=s.eps, half_steps=s.half_steps, mode=s.mode, weights=s.weights,
+        pool_words=s.pool_words, model=s.model, model_attention=p.model_attention,
         points_a=pa, points_b=pb, hidden_a=ha, hidden_b=hb,
         truncated_a=encodings[0].truncated, truncated_b=encodings[-1].truncated,
-        notices=tuple(_notices(encodings, coupling, grid, p.half_steps)))
+        notices=tuple(_notices(encodings, coupling, grid, s.half_steps)))
 
 
 def summarise(S: np.ndarray, a: np.ndarray, b: np.ndarray, softmax_plan: np.ndarray,

@@ -70,7 +70,7 @@ from ..models.encoder import CleanText, Encoder, allowed_models, clean_text
 from ..errors import ModelError, SettingsError, SinkscopeError, TextError
 from ..io.export import ranking_document, relation_document
 from ..relation.lattice import relation_lattice
-from ..relation.relate import check_mode, check_settings, eps_path, relate_batch, relate_encodings
+from ..relation.relate import check_mode, eps_path, relate_batch, relate_encodings
 from ..relation.scores import check_layer_head
 from ..relation.sentences import measures, rank
 from ..settings import (DEFAULT_EPS, DEFAULT_HALF_STEPS, DEFAULT_MODEL, DEFAULT_TOL,
@@ -153,7 +153,7 @@ class RelateRequest(TextsRequest):
 
     def check(self, enc: Encoder) -> None:
         super().check(enc)
-        check_settings(self.eps, self.half_steps, self.mode, self.weights)
+        check_eps(self.eps), check_half_steps(self.half_steps)
         _check_tol(self.tol)
 
 
