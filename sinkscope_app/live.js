@@ -258,11 +258,13 @@ function patchCompare(gd, L, f) {
     const cols = mt.part === "cols";
     const s = sums[mt.plan][mt.part], target = cols ? L.b : L.a;
     const names = cols ? meta.labels_b : meta.labels_a;
-    const pos = classes(s, target)[mt.cls];
-    const val = pos.map((p) => s[p]);
-    const cd = pos.map((p) => [names[p], target[p], s[p] - target[p]]);
-    return cols ? {...tr, x: pos, y: val, customdata: cd}
-                : {...tr, x: val, y: pos, customdata: cd};
+    // viz.heatmaps.class_bars: below target, a box from the sum up to the target
+    const pos = classes(s, target)[mt.cls], below = mt.cls === 1;
+    const val = pos.map((p) => (below ? target[p] - s[p] : s[p]));
+    const cd = pos.map((p) => [names[p], target[p], s[p] - target[p], s[p]]);
+    const base = below ? {base: pos.map((p) => s[p])} : {};
+    return cols ? {...tr, x: pos, y: val, customdata: cd, ...base}
+                : {...tr, x: val, y: pos, customdata: cd, ...base};
   });
   const hi = compareLimits(L, soft, sink, meta.scale);
   const colHi = 1.08 * Math.max(1e-12, max(f.softCols), max(f.sinkCols), max(L.b));
@@ -352,9 +354,12 @@ function patchGraph(gd, L, f) {
   const ya = positions(n, span), yb = positions(m, span);
   const plans = {softmax: f.soft, sinkhorn: f.sink};
   const sums = {softmax: {a: f.softRows, b: f.softCols}, sinkhorn: {a: f.sinkRows, b: f.sinkCols}};
-  const scale = Math.max(...meta.plans.map((p) => max(plans[p])));
+  // viz.bipartite.edge_scale: each panel to its own heaviest edge
+  const shared = Math.max(...meta.plans.map((p) => max(plans[p])));
   const drawn = {};
   for (const p of meta.plans) {
+    const own = max(plans[p]);
+    const scale = meta.edge_scale === "per_plan" ? (own > 0 ? own : 1) : shared;
     const e = topEdges(plans[p], n, m, meta.top_k,
                        Math.max(meta.threshold, (meta.min_edge || 0) * scale), meta.max_edges);
     drawn[p] = {edges: e, bins: binEdges(e.mass, scale)};

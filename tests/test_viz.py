@@ -204,6 +204,8 @@ def bar_values(traces, axis):
     for t in traces:
         if isinstance(t, go.Bar):
             pos, val = (t.x, t.y) if axis == "x" else (t.y, t.x)
+            if t.base is not None:  # below target: a box from the sum (its base) upwards
+                val = t.base
             out.update(zip(np.asarray(pos, dtype=int).tolist(), np.asarray(val, dtype=float).tolist()))
     return np.array([out[k] for k in sorted(out)])
 
@@ -301,12 +303,37 @@ def test_compare_colours_over_and_under_attended_columns(rel):
             if isinstance(t, go.Bar)}
     over, under = bars["above target"], bars["below target"]
     diff = rel.softmax_plan.sum(0) - rel.b
-    assert over.marker.color == theme.COLOR_OVER and under.marker.color == theme.COLOR_UNDER
+    assert over.marker.color == theme.COLOR_OVER and under.marker.line.color == theme.COLOR_UNDER
     assert set(np.asarray(over.x).tolist()) == set(np.nonzero(diff > 0.05 * rel.b + 0.01 / 9)[0].tolist())
     assert len(over.x) > 0 and len(under.x) > 0  # softmax over- and under-attends here
     sink = {t.name: t for t in data_traces(fig, compare_part("sinkhorn", "cols"))
             if isinstance(t, go.Bar)}
     assert len(sink["on target"].x) == 9  # the coupling meets b everywhere
+
+
+def test_below_target_bars_are_visible_boxes_up_to_the_target(rel):
+    # a B token softmax leaves almost alone still shows a bar: a box of its missing mass
+    att = rel.attention.copy()
+    att[:, 3] = 1e-9  # B3 receives (almost) nothing
+    soft = rel.a[:, None] * att / att.sum(1, keepdims=True)
+    fig = heatmaps.compare(dataclasses.replace(rel, softmax_plan=soft))
+    under = [t for t in data_traces(fig, compare_part("softmax", "cols"))
+             if t.type == "bar" and t.name == "below target"][0]
+    got, b = soft.sum(0), rel.b
+    k = list(under.x).index(3)
+    assert under.base[k] == pytest.approx(got[3]) and under.y[k] == pytest.approx(b[3] - got[3])
+    assert under.y[k] > 0.5 * b[3]  # as tall as what is missing, not a sliver
+    np.testing.assert_allclose(np.asarray(under.base, float) + np.asarray(under.y, float), b[list(under.x)])
+    assert under.marker.line.width > 0 and under.marker.color == heatmaps.UNDER_FILL
+    assert "%{customdata[3]" in under.hovertemplate  # hover says what it receives
+    np.testing.assert_allclose([float(row[3]) for row in under.customdata], got[list(under.x)])
+    rows = [t for t in data_traces(fig, compare_part("sinkhorn", "rows"))
+            if t.type == "bar" and t.name == "below target"][0]
+    assert rows.orientation == "h" and rows.base is not None
+    bars = heatmaps.class_bars(np.array([0.0, 0.5, 0.5]), np.array([0.3, 0.4, 0.3]), 1)
+    assert list(bars["pos"]) == [0] and list(bars["value"]) == [0.3]
+    legend = [t for t in fig.data if t.showlegend and t.name == "below target"][0]
+    assert legend.marker.line.color == theme.COLOR_UNDER  # the legend shows the same box
 
 
 def test_compare_conditional_view_is_row_normalised(rel):
@@ -378,8 +405,7 @@ def test_graph_top_k_edges_count(rel):
         assert edge_count(traces_at(fig, 1, col)) == n_pos * 3
     assert edge_count(traces_at(bipartite.graph(rel, top_k=1), 1, 2)) == n_pos
     # None keeps every edge but those lighter than MIN_EDGE of the heaviest shown
-    scale = max(rel.softmax_plan.max(), rel.coupling.plan.max())
-    visible = int((rel.coupling.plan >= bipartite.MIN_EDGE * scale).sum())
+    visible = int((rel.coupling.plan >= bipartite.MIN_EDGE * rel.coupling.plan.max()).sum())
     assert 0 < visible <= n_pos * int((rel.b > 0).sum())
     assert edge_count(traces_at(bipartite.graph(rel, top_k=None), 1, 2)) == visible
 
@@ -392,6 +418,48 @@ def test_graph_threshold_and_bins(rel):
     assert len(edges) == bipartite.N_BINS and len(fig.data) == bipartite.N_BINS + 2
     widths, opacities = [t.line.width for t in edges], [t.opacity for t in edges]
     assert widths == sorted(widths) and opacities == sorted(opacities)
+
+
+def test_graph_is_tall_enough_that_nodes_never_touch():
+    for n in (2, 12, 17, 30):
+        fig = bipartite.graph(make_relation(n, n))
+        plot_px = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+        assert plot_px >= bipartite.PLOT_MIN_PX  # ≥ 420 px of plot, however short the texts
+        room = plot_px / n  # px between two node centres
+        for t in (t for t in fig.data if t.name in ("text A", "text B")):
+            assert max(t.marker.size) <= bipartite.NODE_FILL * room + 1e-9 or max(t.marker.size) <= 8
+    # the note sits under the title, well above the panel titles (on the plots' top edge)
+    fig = bipartite.graph(make_relation())
+    assert fig.layout.title.subtitle.text and fig.layout.title.yref == "container"
+    assert fig.layout.margin.t >= 120
+    assert all(a.yanchor == "bottom" and a.y == 1.0 for a in fig.layout.annotations)
+
+
+def test_graph_scales_each_panel_to_its_own_heaviest_edge():
+    # at ε = 1 the coupling is nearly flat next to softmax's peaks: on a shared scale every
+    # Sinkhorn edge would fall in the faintest bin
+    r = make_relation(12, 12, eps=1.0)
+    rng = np.random.default_rng(3)
+    flat = np.outer(r.a, r.b) * rng.uniform(0.8, 1.2, (12, 12))  # a coupling near a ⊗ b
+    rows = np.full((12, 12), 0.2 / 11)
+    rows[:, 1] = 0.8  # softmax sends 80 % of every row to B1
+    r = dataclasses.replace(r, softmax_plan=r.a[:, None] * rows,
+                            coupling=dataclasses.replace(r.coupling, plan=flat / flat.sum()))
+    assert r.softmax_plan.max() > 3 * r.coupling.plan.max()
+    fig = bipartite.graph(r)
+    assert fig.layout.meta["edge_scale"] == "per_plan"
+    for plan in ("softmax", "sinkhorn"):
+        bins = [t for t in fig.data if t.meta and t.meta.get("part") == "edges"
+                and t.meta["plan"] == plan]
+        counts = [list(t.x).count(None) for t in bins]
+        assert counts[-1] >= 1, plan  # its heaviest edge is drawn at full width
+        if plan == "sinkhorn":  # the flat plan's edges spread over the heavy bins
+            assert counts[0] == 0 and sum(counts[2:]) >= 2 * sum(counts) / 3, counts
+    from viz._data import bin_edges  # on softmax's scale they would all be faint
+    shared = bin_edges(r.coupling.plan.ravel(), r.softmax_plan.max(), bipartite.N_BINS)
+    assert [len(x) for x in shared][2:] == [0, 0, 0]
+    assert bipartite.edge_scale(r.coupling.plan) == pytest.approx(r.coupling.plan.max())
+    assert bipartite.edge_scale(np.zeros((2, 2))) == 1.0
 
 
 def test_graph_nodes_sizes_labels_and_highlight(rel):
@@ -585,7 +653,7 @@ def test_builders_accept_any_small_shape(n, m, seed):
     assert np.asarray(heatmaps.difference(r, view="conditional").data[0].z).shape == (n, m)
     g = bipartite.graph(r, top_k=2)
     plan = r.coupling.plan  # each weighted A token's 2 heaviest partners, bar negligible ones
-    floor = bipartite.MIN_EDGE * max(r.softmax_plan.max(), plan.max())
+    floor = bipartite.MIN_EDGE * plan.max()  # each panel to its own heaviest edge
     top2 = -np.sort(-plan, axis=1)[:, :2]
     assert edge_count(traces_at(g, 1, 2)) == int((top2 >= floor)[r.a > 0].sum())
     for fig in (cmp, g, clouds.cloud(r, make_projection(n, m, dim=2 + seed % 2)),
@@ -627,7 +695,7 @@ def test_long_texts_thin_graph_and_cloud_labels():
     r = make_relation(n, m, half_steps=6)
     fig = bipartite.graph(r, which="sinkhorn", top_k=1)
     nodes = [t for t in fig.data if t.name in ("text A", "text B")]
-    room = (fig.layout.height - 150) / n
+    room = (fig.layout.height - bipartite.MARGIN_T - bipartite.MARGIN_B) / n
     for t in nodes:
         shown = [k for k, s in enumerate(t.text) if s]
         assert 0 < len(shown) <= n * room / bipartite.LABEL_PX + 1

@@ -20,7 +20,12 @@ from engine.types import Relation
 
 N_BINS = 5
 LABEL_PX = 13  # the least vertical room (pixels) a node label needs
-MIN_EDGE = 1e-4  # edges lighter than this fraction of the heaviest are not drawn
+MIN_EDGE = 1e-4  # edges lighter than this fraction of their plan's heaviest are not drawn
+PLOT_MIN_PX = 420  # the least height of the plot area: nodes apart, labels readable
+MARGIN_T, MARGIN_B = 130, 60  # title, its note and the panel titles; the side names
+NODE_FILL = 0.8  # the heaviest node's diameter as a share of the room between two nodes
+NOTE = ("node area ∝ weight, edge width ∝ mass (each panel to its own heaviest); grey nodes "
+        "carry no weight")
 _WHICH = ("both", "softmax", "sinkhorn")
 # Panel titles; filled here and, for other frames of the ε × half-step lattice, in the
 # browser (``layout.meta``).
@@ -71,17 +76,19 @@ def node_hover(k: int, side: str, tokens: list[str], partner_names: list[str], w
     return head + _partners(plan, k, 0 if side == "a" else 1, partner_names)
 
 
-def _node_trace(y, w, tokens, partner_names, plan, side, highlight_index, theme, span, key="",
+def _node_trace(y, w, tokens, partner_names, plan, side, highlight_index, theme, room, key="",
                 label_every=1):
     """Markers and labels for one side; hover lists the top partners with masses.
 
-    Only every ``label_every``-th token (and the highlighted one) is labelled, so labels
-    never overlap on long texts; hover names every token. ``meta`` is {"part": "nodes",
-    "plan": key, "side": side, "labels": tokens, "partners": partner_names} (what the
-    browser needs to rewrite the hover).
+    The heaviest node is at most :data:`NODE_FILL` of ``room`` (the pixels between two
+    node centres) across, so neighbours never touch while there is room for 8 px. Only
+    every ``label_every``-th token (and the highlighted one) is labelled, so labels never
+    overlap on long texts; hover names every token. ``meta`` is {"part": "nodes", "plan":
+    key, "side": side, "labels": tokens, "partners": partner_names} (what the browser
+    needs to rewrite the hover).
     """
     w_max = float(w.max()) if w.max() > 0 else 1.0
-    big = float(np.clip(600 / span, 8, 30))
+    big = float(np.clip(NODE_FILL * room, 8, 30))
     size = np.where(w > 0, 5 + (big - 5) * np.sqrt(w / w_max), 5.0)
     base = th.COLOR_A if side == "a" else th.COLOR_B
     color = np.where(w > 0, base, th.COLOR_ZERO)
@@ -102,6 +109,82 @@ def _node_trace(y, w, tokens, partner_names, plan, side, highlight_index, theme,
                   partners=list(partner_names)))
 
 
+def default_height(span: int) -> int:
+    """A figure height (px) whose plot area gives ``span`` nodes a column each of at
+    least :data:`PLOT_MIN_PX` in all, 26 px per node while that fits 1100 px.
+
+        height = clip(MARGIN_T + MARGIN_B + 26·span, MARGIN_T + MARGIN_B + PLOT_MIN_PX, 1100)
+    """
+    chrome = MARGIN_T + MARGIN_B
+    return int(min(1100, max(chrome + PLOT_MIN_PX, chrome + 26 * span)))
+
+
+def _plans(relation: Relation, which: str) -> tuple[dict[str, np.ndarray], list[str]]:
+    """The plans to draw, by key, and their panel order."""
+    if which not in _WHICH:
+        raise ValueError(f"which must be one of {_WHICH}, got {which!r}")
+    plans = {"softmax": as_plan(relation.softmax_plan, "relation.softmax_plan"),
+             "sinkhorn": as_plan(relation.coupling.plan, "relation.coupling.plan")}
+    return plans, (["softmax", "sinkhorn"] if which == "both" else [which])
+
+
+def _check_highlight(highlight: tuple[str, int] | None, n: int, m: int) -> None:
+    if highlight is None:
+        return
+    side, idx = highlight
+    if side not in ("a", "b") or not 0 <= int(idx) < (n if side == "a" else m):
+        raise ValueError(f"highlight must be ('a', 0..{n - 1}) or ('b', 0..{m - 1}), got {highlight!r}")
+
+
+def edge_scale(plan: np.ndarray) -> float:
+    """The mass an edge of ``plan`` is drawn at full width: the plan's own heaviest cell.
+
+    Each panel is scaled to its own range, so a nearly flat coupling (ε = 1) still shows
+    which of its pairs are heavier, instead of every edge at the faintest width of a scale
+    set by softmax's peaks. ``live.js`` (``patchGraph``) follows the same rule.
+    """
+    hi = float(np.max(plan)) if plan.size else 0.0
+    return hi if hi > 0 else 1.0
+
+
+def _panel_titles(relation: Relation) -> dict[str, str]:
+    c = relation.coupling
+    return {"softmax": fill(TITLES["softmax"], eps=th.fmt(relation.eps)),
+            "sinkhorn": fill(TITLES["sinkhorn"], eps=th.fmt(c.eps),
+                             steps=th.half_steps_text(c.half_steps_run))}
+
+
+def _panel(plan: np.ndarray, key: str, *, a, b, la, lb, ya, yb, top_k, threshold, max_edges,
+           highlight, theme, room, label_every) -> list[go.Scatter]:
+    """One panel's traces: ``N_BINS`` edge traces, ``N_BINS`` highlight traces when a
+    token is highlighted, then the A and B nodes."""
+    scale = edge_scale(plan)
+    i, j, mass = top_edges(plan, top_k=top_k, threshold=max(threshold, MIN_EDGE * scale),
+                           max_edges=max_edges)
+    fade = 0.3 if highlight is not None else 1.0
+    traces = _edge_traces(i, j, mass, ya, yb, scale, th.edge_color(theme), fade, "edges",
+                          False, key)
+    hl = {"a": None, "b": None}
+    if highlight is not None:
+        side, idx = highlight[0], int(highlight[1])
+        hl[side] = idx
+        sel = (i == idx) if side == "a" else (j == idx)
+        color = th.COLOR_A if side == "a" else th.COLOR_B
+        traces += _edge_traces(i[sel], j[sel], mass[sel], ya, yb, scale, color, 1.0,
+                               "highlight", False, key)
+    traces.append(_node_trace(ya, a, la, lb, plan, "a", hl["a"], theme, room, key, label_every))
+    traces.append(_node_trace(yb, b, lb, la, plan, "b", hl["b"], theme, room, key, label_every))
+    return traces
+
+
+def _rule(top_k: int | None, threshold: float) -> str:
+    """Which edges are drawn, in words: "top 3 per A token, mass ≥ 0.01"."""
+    rule = f"top {top_k} per A token" if top_k else "all edges"
+    if threshold > 0:
+        rule += f", mass ≥ {th.fmt(threshold)}"
+    return rule
+
+
 def graph(relation: Relation, *, which: str = "both", top_k: int | None = 3,
           threshold: float = 0.0, highlight: tuple[str, int] | None = None,
           max_edges: int = 600, height: int | None = None, width: int | None = None,
@@ -109,10 +192,11 @@ def graph(relation: Relation, *, which: str = "both", top_k: int | None = 3,
     """Bipartite graph of softmax's joint measure and/or the Sinkhorn coupling.
 
     An edge i–j is drawn when π_ij ≥ ``threshold``, π_ij ≥ :data:`MIN_EDGE` times the
-    heaviest mass shown (a lighter edge would be a line for no mass: at small ε softmax
-    gives most pairs 1e-80) and j is among the ``top_k`` heaviest partners of A's token i. Width and opacity grow with π_ij on one
-    scale shared by both panels. Softmax piles edges onto a few B tokens and leaves
-    others bare; the coupling reaches every B token in proportion to b.
+    heaviest mass of its plan (a lighter edge would be a line for no mass: at small ε
+    softmax gives most pairs 1e-80) and j is among the ``top_k`` heaviest partners of A's
+    token i. Width and opacity grow with π_ij / max π, each panel on its own scale
+    (:func:`edge_scale`). Softmax piles edges onto a few B tokens and leaves others bare;
+    the coupling reaches every B token in proportion to b.
 
     Args:
         relation: a single-layer, single-head Relation; plans are (n, m).
@@ -122,57 +206,30 @@ def graph(relation: Relation, *, which: str = "both", top_k: int | None = 3,
         highlight: ("a", i) or ("b", j): emphasise that token's edges in its colour and
             fade the rest (the app drives this from a selection or a select box).
         max_edges: the most edges per panel (the heaviest are kept).
-        height, width: size in pixels; height defaults to one that fits the tokens.
+        height, width: size in pixels; height defaults to :func:`default_height`.
         theme: "light" or "dark".
 
     Returns:
         Per panel, ``N_BINS`` edge traces (lightest first), ``N_BINS`` highlight traces
         when ``highlight`` is set, then the A and B node traces.
     """
-    if which not in _WHICH:
-        raise ValueError(f"which must be one of {_WHICH}, got {which!r}")
-    plans = {"softmax": as_plan(relation.softmax_plan, "relation.softmax_plan"),
-             "sinkhorn": as_plan(relation.coupling.plan, "relation.coupling.plan")}
-    keys = ["softmax", "sinkhorn"] if which == "both" else [which]
+    plans, keys = _plans(relation, which)
     n, m = plans[keys[0]].shape
     la, lb = labels(relation.tokens_a, n, "tokens_a"), labels(relation.tokens_b, m, "tokens_b")
     a, b = as_array(relation.a, "relation.a", 1), as_array(relation.b, "relation.b", 1)
-    if highlight is not None:
-        side, idx = highlight
-        if side not in ("a", "b") or not 0 <= int(idx) < (n if side == "a" else m):
-            raise ValueError(f"highlight must be ('a', 0..{n - 1}) or ('b', 0..{m - 1}), got {highlight!r}")
+    _check_highlight(highlight, n, m)
     span = max(n, m)
-    ya, yb = _positions(n, span), _positions(m, span)
-    scale = max(float(plans[k].max()) for k in keys)
-    c = relation.coupling
-    titles = {"softmax": fill(TITLES["softmax"], eps=th.fmt(relation.eps)),
-              "sinkhorn": fill(TITLES["sinkhorn"], eps=th.fmt(c.eps),
-                               steps=th.half_steps_text(c.half_steps_run))}
+    height = height or default_height(span)
+    room = max(1e-9, (height - MARGIN_T - MARGIN_B) / span)  # px between node centres
+    panel = dict(a=a, b=b, la=la, lb=lb, ya=_positions(n, span), yb=_positions(m, span),
+                 top_k=top_k, threshold=threshold, max_edges=max_edges, highlight=highlight,
+                 theme=theme, room=room, label_every=max(1, int(np.ceil(LABEL_PX / room))))
+    titles = _panel_titles(relation)
     fig = make_subplots(rows=1, cols=len(keys), subplot_titles=[titles[k] for k in keys],
                         horizontal_spacing=0.14)
-    height = height or int(min(1100, max(380, 150 + 18 * span)))
-    label_every = max(1, int(np.ceil(LABEL_PX / max(1e-9, (height - 150) / span))))
-    fade = 0.3 if highlight is not None else 1.0
-    edge_col = th.edge_color(theme)
     for col, key in enumerate(keys, start=1):
-        plan = plans[key]
-        i, j, mass = top_edges(plan, top_k=top_k, threshold=max(threshold, MIN_EDGE * scale),
-                               max_edges=max_edges)
-        for tr in _edge_traces(i, j, mass, ya, yb, scale, edge_col, fade, "edges", False, key):
+        for tr in _panel(plans[key], key, **panel):
             fig.add_trace(tr, row=1, col=col)
-        if highlight is not None:
-            side, idx = highlight[0], int(highlight[1])
-            sel = (i == idx) if side == "a" else (j == idx)
-            color = th.COLOR_A if side == "a" else th.COLOR_B
-            for tr in _edge_traces(i[sel], j[sel], mass[sel], ya, yb, scale, color, 1.0,
-                                   "highlight", False, key):
-                fig.add_trace(tr, row=1, col=col)
-        hl_a = int(highlight[1]) if highlight is not None and highlight[0] == "a" else None
-        hl_b = int(highlight[1]) if highlight is not None and highlight[0] == "b" else None
-        fig.add_trace(_node_trace(ya, a, la, lb, plan, "a", hl_a, theme, span, key,
-                                  label_every), row=1, col=col)
-        fig.add_trace(_node_trace(yb, b, lb, la, plan, "b", hl_b, theme, span, key,
-                                  label_every), row=1, col=col)
     sides = axis_titles(relation.mode)  # text A (queries) and text A (keys) in self mode
     if relation.mode == "self":
         fig.for_each_trace(lambda t: t.update(name=sides[0] if t.name == "text A" else sides[1]),
@@ -180,15 +237,15 @@ def graph(relation: Relation, *, which: str = "both", top_k: int | None = 3,
     fig.update_xaxes(range=[-0.55, 1.55], tickvals=[0, 1], ticktext=list(sides),
                      showgrid=False, zeroline=False, fixedrange=True)
     fig.update_yaxes(range=[span - 0.5, -0.5], visible=False, fixedrange=True)
-    rule = f"top {top_k} per A token" if top_k else "all edges"
-    if threshold > 0:
-        rule += f", mass ≥ {th.fmt(threshold)}"
     fig.update_layout(
-        title=th.title(f"Who sends mass to whom · {rule} · layer {relation.layer}, head "
-                       f"{relation.head}", "node area ∝ weight, edge width ∝ mass; grey nodes "
-                       "carry no weight"),
-        hovermode="closest", showlegend=False, margin=dict(t=100),  # t: title and its note
+        # the title and its note pinned to the top; the panel titles sit on the plots,
+        # MARGIN_T leaves a clear gap between the note and them
+        title=dict(th.title(f"Who sends mass to whom · {_rule(top_k, threshold)} · layer "
+                            f"{relation.layer}, head {relation.head}", NOTE),
+                   y=1.0, yref="container", yanchor="top", pad=dict(t=10)),
+        hovermode="closest", showlegend=False, margin=dict(t=MARGIN_T, b=MARGIN_B),
         meta=dict(kind="graph", plans=keys, titles=[TITLES[k] for k in keys], top_k=top_k or 0,
                   threshold=float(threshold), min_edge=MIN_EDGE, max_edges=int(max_edges),
+                  edge_scale="per_plan",
                   highlight=None if highlight is None else [highlight[0], int(highlight[1])]))
     return th.apply(fig, theme, height=height, width=width)

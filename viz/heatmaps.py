@@ -267,6 +267,61 @@ def _classes(sums: np.ndarray, target: np.ndarray) -> list[np.ndarray]:
             np.nonzero(np.abs(diff) <= tol)[0]]
 
 
+UNDER_FILL = "rgba(86, 180, 233, 0.35)"  # COLOR_UNDER, light: the missing mass's box
+
+
+def _class_marker(k: int) -> dict:
+    """The bar marker of class k of :data:`_CLASSES`. Below target is a light box outlined
+    in sky blue (it spans what is missing, so a token that gets almost nothing still shows
+    a bar); the others are solid."""
+    color = _CLASSES[k][1]
+    if k == 1:
+        return dict(color=UNDER_FILL, line=dict(width=1.5, color=color))
+    return dict(color=color, line=dict(width=0))
+
+
+def class_bars(sums: np.ndarray, target: np.ndarray, k: int) -> dict[str, np.ndarray]:
+    """Positions and extent of the bars of class k (above, below, on target).
+
+    Above and on target a bar rises from 0 to the sum; below target it rises from the sum
+    to the target (a box of the missing mass, standing on what the token does get), so it
+    is visible however little the token receives. ``live.js`` (``patchCompare``) draws the
+    same bars on every frame of the live sliders.
+
+    Returns:
+        {"pos": indices, "value": bar lengths, "base": where each bar starts}.
+    """
+    pos = _classes(sums, target)[k]
+    if k == 1:
+        return {"pos": pos, "value": target[pos] - sums[pos], "base": sums[pos]}
+    return {"pos": pos, "value": sums[pos], "base": np.zeros(len(pos))}
+
+
+def _marginal_hover(side: str, names: tuple[str, str]) -> str:
+    """The hover of a marginal bar: the token, what it sends or receives, its target and
+    the difference (customdata: token, target, difference, sum)."""
+    pos = "%{x}" if side == "b" else "%{y}"
+    who, verb, name = (names[1], "receives", "b") if side == "b" else (names[0], "sends", "a")
+    return (f"{who}[{pos}] %{{customdata[0]}}<br>{verb} %{{customdata[3]:.4g}}"
+            f"<br>target {name} %{{customdata[1]:.4g}}<br>difference %{{customdata[2]:+.3g}}"
+            "<extra></extra>")
+
+
+def _target_trace(target: np.ndarray, *, side: str, on: dict, fg: str, part: str,
+                  plan: str) -> dict:
+    """The target marks of one marginal: a tick per token at its weight."""
+    name = "b" if side == "b" else "a"
+    idx = np.arange(len(target))
+    size = float(np.clip(360 / max(1, len(target)), 5, 16))
+    mark = dict(symbol="line-ew-open" if side == "b" else "line-ns-open", size=size,
+                color=fg, line=dict(width=2.5, color=fg))
+    xy = dict(x=idx, y=target) if side == "b" else dict(x=target, y=idx)
+    return dict(type="scatter", **xy, **on, mode="markers", marker=mark,
+                name=f"target {name}", legendgroup=TARGET, showlegend=False,
+                hovertemplate=f"target {name} %{{{'y' if side == 'b' else 'x'}:.4g}}<extra></extra>",
+                meta=dict(part=f"{part}_target", plan=plan))
+
+
 def _marginal_traces(sums: np.ndarray, target: np.ndarray, tokens: list[str], *,
                      side: str, axes: tuple[str, str], fg: str, plan: str = "",
                      names: tuple[str, str] = ("A", "B")) -> list[dict]:
@@ -276,35 +331,26 @@ def _marginal_traces(sums: np.ndarray, target: np.ndarray, tokens: list[str], *,
     beside rows i. ``axes`` names the (x, y) axes to draw on. None of them enters the
     legend (:func:`_legend_traces` does, in a fixed order); each belongs to its class's
     legend group. Each trace's ``meta`` names its part: {"part": "cols"/"rows", "plan":
-    plan, "cls": k} for the bars of class k of :data:`_CLASSES`, "cols_target" /
-    "rows_target" for the marks. ``names`` are what hover calls A's and B's tokens.
+    plan, "cls": k} for the bars of class k of :data:`_CLASSES` (:func:`class_bars`),
+    "cols_target" / "rows_target" for the marks. ``names`` are what hover calls A's and
+    B's tokens.
     """
-    name = "b" if side == "b" else "a"
-    idx = np.arange(len(sums))
-    cd = np.stack([np.asarray(tokens, dtype=object), target, sums - target], axis=-1)
-    pos = "%{x}" if side == "b" else "%{y}"
-    val = "%{y:.4g}" if side == "b" else "%{x:.4g}"
-    who = names[1] if side == "b" else names[0]
-    hover = (f"{who}[{pos}] %{{customdata[0]}}<br>receives {val}" if side == "b"
-             else f"{who}[{pos}] %{{customdata[0]}}<br>sends {val}")
-    hover += f"<br>target {name} %{{customdata[1]:.4g}}<br>difference %{{customdata[2]:+.3g}}<extra></extra>"
+    cd = np.stack([np.asarray(tokens, dtype=object), target, sums - target, sums], axis=-1)
+    hover = _marginal_hover(side, names)
     on = dict(xaxis=axes[0], yaxis=axes[1])
     part = "cols" if side == "b" else "rows"
     traces: list[dict] = []
-    for k, ((label, color), sel) in enumerate(zip(_CLASSES, _classes(sums, target))):
-        xy = dict(x=idx[sel], y=sums[sel]) if side == "b" else dict(x=sums[sel], y=idx[sel], orientation="h")
-        traces.append(dict(type="bar", **xy, **on, width=0.8,
-                           marker=dict(color=color, line=dict(width=0)), name=label,
-                           legendgroup=label, customdata=cd[sel], showlegend=False,
-                           hovertemplate=hover, meta=dict(part=part, plan=plan, cls=k)))
-    size = float(np.clip(360 / max(1, len(sums)), 5, 16))
-    mark = dict(symbol="line-ew-open" if side == "b" else "line-ns-open", size=size,
-                color=fg, line=dict(width=2.5, color=fg))
-    xy = dict(x=idx, y=target) if side == "b" else dict(x=target, y=idx)
-    traces.append(dict(type="scatter", **xy, **on, mode="markers", marker=mark,
-                       name=f"target {name}", legendgroup=TARGET, showlegend=False,
-                       hovertemplate=f"target {name} %{{{'y' if side == 'b' else 'x'}:.4g}}<extra></extra>",
-                       meta=dict(part=f"{part}_target", plan=plan)))
+    for k, (label, _) in enumerate(_CLASSES):
+        bars = class_bars(sums, target, k)
+        pos, value = bars["pos"], bars["value"]
+        xy = dict(x=pos, y=value) if side == "b" else dict(x=value, y=pos, orientation="h")
+        if k == 1:
+            xy["base"] = bars["base"]
+        traces.append(dict(type="bar", **xy, **on, width=0.8, marker=_class_marker(k),
+                           name=label, legendgroup=label, customdata=cd[pos],
+                           showlegend=False, hovertemplate=hover,
+                           meta=dict(part=part, plan=plan, cls=k)))
+    traces.append(_target_trace(target, side=side, on=on, fg=fg, part=part, plan=plan))
     return traces
 
 
@@ -316,8 +362,8 @@ def _legend_traces(fg: str, axes: tuple[str, str]) -> list[dict]:
     on = dict(xaxis=axes[0], yaxis=axes[1], x=[None], y=[None], hoverinfo="skip",
               showlegend=True)
     out = [dict(type="bar", **on, name=label, legendgroup=label,
-                legendrank=LEGEND_RANK[label], marker=dict(color=color, line=dict(width=0)))
-           for label, color in _CLASSES]
+                legendrank=LEGEND_RANK[label], marker=_class_marker(k))
+           for k, (label, _) in enumerate(_CLASSES)]
     out.append(dict(type="scatter", **on, mode="markers", name=TARGET, legendgroup=TARGET,
                     legendrank=LEGEND_RANK[TARGET],
                     marker=dict(symbol="line-ew-open", size=14, color=fg,
