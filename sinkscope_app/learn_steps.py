@@ -42,6 +42,7 @@ TEXT_HALF_STEPS = 1000  # steps 6 and 8: enough for the coupling at every ε off
 SINK_WEIGHTS = "uniform"  # step 7: every token weighs the same, [CLS] and [SEP] included
 SETTLED = 1e-3  # both marginal errors below this: the plan "is" a coupling (step 3)
 MAX_T = 500  # step 3's half-step counter
+STEP6_LABELS = 4  # tokens labelled per text in step 6's plane (the rest on hover)
 
 
 @dataclass(frozen=True)
@@ -292,7 +293,8 @@ def step_texts(ctx: Ctx, left, right) -> None:
         eps=f"{eps:g}", layer=ctx.n_layers - 1)
     fig = vl.plan_and_bars(proj.xy_a, r.a, proj.xy_b, r.b, plan, labels_a=r.tokens_a,
                            labels_b=r.tokens_b, title=title, words=WORDS_TEXT[ctx.lang],
-                           theme=ctx.theme, scale=ctx.scale, height=560)
+                           theme=ctx.theme, scale=ctx.scale, height=560,
+                           label_top=STEP6_LABELS)
     with right:
         _draw(ctx, fig, "texts")
         st.caption(ctx.w["pca_note"].format(explained=percent(proj.explained or 0.0, ctx.lang),

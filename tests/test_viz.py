@@ -872,3 +872,51 @@ def test_cloud_legend_names_the_sides_in_self_mode():
     r = dataclasses.replace(make_relation(), mode="self")
     fig = clouds.cloud(r, make_projection())
     assert [t.name for t in fig.data[-2:]] == ["text A (queries)", "text A (keys)"]
+
+
+# ----------------------------------------------------------------------------- learn figures
+def test_learn_exact_plan_stays_visible_over_a_spread_out_plan():
+    from engine.lab import toy
+    from viz import learn as vl
+    c = toy.clouds("clusters")
+    plan, exact = toy.coupling(c, 1.0).plan, toy.exact(c)  # ε = 1: lines everywhere
+    for name in ("light", "dark"):
+        fig = vl.plan_and_bars(c.xa, c.a, c.xb, c.b, plan, exact=exact, theme=name)
+        lines = [t for t in fig.data if t.type == "scatter" and t.mode == "lines"]
+        dashed = [k for k, t in enumerate(lines) if t.line.dash == "dash"]
+        assert len(dashed) == 1 and dashed[0] == len(lines) - 1  # drawn last, on top
+        top = lines[-1]
+        assert top.line.color == theme.COLOR_ACCENT and top.line.width >= 3 and top.opacity == 1
+        halo = lines[-2]  # a solid line of the background's colour under it, wider
+        assert halo.line.color == theme.TEMPLATES[name].layout.paper_bgcolor
+        assert halo.line.width > top.line.width and list(halo.x) == list(top.x)
+        assert not halo.showlegend and top.showlegend
+
+
+def test_learn_plane_labels_only_the_points_that_matter():
+    from viz import learn as vl
+    rng = np.random.default_rng(0)
+    n, m = 14, 16
+    a, b = np.full(n, 1 / n), np.full(m, 1 / m)
+    a[0] = b[0] = 0.0
+    a, b = a / a.sum(), b / b.sum()
+    rows = np.full((n, m), 1.0 / m)
+    rows[:, 5] += 0.5  # B5 receives far too much; every A point's heaviest pair is B5
+    rows[2, 5] += 0.3
+    plan = a[:, None] * rows / rows.sum(1, keepdims=True)
+    la, lb = [f"a{i}" for i in range(n)], [f"b{j}" for j in range(m)]
+    xa, xb = rng.normal(size=(n, 2)), rng.normal(size=(m, 2))
+    fig = vl.plan_and_bars(xa, a, xb, b, plan, labels_a=la, labels_b=lb, label_top=3)
+    pts = {t.name: t for t in fig.data if t.type == "scatter" and t.mode == "markers+text"}
+    shown_a = [s for s in pts["cloud A"].text if s]
+    shown_b = [s for s in pts["cloud B"].text if s]
+    assert len(shown_a) == 3 and len(shown_b) == 3
+    assert "a2" in shown_a and "b5" in shown_b  # the heaviest pair and the overfull point
+    zero = [t for t in fig.data if t.type == "scatter" and t.name == "weighs 0"]
+    assert len(zero) == 2 and all(list(t.text) == [""] for t in zero)  # weight 0: no label
+    hover = [str(r[0]) for r in pts["cloud A"].customdata]
+    assert hover == la[1:]  # hover still names every point
+    mask_a, mask_b = vl.labelled(None, a, b, None)
+    assert mask_a.all() and mask_b.all()  # without a limit, everyone is labelled
+    full = vl.plan_and_bars(xa, a, xb, b, plan, labels_a=la, labels_b=lb)
+    assert all(s for s in [t for t in full.data if t.name == "cloud A"][0].text)

@@ -27,6 +27,7 @@ from viz.heatmaps import _classes, map_trace_dict
 _TEXT = Path(__file__).resolve().parent.parent / "sinkscope_app" / "text" / "learn.en.json"
 WORDS: dict[str, str] = json.loads(_TEXT.read_text(encoding="utf-8"))["words"]
 N_LINE_BINS = 8
+EXACT_WIDTH = 3.5  # px at scale 1: the exact plan's dashed lines (over a wider halo)
 _CLASS_KEYS = ("over", "under", "on")
 _CLASS_COLORS = (th.COLOR_OVER, th.COLOR_UNDER, th.COLOR_MATCH)
 
@@ -78,9 +79,14 @@ def _sizes(w: np.ndarray, ref: float, scale: float) -> np.ndarray:
 
 
 def _points(xy: np.ndarray, w: np.ndarray, names: list[str], *, side: str, ref: float,
-            words: dict[str, str], scale: float, axes: tuple[str, str] = ("x", "y")) -> list[dict]:
-    """One cloud's markers, area ∝ mass; points of weight 0 in a second, grey trace."""
+            words: dict[str, str], scale: float, axes: tuple[str, str] = ("x", "y"),
+            shown: np.ndarray | None = None) -> list[dict]:
+    """One cloud's markers, area ∝ mass; points of weight 0 in a second, grey trace.
+
+    Only the points where ``shown`` is true carry a label (all when None); hover names
+    every point."""
     base = th.COLOR_A if side == "a" else th.COLOR_B
+    shown = np.ones(len(w), bool) if shown is None else np.asarray(shown, bool)
     cloud = words["cloud_a"] if side == "a" else words["cloud_b"]
     out = []
     for sel, color, name in ((w > 0, base, cloud), (w <= 0, th.COLOR_ZERO, words["zero"])):
@@ -92,7 +98,7 @@ def _points(xy: np.ndarray, w: np.ndarray, names: list[str], *, side: str, ref: 
             marker=dict(size=_sizes(w[sel], ref, scale), color=color, opacity=1.0,
                         symbol="circle" if side == "a" else "diamond",
                         line=dict(width=1.2 * scale, color="white")),
-            text=[names[k] for k in np.flatnonzero(sel)],
+            text=[names[k] if shown[k] else "" for k in np.flatnonzero(sel)],
             textposition="top center" if side == "a" else "bottom center",
             textfont=dict(size=round(11 * scale), color=color),
             customdata=np.stack([np.asarray(names, dtype=object)[sel], w[sel]], -1),
@@ -129,6 +135,35 @@ def _lines(xa: np.ndarray, xb: np.ndarray, plan: np.ndarray, ref: float, *, colo
     return out
 
 
+def labelled(plan: np.ndarray | None, a: np.ndarray, b: np.ndarray,
+             top: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """Which points of A and of B to label when only ``top`` per cloud have room.
+
+    The points that matter for the picture: for A the ends of its heaviest pairs
+    (max_j πᵢⱼ), for B those that also receive furthest from their weight
+    (|πᵀ1 − b|ⱼ + max_i πᵢⱼ); without a plan, the heaviest masses. Weight-0 points are
+    never labelled when labels are rationed.
+
+    Returns:
+        (n,) and (m,) boolean masks; all true when ``top`` is None.
+    """
+    if top is None:
+        return np.ones(len(a), bool), np.ones(len(b), bool)
+    if plan is None:
+        score_a, score_b = a.astype(float), b.astype(float)
+    else:
+        score_a = plan.max(1)
+        score_b = np.abs(plan.sum(0) - b) + plan.max(0)
+
+    def best(score: np.ndarray, w: np.ndarray) -> np.ndarray:
+        order = [k for k in np.argsort(-score, kind="stable") if w[k] > 0][:max(0, int(top))]
+        mask = np.zeros(len(w), bool)
+        mask[order] = True
+        return mask
+
+    return best(score_a, a), best(score_b, b)
+
+
 def _ranges(xa: np.ndarray, xb: np.ndarray, pad: float = 0.12):
     """Axis ranges that hold both clouds with a margin."""
     pts = np.concatenate([xa, xb])
@@ -155,8 +190,18 @@ def _names(given: Sequence[str] | None, size: int, prefix: str) -> list[str]:
     return escaped(given, size, prefix)
 
 
+def _exact_lines(xa, xb, exact, ref, *, name, theme, scale) -> list[dict]:
+    """The exact plan's pairs as dashed lines over a halo of the background's colour, so
+    they stay visible over a dense, spread-out plan (ε = 1)."""
+    bg = th.TEMPLATES[th.check_theme(theme)].layout.paper_bgcolor
+    halo = _lines(xa, xb, exact, ref, color=bg, name=name, scale=scale, width=EXACT_WIDTH + 3,
+                  show_legend=False)
+    return halo + _lines(xa, xb, exact, ref, color=th.COLOR_ACCENT, name=name, scale=scale,
+                         dash="dash", width=EXACT_WIDTH)
+
+
 def _plane_parts(xa, a, xb, b, plan, exact, labels_a, labels_b, title, ranges, words,
-                 theme, scale, height) -> tuple[list[dict], dict]:
+                 theme, scale, height, label_top=None) -> tuple[list[dict], dict]:
     """(traces, layout) of :func:`plane`, for figures that add to it."""
     xa, a, xb, b = _check(xa, a, xb, b)
     w = _words(words)
@@ -174,10 +219,10 @@ def _plane_parts(xa, a, xb, b, plan, exact, labels_a, labels_b, title, ranges, w
         e = as_plan(exact, "exact")
         if e.shape != (len(a), len(b)):
             raise ValueError(f"exact {e.shape} does not match the clouds ({len(a)}, {len(b)})")
-        data += _lines(xa, xb, e, pair_ref, color=th.COLOR_ACCENT, name=w["exact"],
-                       scale=scale, dash="dash", width=2.0)
-    data += (_points(xa, a, la, side="a", ref=ref, words=w, scale=scale)
-             + _points(xb, b, lb, side="b", ref=ref, words=w, scale=scale))
+        data += _exact_lines(xa, xb, e, pair_ref, name=w["exact"], theme=theme, scale=scale)
+    show_a, show_b = labelled(as_plan(plan) if plan is not None else None, a, b, label_top)
+    data += (_points(xa, a, la, side="a", ref=ref, words=w, scale=scale, shown=show_a)
+             + _points(xb, b, lb, side="b", ref=ref, words=w, scale=scale, shown=show_b))
     named: set[str] = set()
     for tr in data:  # one legend entry per name (both clouds may have points of weight 0)
         if tr.get("showlegend", True):
@@ -207,7 +252,8 @@ def plane(xa: object, a: object, xb: object, b: object, *, plan: object = None,
     Args:
         xa: (n, 2) points of A; a: (n,) masses. xb: (m, 2) points of B; b: (m,) masses.
         plan: optional (n, m) plan drawn as lines.
-        exact: optional (n, m) plan drawn as thin dashed outlines (the exact OT plan).
+        exact: optional (n, m) plan drawn as dashed outlines over a halo (the exact OT
+            plan), on top of ``plan``'s lines.
         labels_a, labels_b: point names (escaped here); "A1…", "B1…" when None.
         title: trusted title text. ranges: ((x0, x1), (y0, y1)); fitted when None.
         words: figure words (see :data:`WORDS`). theme: "light" or "dark".
@@ -252,7 +298,8 @@ def plan_and_bars(xa: object, a: object, xb: object, b: object, plan: object, *,
                   labels_b: Sequence[str] | None = None, title: str = "",
                   ranges: tuple[Sequence[float], Sequence[float]] | None = None,
                   bar_max: float | None = None, words: Mapping[str, str] | None = None,
-                  theme: str = "light", scale: float = 1.0, height: int = 430) -> go.Figure:
+                  theme: str = "light", scale: float = 1.0, height: int = 430,
+                  label_top: int | None = None) -> go.Figure:
     """The plane with a plan's lines, beside its two marginals against the weights.
 
     Right, top: what each point of B receives, πᵀ1, against bⱼ (tick); right, bottom:
@@ -265,6 +312,8 @@ def plan_and_bars(xa: object, a: object, xb: object, b: object, plan: object, *,
         bar_max: the bars' upper limit (keep it fixed while a plan changes, so bars move
             and the axis does not); fitted when None.
         height: pixels at scale 1.
+        label_top: label only this many points per cloud in the plane, those that
+            matter (:func:`labelled`); the rest are named on hover. None labels all.
 
     Returns:
         A figure: plane traces on axes (x, y), B's bars on (x2, y2), A's on (x3, y3).
@@ -272,7 +321,7 @@ def plan_and_bars(xa: object, a: object, xb: object, b: object, plan: object, *,
     if plan is None:
         raise ValueError("plan is missing (None); pass the (n, m) plan")
     data, layout = _plane_parts(xa, a, xb, b, plan, exact, labels_a, labels_b, title, ranges,
-                                words, theme, scale, height)
+                                words, theme, scale, height, label_top)
     xa, a, xb, b = _check(xa, a, xb, b)
     p = as_plan(plan)
     w = _words(words)
