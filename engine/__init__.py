@@ -28,11 +28,15 @@ _WHERE = {
     "Coupling": "types", "Encoding": "types", "History": "types", "Notice": "types",
     "Projection": "types", "Relation": "types", "Summary": "types", "Ranking": "types",
     "sinkhorn": "solver.sinkhorn", "softmax_attention": "solver.sinkhorn",
+    "partial": "solver.sinkhorn",
     "Encoder": "models.encoder", "allowed_models": "models.encoder",
     "project": "relation.projection", "rank_texts": "relation.sentences",
     "encode_texts": "relation.relate", "eps_path": "relation.relate",
     "relate": "relation.relate", "relate_encodings": "relation.relate",
     "Lattice": "relation.lattice", "relation_lattice": "relation.lattice",
+    "align": "align.api", "align_pairs": "align.api", "tune": "align.api",
+    "score": "align.score", "Alignment": "align.api", "Tuning": "align.api",
+    "CorpusScore": "align.score", "Pair": "align.readers", "read_pairs": "align.readers",
 }
 __all__ = sorted(_WHERE)
 

@@ -1,0 +1,311 @@
+"""Extraction: from a pair's word scores S to links, for every method, batched.
+
+Every method turns a padded batch of pairs into values V ∈ [0, 1] per word pair (−1 where
+a word takes no part), and links are the pairs with V > θ. Methods (``METHODS``):
+
+- ``softmax-argmax`` (SimAlign's ArgMax, Jalili Sabet et al., 2020): i → argmax_j S_ij
+  (forward, A→B), argmax_i S_ij → j (backward, B→A), and their ``intersection`` (default)
+  or ``union``; no threshold.
+- ``softmax-both`` (awesome-align, Dou & Neubig, 2021): softmax over B and over A at a
+  temperature; a link where both probabilities exceed the threshold t. V is
+  (log₁₀ min(P→, P←) + 4)/4, so thresholds from 10⁻⁴ to 1 share one grid.
+- ``similarity-threshold`` (OTAlign's baseline): S min-max scaled per pair, above θ.
+- ``sinkhorn-argmax``: the balanced Sinkhorn plan's mutual argmax (row and column maxima).
+- ``sinkhorn-threshold``, ``exact`` (POT ``ot.emd``), ``partial`` (mass m) and
+  ``unbalanced`` (KL relaxation τ): the plan min-max scaled per pair (OTAlign, Arase et
+  al., ACL 2023), above θ.
+
+Plans are min-max scaled over each pair's own words, π̃ = (π − min π)/(max π − min π), so
+one threshold means the same for pairs of any length.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from ..errors import SettingsError
+from . import transport
+
+METHODS = ("softmax-argmax", "softmax-both", "similarity-threshold", "sinkhorn-argmax",
+           "sinkhorn-threshold", "exact", "partial", "unbalanced")
+THRESHOLDED = ("softmax-both", "similarity-threshold", "sinkhorn-threshold", "exact",
+               "partial", "unbalanced")
+DIRECTIONS = ("intersection", "forward", "backward", "union")
+#: Grid resolution of θ on V: θ_k = k / GRID, k = 0 … GRID − 1.
+GRID = 100
+TAU_GRID = tuple(float(x) for x in np.logspace(-2, 1, 50))
+MASS_GRID = tuple(float(x) for x in np.round(np.linspace(0.1, 1.0, 19), 3))
+
+
+@dataclass(frozen=True)
+class Method:
+    """One extraction method and its settings.
+
+    Attributes:
+        name: one of :data:`METHODS`.
+        threshold: θ on the min-max scaled plan or similarity; for ``softmax-both`` the
+            probability threshold t (awesome-align's 10⁻³). Unused by argmax methods.
+        tau: τ of ``unbalanced`` (KL marginal strength; τ → ∞ is balanced).
+        mass: m of ``partial`` (share of the mass moved, in (0, 1]).
+        eps: ε of the transport methods (on the cost scaled to [0, 1]).
+        temperature: softmax temperature of ``softmax-both``.
+        direction: ``softmax-argmax``'s direction (see :data:`DIRECTIONS`).
+    """
+
+    name: str
+    threshold: float = 0.1
+    tau: float = 1.0
+    mass: float = 0.8
+    eps: float = transport.DEFAULT_EPS
+    temperature: float = 0.1
+    direction: str = "intersection"
+
+    def __post_init__(self):
+        if self.name not in METHODS:
+            raise SettingsError(f"method must be one of {', '.join(METHODS)}; got "
+                                f"{self.name!r}.")
+        if self.direction not in DIRECTIONS:
+            raise SettingsError(f"direction must be one of {', '.join(DIRECTIONS)}; got "
+                                f"{self.direction!r}.")
+        for k in ("threshold", "tau", "mass", "eps", "temperature"):
+            v = getattr(self, k)
+            if not isinstance(v, (int, float)) or not np.isfinite(v):
+                raise SettingsError(f"{k} must be a finite number, got {v!r}.")
+        if not 0 <= self.threshold < 1:
+            raise SettingsError(f"threshold must lie in [0, 1), got {self.threshold:g}.")
+        if self.tau <= 0 or self.eps <= 0 or self.temperature <= 0:
+            raise SettingsError("tau, eps and temperature must be > 0.")
+        if not 0 < self.mass <= 1:
+            raise SettingsError(f"mass must lie in (0, 1], got {self.mass:g}.")
+
+    @property
+    def theta(self) -> float:
+        """The threshold on V (see the module docstring)."""
+        if self.name == "softmax-both":
+            return float(np.clip((np.log10(max(self.threshold, 1e-12)) + 4) / 4, 0, 1))
+        if self.name in THRESHOLDED:
+            return float(self.threshold)
+        return 0.5
+
+    def with_theta(self, theta: float) -> "Method":
+        """The same method with the threshold whose V-threshold is ``theta``."""
+        if self.name == "softmax-both":
+            return replace(self, threshold=float(10 ** (4 * theta - 4)))
+        if self.name in THRESHOLDED:
+            return replace(self, threshold=float(theta))
+        return self
+
+    @property
+    def grid_param(self) -> str | None:
+        """The setting tuned beside θ: "tau", "mass" or None."""
+        return {"unbalanced": "tau", "partial": "mass"}.get(self.name)
+
+    def to_dict(self) -> dict:
+        d = {"method": self.name}
+        if self.name in THRESHOLDED:
+            d["threshold"] = self.threshold
+        if self.name == "unbalanced":
+            d["tau"] = self.tau
+        if self.name == "partial":
+            d["mass"] = self.mass
+        if self.name.startswith("sinkhorn") or self.name in ("partial", "unbalanced"):
+            d["eps"] = self.eps
+        if self.name == "softmax-both":
+            d["temperature"] = self.temperature
+        if self.name == "softmax-argmax":
+            d["direction"] = self.direction
+        return d
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Padded pairs: scores, which words take part, and gold masks.
+
+    Attributes:
+        S: (N, n, m) float64 scores (0 where padded). real_a, real_b: (N, n), (N, m) bool,
+        the pair's words. valid_a, valid_b: words with tokens (the rest get no links).
+        sure, possible: (N, n, m) bool gold masks (all False without gold).
+    """
+
+    S: torch.Tensor
+    real_a: torch.Tensor
+    real_b: torch.Tensor
+    valid_a: torch.Tensor
+    valid_b: torch.Tensor
+    sure: torch.Tensor
+    possible: torch.Tensor
+    shapes: tuple = field(default=())
+
+    @property
+    def valid(self) -> torch.Tensor:
+        return self.valid_a.unsqueeze(-1) & self.valid_b.unsqueeze(-2)
+
+
+def make_batch(S_list: Sequence[np.ndarray], valid_a: Sequence[np.ndarray],
+               valid_b: Sequence[np.ndarray], gold: Sequence[tuple] | None = None) -> Batch:
+    """A :class:`Batch` of N pairs; ``gold``: per pair (sure, possible) link sets or None."""
+    N = len(S_list)
+    n = max(s.shape[0] for s in S_list)
+    m = max(s.shape[1] for s in S_list)
+    S = torch.zeros((N, n, m), dtype=torch.float64)
+    ra = torch.zeros((N, n), dtype=torch.bool)
+    rb = torch.zeros((N, m), dtype=torch.bool)
+    va, vb = ra.clone(), rb.clone()
+    sure = torch.zeros((N, n, m), dtype=torch.bool)
+    poss = sure.clone()
+    for k, s in enumerate(S_list):
+        nk, mk = s.shape
+        S[k, :nk, :mk] = torch.from_numpy(np.asarray(s, dtype=np.float64))
+        ra[k, :nk] = True
+        rb[k, :mk] = True
+        va[k, :nk] = torch.from_numpy(np.asarray(valid_a[k], dtype=bool))
+        vb[k, :mk] = torch.from_numpy(np.asarray(valid_b[k], dtype=bool))
+        if gold is not None and gold[k] is not None:
+            for i, j in gold[k][0]:
+                sure[k, i, j] = True
+            for i, j in gold[k][1]:
+                poss[k, i, j] = True
+    return Batch(S, ra, rb, va, vb, sure, poss | sure,
+                 tuple((int(s.shape[0]), int(s.shape[1])) for s in S_list))
+
+
+def _minmax(X: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """X min-max scaled over each matrix's valid block; −1 outside it."""
+    big = torch.finfo(X.dtype).max
+    lo = torch.where(valid, X, big).amin((-2, -1), keepdim=True)
+    hi = torch.where(valid, X, -big).amax((-2, -1), keepdim=True)
+    span = hi - lo
+    V = torch.where(span > 0, (X - lo) / torch.where(span > 0, span, 1.0),
+                    torch.where(hi > 0, 1.0, 0.0).expand_as(X))
+    return torch.where(valid, V.clamp(0, 1), -1.0)
+
+
+def _masked_softmax(X: torch.Tensor, valid: torch.Tensor, dim: int) -> torch.Tensor:
+    Xm = torch.where(valid, X, -torch.inf)
+    mx = Xm.amax(dim, keepdim=True)
+    mx = torch.where(torch.isfinite(mx), mx, 0.0)
+    E = torch.where(valid, torch.exp(Xm - mx), 0.0)
+    Z = E.sum(dim, keepdim=True)
+    return E / torch.where(Z > 0, Z, 1.0)
+
+
+def _argmax_mask(X: torch.Tensor, valid: torch.Tensor, dim: int) -> torch.Tensor:
+    """One True per valid row (dim=-1) or column (dim=-2) at its maximum (first one)."""
+    Xm = torch.where(valid, X, -torch.inf)
+    idx = Xm.argmax(dim, keepdim=True)
+    M = torch.zeros_like(valid).scatter(dim, idx, True)
+    return M & valid
+
+
+def plans(method: Method, batch: Batch, grid: Sequence[float] | None = None) -> torch.Tensor:
+    """The plans behind a transport method, (T, N, n, m), one per value of ``grid`` (τ for
+    ``unbalanced``, m for ``partial``; the method's own value when None)."""
+    valid = batch.valid
+    C = torch.stack([torch.from_numpy(transport.cost_of(
+        batch.S[k].numpy(), batch.valid_a[k].numpy(), batch.valid_b[k].numpy()))
+        for k in range(len(batch.S))])
+    C = torch.where(valid, C, 0.0)
+    a = batch.valid_a.to(torch.float64)
+    b = batch.valid_b.to(torch.float64)
+    a = a / a.sum(-1, keepdim=True).clamp_min(1)
+    b = b / b.sum(-1, keepdim=True).clamp_min(1)
+    if method.name in ("sinkhorn-argmax", "sinkhorn-threshold"):
+        return transport.balanced(C, a, b, method.eps).unsqueeze(0)
+    if method.name == "unbalanced":
+        return transport.unbalanced(C, a, b, grid if grid is not None else [method.tau],
+                                    method.eps)
+    if method.name == "partial":
+        return transport.partial(C, a, b, grid if grid is not None else [method.mass],
+                                 method.eps)
+    if method.name == "exact":
+        return torch.stack([torch.from_numpy(transport.exact(
+            C[k].numpy(), a[k].numpy(), b[k].numpy())) for k in range(len(C))]).unsqueeze(0)
+    raise SettingsError(f"{method.name} does not come from a plan.")
+
+
+def values(method: Method, batch: Batch, grid: Sequence[float] | None = None) -> torch.Tensor:
+    """V (T, N, n, m): links are V > θ; −1 where a word takes no part (see the module
+    docstring for each method's V)."""
+    valid = batch.valid
+    S = batch.S
+    name = method.name
+    if name == "softmax-argmax":
+        fwd, bwd = _argmax_mask(S, valid, -1), _argmax_mask(S, valid, -2)
+        M = {"intersection": fwd & bwd, "forward": fwd, "backward": bwd,
+             "union": fwd | bwd}[method.direction]
+        V = M.to(torch.float64)
+    elif name == "softmax-both":
+        P = torch.minimum(_masked_softmax(S / method.temperature, valid, -1),
+                          _masked_softmax(S / method.temperature, valid, -2))
+        V = ((torch.log10(P.clamp_min(1e-300)) + 4) / 4).clamp(0, 1)
+    elif name == "similarity-threshold":
+        V = _minmax(S, valid)
+    elif name == "sinkhorn-argmax":
+        P = plans(method, batch)[0]
+        V = (_argmax_mask(P, valid, -1) & _argmax_mask(P, valid, -2)).to(torch.float64)
+    else:
+        return _minmax(plans(method, batch, grid), valid.unsqueeze(0))
+    return torch.where(valid, V, -1.0).unsqueeze(0)
+
+
+def links_of(V: torch.Tensor, theta: float, shapes: Sequence[tuple[int, int]]
+             ) -> list[tuple[tuple[int, int], ...]]:
+    """Links (i, j) with V > θ of each pair in a batch, V (N, n, m), sorted."""
+    M = (V > theta).numpy()
+    out = []
+    for k, (n, m) in enumerate(shapes):
+        ii, jj = np.nonzero(M[k, :n, :m])
+        out.append(tuple((int(i), int(j)) for i, j in zip(ii, jj)))
+    return out
+
+
+def grid_counts(V: torch.Tensor, batch: Batch, null_gold: str = "sure",
+                G: int = GRID) -> torch.Tensor:
+    """Counts (:data:`~engine.align.score.COUNTS`) of the links V > θ_k for every
+    θ_k = k/G at once: V (T, N, n, m) → (T, N, G, 7) int64.
+
+    A value v ∈ (0, 1] lies above θ_k exactly when ⌈vG⌉ − 1 ≥ k, so each count is a
+    histogram of ⌈vG⌉ − 1 summed from k up (one pass over V, not one per threshold).
+    """
+    T, N, n, m = V.shape
+    bucket = (torch.ceil(V * G) - 1).clamp(-1, G - 1).long() + 1  # 0 … G
+    gold = batch.sure if null_gold == "sure" else batch.possible
+
+    def hist(idx: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        """(T, N, G+1) weighted histogram of indices over the last axes."""
+        idx = idx.reshape(T, N, -1)
+        w = w.expand(T, *w.shape[-3:]) if w.dim() == 3 else w
+        w = w.reshape(T, N, -1).to(torch.int64)
+        h = torch.zeros((T, N, G + 1), dtype=torch.int64)
+        return h.scatter_add_(-1, idx, w)
+
+    def above(h: torch.Tensor) -> torch.Tensor:  # Σ_{b ≥ k+1} h[b], k = 0 … G−1
+        return h.flip(-1).cumsum(-1).flip(-1)[..., 1:]
+
+    def at_most(h: torch.Tensor) -> torch.Tensor:  # Σ_{b ≤ k} h[b], k = 0 … G−1
+        return h.cumsum(-1)[..., :G]
+
+    ones = torch.ones((N, n, m), dtype=torch.bool)
+    pred = above(hist(bucket, ones))
+    pred_s = above(hist(bucket, batch.sure))
+    pred_p = above(hist(bucket, batch.possible))
+    row_b = bucket.amax(-1)  # (T, N, n)
+    col_b = bucket.amax(-2)  # (T, N, m)
+    gna = batch.real_a & ~gold.any(-1)
+    gnb = batch.real_b & ~gold.any(-2)
+
+    def hist1(idx, w):
+        idx = idx.reshape(T, N, -1)
+        w = w.unsqueeze(0).expand(T, *w.shape).reshape(T, N, -1).to(torch.int64)
+        return torch.zeros((T, N, G + 1), dtype=torch.int64).scatter_add_(-1, idx, w)
+
+    # a row is null at θ_k when its largest bucket is ≤ k (no entry above θ_k)
+    null_pred = at_most(hist1(row_b, batch.real_a)) + at_most(hist1(col_b, batch.real_b))
+    null_hit = at_most(hist1(row_b, gna)) + at_most(hist1(col_b, gnb))
+    sure_n = batch.sure.sum((-1, -2)).view(1, N, 1).expand(T, N, G)
+    null_g = (gna.sum(-1) + gnb.sum(-1)).view(1, N, 1).expand(T, N, G)
+    return torch.stack([pred, pred_s, pred_p, sure_n, null_pred, null_g, null_hit], -1)

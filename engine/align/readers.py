@@ -1,0 +1,380 @@
+"""Readers for pairs of texts with gold word alignments.
+
+Every reader returns a tuple of :class:`Pair`; every bad line raises a
+:class:`~engine.errors.AlignFileError` naming the file, the line and what is wrong; a file
+over :data:`MAX_BYTES`, with more than :data:`MAX_PAIRS` pairs or a text over
+:data:`MAX_WORDS` words is refused with a message, never a traceback.
+
+Formats (``read_pairs(path, fmt="auto")`` picks one by the file's name and first line):
+
+- ``table``: TSV, CSV or JSONL with the fields ``text_a``, ``text_b`` and an optional
+  ``gold`` (Pharaoh links); a TSV or CSV without a header row holds ``text_a, text_b[, gold]``
+  (the layout of the Edinburgh++ files).
+- ``multimwa``: the MultiMWA TSV: ``id, sent1, N/A, sent2, N/A, 1, 1, sure, possible``.
+- ``awesome``: awesome-align's ``src ||| tgt`` file, with gold links in a separate file
+  (``gold=``), one line per pair.
+
+Links are Pharaoh ``i-j`` over whitespace words, ``ipj`` for a possible link; indices are
+0-based unless ``one_based=True``. Possible links include the sure ones (S ⊆ P).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from ..errors import SinkscopeError
+
+MAX_BYTES = 32 * 2**20
+MAX_PAIRS = 20_000
+MAX_WORDS = 400
+FORMATS = ("auto", "table", "multimwa", "awesome")
+_LINK = re.compile(r"^(\d{1,6})([-p])(\d{1,6})$")
+
+
+class AlignFileError(SinkscopeError):
+    """A file of pairs or gold links that cannot be read; the message names the line."""
+
+
+Link = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two texts and, when known, their gold word alignment.
+
+    Attributes:
+        text_a, text_b: the texts; words are what ``str.split()`` gives.
+        sure: sure gold links (i, j), 0-based word indices of A and B.
+        possible: possible gold links, sure ones included (S ⊆ P).
+        has_gold: whether gold was given (a pair may be gold-aligned to nothing).
+    """
+
+    text_a: str
+    text_b: str
+    sure: frozenset[Link] = frozenset()
+    possible: frozenset[Link] = frozenset()
+    has_gold: bool = False
+
+    @property
+    def words_a(self) -> list[str]:
+        return self.text_a.split()
+
+    @property
+    def words_b(self) -> list[str]:
+        return self.text_b.split()
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(n, m): word counts of A and B."""
+        return len(self.words_a), len(self.words_b)
+
+    def lower(self) -> "Pair":
+        """The same pair with both texts lower-cased (the gold sets' convention)."""
+        return Pair(self.text_a.lower(), self.text_b.lower(), self.sure, self.possible,
+                    self.has_gold)
+
+    def transposed(self) -> "Pair":
+        """B and A swapped, links (i, j) → (j, i)."""
+        return Pair(self.text_b, self.text_a, frozenset((j, i) for i, j in self.sure),
+                    frozenset((j, i) for i, j in self.possible), self.has_gold)
+
+    def to_dict(self) -> dict:
+        d = {"text_a": self.text_a, "text_b": self.text_b}
+        if self.has_gold:
+            d["gold"] = links_text(self.sure, self.possible)
+        return d
+
+
+def make_pair(text_a: str, text_b: str, gold: str | None = None, *,
+              one_based: bool = False, where: str = "pair") -> Pair:
+    """A :class:`Pair` from two texts and optional Pharaoh gold, checked.
+
+    Raises:
+        AlignFileError: an empty or too long text, a malformed link or one out of range.
+    """
+    for name, t in (("text_a", text_a), ("text_b", text_b)):
+        if not isinstance(t, str) or not t.strip():
+            raise AlignFileError(f"{where}: {name} is empty; every pair needs two texts.")
+        if len(t.split()) > MAX_WORDS:
+            raise AlignFileError(f"{where}: {name} has {len(t.split())} words, more than "
+                                 f"{MAX_WORDS}; split it into sentences.")
+    if gold is None:
+        return Pair(text_a, text_b)
+    if not isinstance(gold, str):
+        raise AlignFileError(f"{where}: gold must be Pharaoh links as text ('0-0 1-2'), got "
+                             f"{type(gold).__name__}.")
+    n, m = len(text_a.split()), len(text_b.split())
+    sure, possible = parse_links(gold, n, m, one_based=one_based, where=where)
+    return Pair(text_a, text_b, sure, possible, True)
+
+
+def parse_links(text: str, n: int, m: int, *, one_based: bool = False,
+                where: str = "links", possible_text: str = "") -> tuple[frozenset, frozenset]:
+    """Pharaoh links ``"0-0 1-2 3p4"`` → (sure, possible) sets of 0-based (i, j).
+
+    ``i-j`` is sure, ``ipj`` possible; ``possible_text`` adds links that are all possible
+    (MultiMWA's last column). P includes S.
+
+    Raises:
+        AlignFileError: a token that is not a link, or an index outside the texts.
+    """
+    sure: set[Link] = set()
+    possible: set[Link] = set()
+    off = 1 if one_based else 0
+    for part, force_possible in ((text, False), (possible_text, True)):
+        for tok in part.split():
+            mt = _LINK.match(tok)
+            if not mt:
+                raise AlignFileError(f"{where}: {tok[:40]!r} is not a link; write links as "
+                                     "i-j (sure) or ipj (possible), separated by spaces.")
+            i, j = int(mt.group(1)) - off, int(mt.group(3)) - off
+            if i < 0 or j < 0:
+                raise AlignFileError(f"{where}: link {tok} has index 0 but links are "
+                                     "1-based here; drop the 1-based flag if they are 0-based.")
+            if i >= n or j >= m:
+                hint = " (are the links 1-based? say so with the 1-based flag)" if (
+                    not one_based and (i == n or j == m)) else ""
+                raise AlignFileError(f"{where}: link {tok} is out of range: text A has {n} "
+                                     f"words and text B {m}{hint}.")
+            (possible if (mt.group(2) == "p" or force_possible) else sure).add((i, j))
+    possible |= sure
+    return frozenset(sure), frozenset(possible)
+
+
+def links_text(sure: Iterable[Link], possible: Iterable[Link] = ()) -> str:
+    """(sure, possible) → Pharaoh text, 0-based, sorted: ``"0-0 1p2"``."""
+    sure = set(sure)
+    out = [f"{i}-{j}" for i, j in sorted(sure)]
+    out += [f"{i}p{j}" for i, j in sorted(set(possible) - sure)]
+    return " ".join(out)
+
+
+def _read_text(path: str | Path, what: str = "file") -> str:
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+    except OSError as e:
+        raise AlignFileError(f"Cannot read the {what} {path}: {e.strerror or e}.") from None
+    if not p.is_file():
+        raise AlignFileError(f"The {what} {path} is not a file.")
+    if size > MAX_BYTES:
+        raise AlignFileError(f"The {what} {path} is {size / 2**20:.1f} MB, more than "
+                             f"{MAX_BYTES // 2**20} MB; split it into smaller files.")
+    raw = p.read_bytes()
+    return decode(raw, str(path))
+
+
+def decode(raw: bytes, name: str = "the file") -> str:
+    """Bytes of a pairs file → text (UTF-8, a BOM dropped); refuses binary and huge data."""
+    if len(raw) > MAX_BYTES:
+        raise AlignFileError(f"{name} is {len(raw) / 2**20:.1f} MB, more than "
+                             f"{MAX_BYTES // 2**20} MB; split it into smaller files.")
+    if b"\x00" in raw:
+        raise AlignFileError(f"{name} is not a text file (it holds NUL bytes).")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw[:e.start].count(b"\n") + 1
+        raise AlignFileError(f"{name}, line {line}: not UTF-8 text; save the file as "
+                             "UTF-8.") from None
+    return text
+
+
+def _lines(text: str) -> list[str]:
+    lines = text.splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return lines
+
+
+def _check_count(pairs: list, name: str) -> None:
+    if len(pairs) > MAX_PAIRS:
+        raise AlignFileError(f"{name} holds more than {MAX_PAIRS:,} pairs; split it.")
+
+
+def read_multimwa(text: str, *, name: str = "file", one_based: bool = False) -> tuple[Pair, ...]:
+    """MultiMWA TSV: ``id, sent1, N/A, sent2, N/A, 1, 1, sure, possible`` per line."""
+    pairs = []
+    for k, line in enumerate(_lines(text), 1):
+        if not line.strip():
+            continue
+        where = f"{name}, line {k}"
+        cols = line.split("\t")
+        if len(cols) < 8:
+            raise AlignFileError(f"{where}: {len(cols)} tab-separated fields; MultiMWA lines "
+                                 "have 9 (id, sent1, N/A, sent2, N/A, 1, 1, sure, possible).")
+        a, b = cols[1], cols[3]
+        n, m = len(a.split()), len(b.split())
+        make_pair(a, b, where=where)  # the texts' own checks
+        sure, possible = parse_links(cols[7], n, m, one_based=one_based, where=where,
+                                     possible_text=cols[8] if len(cols) > 8 else "")
+        pairs.append(Pair(a, b, sure, possible, True))
+        _check_count(pairs, name)
+    return tuple(pairs)
+
+
+def read_table(text: str, *, name: str = "file", one_based: bool = False,
+               kind: str | None = None) -> tuple[Pair, ...]:
+    """TSV, CSV or JSONL with ``text_a``, ``text_b`` and optional ``gold``.
+
+    ``kind``: "tsv", "csv" or "jsonl" (guessed from the first line when None). A TSV or CSV
+    whose first row is not the header ``text_a, text_b[, gold]`` is read as that layout.
+    """
+    lines = _lines(text)
+    if not lines:
+        raise AlignFileError(f"{name} is empty; give one pair per line.")
+    first = lines[0].lstrip()
+    kind = kind or ("jsonl" if first.startswith("{") else "tsv" if "\t" in first else "csv")
+    pairs: list[Pair] = []
+    if kind == "jsonl":
+        for k, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            where = f"{name}, line {k}"
+            try:
+                row = json.loads(line)
+            except ValueError as e:
+                raise AlignFileError(f"{where}: not a JSON object ({e.msg}); write one "
+                                     '{"text_a": ..., "text_b": ..., "gold": ...} per line.') from None
+            if not isinstance(row, dict) or "text_a" not in row or "text_b" not in row:
+                raise AlignFileError(f"{where}: each line needs the fields text_a and text_b.")
+            pairs.append(make_pair(row["text_a"], row["text_b"], row.get("gold"),
+                                   one_based=one_based, where=where))
+            _check_count(pairs, name)
+        return tuple(pairs)
+    delim = "\t" if kind == "tsv" else ","
+    try:
+        rows = list(csv.reader(io.StringIO("\n".join(lines)), delimiter=delim,
+                               quoting=csv.QUOTE_NONE if delim == "\t" else csv.QUOTE_MINIMAL))
+    except csv.Error as e:
+        raise AlignFileError(f"{name}: not valid {kind.upper()} ({e}).") from None
+    header = [c.strip().lower() for c in rows[0]]
+    cols = {"text_a": 0, "text_b": 1, "gold": 2}
+    start = 0
+    if "text_a" in header or "text_b" in header:
+        if "text_a" not in header or "text_b" not in header:
+            raise AlignFileError(f"{name}, line 1: the header needs both text_a and text_b.")
+        cols = {c: header.index(c) for c in ("text_a", "text_b", "gold") if c in header}
+        start = 1
+    for k, row in enumerate(rows[start:], start + 1):
+        if not any(c.strip() for c in row):
+            continue
+        where = f"{name}, line {k}"
+        need = max(cols["text_a"], cols["text_b"]) + 1
+        if len(row) < need:
+            raise AlignFileError(f"{where}: {len(row)} field(s); each line needs text_a and "
+                                 f"text_b{' and gold' if 'gold' in cols else ''} separated by "
+                                 f"{'tabs' if delim == chr(9) else 'commas'}.")
+        if len(row) > max(cols.values()) + 1 and start == 0:
+            raise AlignFileError(f"{where}: {len(row)} fields; expected text_a, text_b and "
+                                 "an optional gold column.")
+        gold = row[cols["gold"]] if "gold" in cols and cols["gold"] < len(row) else None
+        pairs.append(make_pair(row[cols["text_a"]], row[cols["text_b"]], gold,
+                               one_based=one_based, where=where))
+        _check_count(pairs, name)
+    if not pairs:
+        raise AlignFileError(f"{name} holds no pairs.")
+    return tuple(pairs)
+
+
+def read_awesome(text: str, gold_text: str | None = None, *, name: str = "file",
+                 gold_name: str = "gold file", one_based: bool = False) -> tuple[Pair, ...]:
+    """awesome-align's ``src ||| tgt`` lines, with optional gold links, one line each."""
+    lines = _lines(text)
+    gold_lines = _lines(gold_text) if gold_text is not None else None
+    if gold_lines is not None and len(gold_lines) != len(lines):
+        raise AlignFileError(f"{gold_name} has {len(gold_lines)} lines but {name} has "
+                             f"{len(lines)} pairs; give one line of links per pair.")
+    pairs = []
+    for k, line in enumerate(lines, 1):
+        where = f"{name}, line {k}"
+        if line.count("|||") != 1:
+            raise AlignFileError(f"{where}: write each pair as 'source ||| target' (one "
+                                 "'|||').")
+        a, b = (s.strip() for s in line.split("|||"))
+        g = None if gold_lines is None else gold_lines[k - 1]
+        pairs.append(make_pair(a, b, g, one_based=one_based,
+                               where=where if g is None else f"{gold_name}, line {k}"))
+        _check_count(pairs, name)
+    if not pairs:
+        raise AlignFileError(f"{name} holds no pairs.")
+    return tuple(pairs)
+
+
+def sniff(text: str, name: str = "") -> str:
+    """Guess a format from a file's name and first line: multimwa, awesome or table."""
+    first = next((ln for ln in text.splitlines() if ln.strip()), "")
+    if "|||" in first:
+        return "awesome"
+    cols = first.split("\t")
+    if len(cols) >= 8 and cols[2].strip() == "N/A":
+        return "multimwa"
+    return "table"
+
+
+def parse_pairs(text: str, *, fmt: str = "auto", name: str = "file", gold_text: str | None = None,
+                one_based: bool = False, lowercase: bool = False,
+                transpose: bool = False) -> tuple[Pair, ...]:
+    """Pairs from a file's text (see the module docstring for the formats).
+
+    Args:
+        fmt: "auto", "table", "multimwa" or "awesome".
+        gold_text: awesome-align's gold links (one line per pair), for fmt="awesome".
+        one_based: links count words from 1.
+        lowercase: lower-case both texts (the gold sets' convention).
+        transpose: swap A and B (OTAlign reads MTRef with sent2 first).
+    """
+    if fmt not in FORMATS:
+        raise AlignFileError(f"format must be one of {', '.join(FORMATS)}; got {fmt!r}.")
+    if not text.strip():
+        raise AlignFileError(f"{name} is empty; give one pair per line.")
+    fmt = sniff(text, name) if fmt == "auto" else fmt
+    if fmt == "multimwa":
+        pairs = read_multimwa(text, name=name, one_based=one_based)
+    elif fmt == "awesome":
+        pairs = read_awesome(text, gold_text, name=name, one_based=one_based)
+    else:
+        kind = "jsonl" if name.endswith((".jsonl", ".json")) else "csv" if name.endswith(
+            ".csv") else None
+        pairs = read_table(text, name=name, one_based=one_based, kind=kind)
+    if lowercase:
+        pairs = tuple(p.lower() for p in pairs)
+    if transpose:
+        pairs = tuple(p.transposed() for p in pairs)
+    return pairs
+
+
+def read_pairs(path: str | Path, *, fmt: str = "auto", gold: str | Path | None = None,
+               one_based: bool = False, lowercase: bool = False,
+               transpose: bool = False) -> tuple[Pair, ...]:
+    """Read pairs (and gold) from a file; ``gold`` names awesome-align's links file.
+
+    Raises:
+        AlignFileError: a missing, binary, huge or malformed file (the message names the
+            line and what is wrong).
+    """
+    text = _read_text(path)
+    gold_text = _read_text(gold, "gold file") if gold is not None else None
+    if gold_text is not None and fmt == "auto":
+        fmt = "awesome"
+    return parse_pairs(text, fmt=fmt, name=Path(path).name, gold_text=gold_text,
+                       one_based=one_based, lowercase=lowercase, transpose=transpose)
+
+
+def read_links(path: str | Path, pairs: tuple[Pair, ...], *,
+               one_based: bool = False) -> tuple[Pair, ...]:
+    """Attach gold links from a Pharaoh file (one line per pair) to pairs read without them."""
+    lines = _lines(_read_text(path, "gold file"))
+    name = Path(path).name
+    if len(lines) != len(pairs):
+        raise AlignFileError(f"{name} has {len(lines)} lines but there are {len(pairs)} pairs; "
+                             "give one line of links per pair.")
+    return tuple(make_pair(p.text_a, p.text_b, g, one_based=one_based,
+                           where=f"{name}, line {k}")
+                 for k, (p, g) in enumerate(zip(pairs, lines), 1))

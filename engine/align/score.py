@@ -1,0 +1,211 @@
+"""Scores of predicted word alignments against sure/possible gold.
+
+With predicted links A, sure gold S and possible gold P (S ⊆ P):
+
+- precision |A∩P| / |A|, recall |A∩S| / |S|, F1 their harmonic mean;
+- AER = 1 − (|A∩S| + |A∩P|) / (|A| + |S|) (Och & Ney, 2003);
+- null alignment (OTAlign, Arase et al., ACL 2023): the words of A and of B that have no
+  link. Gold null words are those without a sure link (``null_gold="sure"``, the
+  convention of the gold sets' null ratios) or without any link (``"possible"``); null
+  precision and recall compare the predicted null words with the gold null words;
+- total (OTAlign): links and null words counted together, precision
+  (|A∩P| + |N̂∩N|) / (|A| + |N̂|), recall (|A∩S| + |N̂∩N|) / (|S| + |N|).
+
+A ratio whose denominator is 0 counts 1 when both sets are empty and 0 otherwise.
+
+Corpus scores come two ways: **macro** (OTAlign: precision and recall averaged over pairs,
+then F1 of the averages; AER averaged over pairs) and **micro** (the AER literature: counts
+summed over the corpus first). Bootstrap 95 % intervals resample pairs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ..errors import SettingsError
+
+#: Columns of a counts array: |A|, |A∩S|, |A∩P|, |S|, |N̂|, |N|, |N̂∩N|.
+COUNTS = ("pred", "pred_sure", "pred_possible", "sure", "null_pred", "null_gold", "null_hit")
+METRICS = ("precision", "recall", "f1", "aer", "null_precision", "null_recall", "null_f1",
+           "total_precision", "total_recall", "total_f1")
+NULL_GOLD = ("sure", "possible")
+
+
+def _ratio(num, den, other):
+    """num / den; where den == 0: 1 if ``other`` (the compared set's size) is 0 too, else 0."""
+    num, den, other = (np.asarray(x, dtype=np.float64) for x in (num, den, other))
+    safe = np.where(den > 0, den, 1.0)
+    return np.where(den > 0, num / safe, np.where(other == 0, 1.0, 0.0))
+
+
+def _f1(p, r):
+    p, r = np.asarray(p, np.float64), np.asarray(r, np.float64)
+    s = p + r
+    return np.where(s > 0, 2 * p * r / np.where(s > 0, s, 1.0), 0.0)
+
+
+def metrics_from_counts(c: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-row metrics from counts (..., 7) in the order of :data:`COUNTS`."""
+    c = np.asarray(c, dtype=np.float64)
+    A, AS, AP, S, Np, Ng, Nh = (c[..., k] for k in range(7))
+    p, r = _ratio(AP, A, S), _ratio(AS, S, A)
+    den = A + S
+    aer = np.where(den > 0, 1 - (AS + AP) / np.where(den > 0, den, 1.0), 0.0)
+    npr, nre = _ratio(Nh, Np, Ng), _ratio(Nh, Ng, Np)
+    tp, tr = _ratio(AP + Nh, A + Np, S + Ng), _ratio(AS + Nh, S + Ng, A + Np)
+    return {"precision": p, "recall": r, "f1": _f1(p, r), "aer": aer,
+            "null_precision": npr, "null_recall": nre, "null_f1": _f1(npr, nre),
+            "total_precision": tp, "total_recall": tr, "total_f1": _f1(tp, tr)}
+
+
+def macro_from_metrics(m: dict[str, np.ndarray], axis: int = -1) -> dict[str, np.ndarray]:
+    """OTAlign's averaging: precision, recall (and AER) averaged over pairs, F1 from the
+    averaged precision and recall."""
+    out = {k: np.mean(v, axis=axis) for k, v in m.items()}
+    for pre in ("", "null_", "total_"):
+        out[pre + "f1"] = _f1(out[pre + "precision"], out[pre + "recall"])
+    return out
+
+
+def mask_counts(pred: np.ndarray, sure: np.ndarray, possible: np.ndarray,
+                null_gold: str = "sure") -> np.ndarray:
+    """Counts of predicted link masks against gold masks, for many predictions at once.
+
+    Args:
+        pred: (..., n, m) bool predicted links (e.g. one mask per threshold).
+        sure, possible: (n, m) bool gold masks (possible ⊇ sure).
+        null_gold: which gold links make a word aligned ("sure" or "possible").
+
+    Returns:
+        (..., 7) counts in the order of :data:`COUNTS`.
+    """
+    pred = np.asarray(pred, dtype=bool)
+    gold = sure if null_gold == "sure" else possible
+    ga, gb = ~gold.any(-1), ~gold.any(-2)
+    pa, pb = ~pred.any(-1), ~pred.any(-2)
+    out = np.stack([
+        pred.sum((-1, -2)), (pred & sure).sum((-1, -2)), (pred & possible).sum((-1, -2)),
+        np.broadcast_to(sure.sum(), pred.shape[:-2]),
+        pa.sum(-1) + pb.sum(-1),
+        np.broadcast_to(ga.sum() + gb.sum(), pred.shape[:-2]),
+        (pa & ga).sum(-1) + (pb & gb).sum(-1)], -1)
+    return out.astype(np.int64)
+
+
+def gold_masks(sure: Iterable, possible: Iterable, n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """(n, m) bool masks of the sure and possible links (possible includes sure)."""
+    S = np.zeros((n, m), dtype=bool)
+    P = np.zeros((n, m), dtype=bool)
+    for i, j in sure:
+        S[i, j] = True
+    for i, j in possible:
+        P[i, j] = True
+    return S, P | S
+
+
+def links_mask(links: Iterable, n: int, m: int) -> np.ndarray:
+    M = np.zeros((n, m), dtype=bool)
+    for i, j in links:
+        if not (0 <= i < n and 0 <= j < m):
+            raise SettingsError(f"link {i}-{j} is outside a {n} × {m} pair; links are "
+                                "0-based word indices.")
+        M[i, j] = True
+    return M
+
+
+def pair_counts(links, pair, null_gold: str = "sure") -> np.ndarray:
+    """(7,) counts of one pair's predicted links against its gold."""
+    n, m = pair.shape
+    S, P = gold_masks(pair.sure, pair.possible, n, m)
+    return mask_counts(links_mask(links, n, m), S, P, null_gold)
+
+
+@dataclass(frozen=True)
+class CorpusScore:
+    """Scores of one method on a corpus.
+
+    Attributes:
+        n_pairs: pairs scored.
+        macro: metric → value, OTAlign's per-pair averaging (see the module docstring).
+        micro: metric → value from counts summed over the corpus.
+        macro_ci, micro_ci: metric → (low, high) bootstrap 95 % interval (empty when
+            ``bootstrap=0``).
+        per_pair: metric → (N,) per-pair values.
+        counts: (N, 7) per-pair counts (:data:`COUNTS`).
+    """
+
+    n_pairs: int
+    macro: dict
+    micro: dict
+    macro_ci: dict = field(default_factory=dict)
+    micro_ci: dict = field(default_factory=dict)
+    per_pair: dict = field(default_factory=dict, repr=False)
+    counts: np.ndarray | None = field(default=None, repr=False)
+
+    def to_dict(self) -> dict:
+        return {"n_pairs": self.n_pairs, "macro": self.macro, "micro": self.micro,
+                "macro_ci": {k: list(v) for k, v in self.macro_ci.items()},
+                "micro_ci": {k: list(v) for k, v in self.micro_ci.items()}}
+
+
+def corpus_score(counts: np.ndarray, *, bootstrap: int = 1000, seed: int = 0) -> CorpusScore:
+    """Corpus scores from per-pair counts (N, 7), with bootstrap 95 % intervals.
+
+    Raises:
+        SettingsError: no pairs, or a negative number of bootstrap samples.
+    """
+    counts = np.asarray(counts, dtype=np.int64).reshape(-1, 7)
+    N = len(counts)
+    if N == 0:
+        raise SettingsError("There are no pairs to score; give at least one pair with gold.")
+    if not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
+        raise SettingsError(f"bootstrap must be a whole number ≥ 0, got {bootstrap!r}.")
+    per = metrics_from_counts(counts)
+    macro = {k: float(v) for k, v in macro_from_metrics(per).items()}
+    micro = {k: float(v) for k, v in metrics_from_counts(counts.sum(0)).items()}
+    macro_ci, micro_ci = {}, {}
+    if bootstrap:
+        rng = np.random.default_rng(seed)
+        idx = rng.integers(0, N, size=(int(bootstrap), N))
+        bm = macro_from_metrics({k: v[idx] for k, v in per.items()})
+        bu = metrics_from_counts(counts[idx].sum(1))
+        for k in METRICS:
+            macro_ci[k] = tuple(float(x) for x in np.percentile(bm[k], [2.5, 97.5]))
+            micro_ci[k] = tuple(float(x) for x in np.percentile(bu[k], [2.5, 97.5]))
+    return CorpusScore(N, macro, micro, macro_ci, micro_ci, per, counts)
+
+
+def score(links: Sequence[Iterable], pairs: Sequence, *, null_gold: str = "sure",
+          bootstrap: int = 1000, seed: int = 0) -> CorpusScore:
+    """Score predicted links of every pair against the pairs' gold.
+
+    Args:
+        links: one collection of (i, j) 0-based word links per pair (or an
+            :class:`~engine.align.api.Alignment` with ``.links``).
+        pairs: the :class:`~engine.align.readers.Pair` s with gold, in the same order.
+        null_gold: "sure" (a word is gold-aligned when it has a sure link) or "possible".
+        bootstrap: resamples for the 95 % intervals (0: none). seed: their random seed.
+
+    Returns:
+        A :class:`CorpusScore`. AER = 1 − (|A∩S| + |A∩P|)/(|A| + |S|).
+
+    Raises:
+        SettingsError: different numbers of predictions and pairs, pairs without gold, a
+            link outside its pair.
+    """
+    if null_gold not in NULL_GOLD:
+        raise SettingsError(f"null_gold must be 'sure' or 'possible', got {null_gold!r}.")
+    links = [getattr(x, "links", x) for x in links]
+    if len(links) != len(pairs):
+        raise SettingsError(f"{len(links)} predictions for {len(pairs)} pairs; give one "
+                            "set of links per pair.")
+    if not all(p.has_gold for p in pairs):
+        k = next(i for i, p in enumerate(pairs) if not p.has_gold)
+        raise SettingsError(f"pair {k + 1} has no gold alignment; scoring needs gold for "
+                            "every pair.")
+    counts = np.stack([pair_counts(l, p, null_gold) for l, p in zip(links, pairs)]) \
+        if pairs else np.zeros((0, 7), np.int64)
+    return corpus_score(counts, bootstrap=bootstrap, seed=seed)

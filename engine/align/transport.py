@@ -1,0 +1,178 @@
+"""Plans for word alignment from the engine's solver, many pairs per call.
+
+Pairs of different sizes are padded to one (B, n, m) batch with zero weights (padded words
+get no mass); a grid of τ (or m) values is one more batch dimension, so a grid over a
+corpus is a few batched solves. The transport runs on a nonnegative cost per pair,
+C = (max S − S) / (max S − min S) ∈ [0, 1] (the pair's scores min-max scaled, so one ε
+suits both sources and every pair; for cosine similarity this is 1 − cos rescaled).
+
+Unbalanced and partial plans come from ``engine.solver`` (``sinkhorn(..., tau=)`` and
+``partial``). Where the installed solver does not have them yet, a small log-domain
+implementation of the same problems stands in (:func:`_unbalanced_log`,
+:func:`_partial_dustbin`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from ..errors import SettingsError
+
+DEFAULT_EPS = 0.1
+DEFAULT_HALF_STEPS = 400
+
+
+def pad(mats: Sequence[np.ndarray], valid_a: Sequence[np.ndarray], valid_b: Sequence[np.ndarray],
+        *, dtype=torch.float64, device=None):
+    """Stack per-pair cost matrices into a padded batch.
+
+    Args:
+        mats: N cost matrices (n_k, m_k). valid_a, valid_b: (n_k,), (m_k,) bool, words
+            that take part (a word with no tokens gets weight 0).
+
+    Returns:
+        C (N, n, m), a (N, n), b (N, m): uniform weights over the valid words, 0 elsewhere.
+    """
+    N = len(mats)
+    n = max(m.shape[0] for m in mats)
+    m_ = max(m.shape[1] for m in mats)
+    C = torch.zeros((N, n, m_), dtype=dtype)
+    a = torch.zeros((N, n), dtype=dtype)
+    b = torch.zeros((N, m_), dtype=dtype)
+    for k, (M, va, vb) in enumerate(zip(mats, valid_a, valid_b)):
+        C[k, :M.shape[0], :M.shape[1]] = torch.from_numpy(np.asarray(M, dtype=np.float64))
+        wa = np.asarray(va, dtype=np.float64)
+        wb = np.asarray(vb, dtype=np.float64)
+        a[k, :len(wa)] = torch.from_numpy(wa / max(wa.sum(), 1.0))
+        b[k, :len(wb)] = torch.from_numpy(wb / max(wb.sum(), 1.0))
+    if device is not None:
+        C, a, b = C.to(device), a.to(device), b.to(device)
+    return C, a, b
+
+
+def cost_of(S: np.ndarray, valid_a: np.ndarray, valid_b: np.ndarray) -> np.ndarray:
+    """C = (max S − S)/(max S − min S) over the valid block, (n, m) in [0, 1]; invalid
+    rows and columns get 1."""
+    S = np.asarray(S, dtype=np.float64)
+    block = S[np.ix_(valid_a, valid_b)]
+    C = np.ones_like(S)
+    if block.size:
+        lo, hi = block.min(), block.max()
+        span = hi - lo if hi > lo else 1.0
+        C[np.ix_(valid_a, valid_b)] = (hi - block) / span
+    return C
+
+
+def _solver():
+    from ..solver import sinkhorn as mod
+
+    return mod
+
+
+def solver_has_tau() -> bool:
+    """Whether the engine's ``sinkhorn`` takes ``tau`` (unbalanced transport)."""
+    return "tau" in inspect.signature(_solver().sinkhorn).parameters
+
+
+def _engine_partial():
+    import importlib
+
+    pkg = importlib.import_module("..solver", __package__)
+    fn = getattr(pkg, "partial", None)
+    if fn is None:
+        try:
+            fn = getattr(importlib.import_module("..solver.partial", __package__), "partial", None)
+        except ImportError:
+            fn = None
+    return fn if callable(fn) else None
+
+
+def balanced(C: torch.Tensor, a: torch.Tensor, b: torch.Tensor, eps: float = DEFAULT_EPS,
+             half_steps: int = DEFAULT_HALF_STEPS) -> torch.Tensor:
+    """Balanced Sinkhorn plans (..., n, m) of cost C by the engine's solver."""
+    return _solver().sinkhorn(-C, a, b, eps, half_steps, method="log").plan
+
+
+def unbalanced(C: torch.Tensor, a: torch.Tensor, b: torch.Tensor, taus: Sequence[float],
+               eps: float = DEFAULT_EPS, half_steps: int = DEFAULT_HALF_STEPS) -> torch.Tensor:
+    """KL-relaxed unbalanced plans for every τ at once: (T, N, n, m).
+
+    π = argmin ⟨C, π⟩ − ε H(π) + τ KL(π1 ‖ a) + τ KL(πᵀ1 ‖ b).
+    """
+    tau = torch.as_tensor(np.asarray(taus, dtype=np.float64), dtype=C.dtype, device=C.device)
+    if (tau <= 0).any() or not torch.isfinite(tau).all():
+        raise SettingsError("τ must be finite and > 0 (large τ approaches balanced transport).")
+    T = len(tau)
+    Cb, ab, bb = (x.unsqueeze(0).expand(T, *x.shape) for x in (C, a, b))
+    tb = tau.reshape(T, *([1] * (C.dim() - 2)))
+    if solver_has_tau():
+        return _solver().sinkhorn(-Cb, ab, bb, eps, half_steps, tau=tb).plan
+    return _unbalanced_log(-Cb, ab, bb, eps, tb, half_steps)
+
+
+def partial(C: torch.Tensor, a: torch.Tensor, b: torch.Tensor, masses: Sequence[float],
+            eps: float = DEFAULT_EPS, half_steps: int = DEFAULT_HALF_STEPS) -> torch.Tensor:
+    """Entropic partial transport plans moving a share m of the mass, every m: (T, N, n, m)."""
+    mass = np.asarray(masses, dtype=np.float64)
+    if (mass <= 0).any() or (mass > 1).any():
+        raise SettingsError("the transported mass m must lie in (0, 1].")
+    fn = _engine_partial()
+    out = []
+    for mk in mass:
+        if fn is not None:
+            out.append(fn(-C, a, b, eps, float(mk), half_steps=half_steps).plan)
+        else:
+            out.append(_partial_dustbin(C, a, b, float(mk), eps, half_steps))
+    return torch.stack(out)
+
+
+def exact(C: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Exact OT plan (POT ``ot.emd``) of one pair, (n, m); zero-weight words get 0."""
+    import ot
+
+    ia, ib = np.flatnonzero(a > 0), np.flatnonzero(b > 0)
+    out = np.zeros(C.shape)
+    if len(ia) and len(ib):
+        aa, bb = a[ia] / a[ia].sum(), b[ib] / b[ib].sum()
+        out[np.ix_(ia, ib)] = ot.emd(aa, bb, np.ascontiguousarray(C[np.ix_(ia, ib)]),
+                                     numItermax=1_000_000)
+    return out
+
+
+def _unbalanced_log(S, a, b, eps, tau, half_steps):
+    """Log-domain unbalanced Sinkhorn: f ← (τ/(τ+ε))·ε(log a − LSE_j((g_j + S_ij)/ε))."""
+    la = torch.where(a > 0, a.log(), -math.inf)
+    lb = torch.where(b > 0, b.log(), -math.inf)
+    lam = (tau / (tau + eps))
+    Se = S / eps
+    f = torch.zeros_like(a)
+    g = torch.zeros_like(b)
+    for t in range(half_steps):
+        if t % 2 == 0:
+            lse = torch.logsumexp(Se + g.unsqueeze(-2) / eps, -1)
+            f = torch.where(a > 0, lam * eps * (la - lse), -math.inf)
+        else:
+            lse = torch.logsumexp(Se + f.unsqueeze(-1) / eps, -2)
+            g = torch.where(b > 0, lam * eps * (lb - lse), -math.inf)
+    return torch.exp((f.unsqueeze(-1) + g.unsqueeze(-2) + S) / eps)
+
+
+def _partial_dustbin(C, a, b, mass, eps, half_steps):
+    """Partial transport of mass m as balanced transport with a dustbin row and column
+    (Chapel et al., NeurIPS 2020): ā = [a, 1 − m], b̄ = [b, 1 − m], dustbin ↔ dustbin
+    forbidden; the plan's real block moves exactly m."""
+    n, m_ = C.shape[-2:]
+    Cd = torch.zeros((*C.shape[:-2], n + 1, m_ + 1), dtype=C.dtype, device=C.device)
+    Cd[..., :n, :m_] = C
+    S = -Cd
+    S[..., n, m_] = -1e4  # dustbin to dustbin carries no mass
+    r = 1 - mass
+    ad = torch.cat([a, a.new_full((*a.shape[:-1], 1), r)], -1) / (1 + r)
+    bd = torch.cat([b, b.new_full((*b.shape[:-1], 1), r)], -1) / (1 + r)
+    P = _solver().sinkhorn(S, ad, bd, eps, half_steps, method="log").plan
+    return P[..., :n, :m_] * (1 + r)
