@@ -7,7 +7,8 @@ batch dimensions (layers, heads) are written ``...``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -72,6 +73,11 @@ class Encoding:
         return int(self.q.shape[1])
 
 
+def _is_array(v: Any) -> bool:
+    """True for arrays and tensors; False for None and plain numbers (ε, τ, m as floats)."""
+    return v is not None and not isinstance(v, (bool, int, float))
+
+
 @dataclass(frozen=True)
 class History:
     """Cost and entropy of the plan after chosen half-steps, recorded by the solver.
@@ -88,10 +94,28 @@ class History:
     entropy: Any
     plans: Any = None
 
+    def apply(self, fn) -> History:
+        """The same history with ``fn`` applied to every array (steps included)."""
+        return History(*(fn(v) if _is_array(v) else v
+                         for v in (self.steps, self.cost, self.entropy, self.plans)))
+
+    def select(self, index) -> History:
+        """Problem ``index`` of a batched history (the steps are shared)."""
+        def pick(v):
+            return v[(*np.atleast_1d(index).tolist(), ...)] if _is_array(v) else v
+
+        return replace(self, cost=pick(self.cost), entropy=pick(self.entropy),
+                       plans=pick(self.plans))
+
+
+_COUPLING_ARRAYS = ("plan", "f", "g", "row_err", "col_err", "converged", "cost", "entropy",
+                    "eps", "tau", "mass")
+
 
 @dataclass(frozen=True)
 class Coupling:
-    """The output of :func:`engine.sinkhorn`: a plan with its own diagnostics.
+    """The output of :func:`engine.sinkhorn` and :func:`engine.partial`: a plan with its
+    own diagnostics.
 
     The plan is π_ij = exp((f_i + g_j + S_ij) / ε); rows with a_i = 0 have f_i = -inf
     (and columns with b_j = 0 have g_j = -inf), so their mass is exactly 0.
@@ -99,17 +123,23 @@ class Coupling:
     Attributes:
         plan: (..., n, m) the plan after ``half_steps_run`` half-steps.
         f: (..., n) row potential; g: (..., m) column potential.
-        row_err, col_err: (..., T) L1 marginal errors ‖π1 − a‖₁ and ‖πᵀ1 − b‖₁ of the
-            plan after each half-step t = 1..T.
-        converged: (...) bool, both final errors ≤ ``tol``.
+        row_err, col_err: (..., T) residuals of the plan after each half-step t = 1..T.
+            Balanced: the L1 marginal errors ‖π1 − a‖₁ and ‖πᵀ1 − b‖₁. Unbalanced and
+            partial: ‖π1 − r‖₁ and ‖πᵀ1 − c‖₁, where r (c) is the marginal one more row
+            (column) update would give from the plan, so both are 0 at the fixed point
+            (see :func:`engine.solver.sinkhorn` and :func:`engine.solver.partial`).
+        converged: (...) bool, both final residuals ≤ ``tol``.
         cost: (...) transport cost ⟨−S, π⟩.
         entropy: (...) H(π) = −Σ π log π.
-        eps: the entropy ε used.
+        eps: the entropy ε used: a float, or (...) when each problem had its own.
         half_steps_run: T, the number of half-steps run (fewer than asked after an early
             stop).
         tol: the tolerance ``converged`` was judged by.
         history: cost and entropy after the half-steps the caller asked to record
             (``sinkhorn(..., record=...)``), else None.
+        tau: the KL strength τ of the marginal relaxation: math.inf for balanced transport
+            (and for partial), a float, or (...) when each problem had its own.
+        mass: the mass m a partial plan moves (a float or (...)); None for Sinkhorn.
 
     Arrays are numpy when the scores were numpy and torch tensors when they were torch.
     """
@@ -126,12 +156,30 @@ class Coupling:
     half_steps_run: int
     tol: float
     history: History | None = None
+    tau: Any = math.inf
+    mass: Any = None
 
     @property
     def max_err(self) -> Any:
         """(...) the larger final marginal error."""
         r, c = self.row_err[..., -1], self.col_err[..., -1]
         return np.maximum(r, c) if isinstance(r, np.ndarray) else r.maximum(c)
+
+    def apply(self, fn) -> Coupling:
+        """The same coupling with ``fn`` applied to every array, the history's included
+        (e.g. tensors to numpy, float32 to float64); plain numbers stay as they are."""
+        fields = {k: fn(getattr(self, k)) for k in _COUPLING_ARRAYS if _is_array(getattr(self, k))}
+        history = None if self.history is None else self.history.apply(fn)
+        return replace(self, **fields, history=history)
+
+    def select(self, index) -> Coupling:
+        """Problem ``index`` (an int, or a tuple over several batch dimensions) of a batched
+        coupling, its arrays keeping their dimensions (0-d for one number)."""
+        key = (*np.atleast_1d(index).tolist(), ...)
+        fields = {k: getattr(self, k)[key] for k in _COUPLING_ARRAYS
+                  if _is_array(getattr(self, k))}
+        history = None if self.history is None else self.history.select(index)
+        return replace(self, **fields, history=history)
 
 
 @dataclass(frozen=True)

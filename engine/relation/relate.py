@@ -22,7 +22,7 @@ from ..errors import SettingsError, SinkscopeError
 from .scores import Side, check_layer_head, scores, side, weights as make_weights
 from ..settings import DEFAULT_MODEL, Settings, check_setting
 from ..solver.sinkhorn import check_eps, sinkhorn, softmax_attention, to_numpy
-from ..types import Coupling, Encoding, History, Notice, Relation, Summary
+from ..types import Coupling, Encoding, Notice, Relation, Summary
 
 POSITION_BIAS_NOTE = (
     "This model adds a relative position bias to its attention logits, b(j − i) between "
@@ -137,12 +137,7 @@ def _host(c):
     c = to_numpy(c)
     if c.plan.dtype == np.float64:
         return c
-    f64 = {k: v.astype(np.float64) if isinstance(v, np.ndarray) and v.dtype.kind == "f" else v
-           for k, v in c.__dict__.items() if k != "history"}
-    h = c.history
-    if h is not None:
-        h = type(h)(h.steps, h.cost.astype(np.float64), h.entropy.astype(np.float64))
-    return type(c)(**f64, history=h)
+    return c.apply(lambda v: v.astype(np.float64) if v.dtype.kind == "f" else v)
 
 
 def _relate(encodings, s: Settings, device=None) -> Relation:
@@ -256,17 +251,9 @@ def _solve(problems: list[_Problem], device) -> list[tuple[np.ndarray, Coupling]
 
 
 def _pick(c: Coupling, k: int) -> Coupling:
-    """Problem k of a coupling solved for a stack of problems (numpy)."""
-    def at(x):  # arrays stay arrays (0-d for one head), as a coupling solved alone
-        return np.asarray(x[k])
-
-    h = c.history
-    if h is not None:
-        h = History(h.steps, at(h.cost), at(h.entropy), None if h.plans is None else at(h.plans))
-    return Coupling(plan=at(c.plan), f=at(c.f), g=at(c.g), row_err=at(c.row_err),
-                    col_err=at(c.col_err), converged=at(c.converged), cost=at(c.cost),
-                    entropy=at(c.entropy), eps=c.eps, half_steps_run=c.half_steps_run,
-                    tol=c.tol, history=h)
+    """Problem k of a coupling solved for a stack of problems (numpy); arrays stay arrays
+    (0-d for one head), as a coupling solved alone."""
+    return c.select(k)
 
 
 def _at_eps(c: Coupling, eps: float) -> Coupling:
@@ -274,7 +261,7 @@ def _at_eps(c: Coupling, eps: float) -> Coupling:
     potentials and costs measured against S (× ε)."""
     h = c.history
     if h is not None:
-        h = History(h.steps, h.cost * eps, h.entropy, h.plans)
+        h = dataclasses.replace(h, cost=h.cost * eps)
     return dataclasses.replace(c, f=c.f * eps, g=c.g * eps, cost=np.asarray(c.cost * eps),
                                eps=eps, history=h)
 
