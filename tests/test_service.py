@@ -25,7 +25,7 @@ import urllib3
 os.environ["SINKSCOPE_WARM_UP"] = "0"
 
 from engine import relate, settings  # noqa: E402
-from engine.serving.client import EngineClient, EngineUnavailable, ModelInfo  # noqa: E402
+from engine.serving.client import EngineClient, EngineUnavailable, ServedModel  # noqa: E402
 from engine.errors import ModelError, SettingsError, TextError  # noqa: E402
 from engine.io.export import relation_document, relation_from_dict  # noqa: E402
 from engine.serving import wire  # noqa: E402
@@ -57,9 +57,19 @@ def url(service) -> str:
 
 @pytest.fixture(scope="module")
 def encoder():
+    """The embedded engine as the app and each replica run it: with
+    ``SINKSCOPE_TORCH_THREADS`` torch threads (float32 sums in the model depend on the
+    thread count, at ~1e-7)."""
+    import torch
+
     from engine.relation.relate import default_encoder
 
-    return default_encoder()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(settings.CONFIG.torch_threads or threads)
+    try:
+        yield default_encoder()
+    finally:
+        torch.set_num_threads(threads)
 
 
 def post(url: str, path: str, body, *, accept: str = wire.JSON, raw: bytes | None = None,
@@ -157,15 +167,18 @@ def test_deploy_config_is_a_valid_serve_config():
     config = yaml.safe_load((ROOT / "deploy" / "serve.yaml").read_text())
     schema = ServeDeploySchema.model_validate(config)
     (app,) = schema.applications
-    assert app.import_path == "engine.serving.service:app"
+    assert app.import_path == "engine.serving.deployment:app"
     (dep,) = app.deployments
     assert dep.name == "Engine" and dep.ray_actor_options.num_gpus >= 1
     auto = dep.autoscaling_config
     assert auto["min_replicas"] >= 1 and auto["max_replicas"] > auto["min_replicas"]
     assert dep.max_ongoing_requests and dep.user_config["max_batch_size"] > 1
-    from engine.serving import service as svc
+    # Overload: bounded queues, and a Retry-After that the client honours.
+    assert dep.max_queued_requests > 0 and dep.backpressure_config.status_code == 503
+    assert dep.backpressure_config.retry_after_s >= 1
+    from engine.serving import deployment
 
-    assert svc.app is not None
+    assert deployment.app is not None
 
 
 @pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU")
@@ -192,10 +205,12 @@ def test_health_models_and_openapi(url):
     assert h["status"] == "ok" and h["device"] == "cpu" and h["dtype"] == "float64"
     assert h["memory_mb"] > 0
     (m,) = c.models()
-    assert m == ModelInfo("all-MiniLM-L6-v2", 6, 12, 32, 256, "cpu", "float64")
+    assert m == ServedModel("all-MiniLM-L6-v2", 6, 12, 32, 256, "cpu", "float64")
     spec = json.loads(HTTP.request("GET", url + "/v1/openapi.json").data)
     assert {"/v1/health", "/v1/models", "/v1/relate", "/v1/eps_path"} <= set(spec["paths"])
-    assert "text_a" in json.dumps(spec["paths"]["/v1/relate"])
+    from engine.serving.routes import openapi
+
+    assert spec == openapi()  # what docs/serving.md is checked against
 
 
 CASES = [

@@ -5,7 +5,7 @@ from engine.serving.client import EngineClient
 
 engine = EngineClient("http://127.0.0.1:8000")
 engine.health()                        # {"status": "ok", "device": "cpu", ...}
-engine.models()                        # [ModelInfo(name="all-MiniLM-L6-v2", n_layers=6, ...)]
+engine.models()                        # [ServedModel(name="all-MiniLM-L6-v2", n_layers=6, ...)]
 r = engine.relate("text A", "text B", layer=5, head=3, eps=0.5)   # engine.types.Relation
 eps, plans = engine.eps_path("text A", "text B", layer=5, head=3)
 ```
@@ -15,14 +15,24 @@ ValueErrors whose message says what to change), exactly as the embedded engine d
 service that cannot be reached, fails, or is not a sinkscope engine raises
 :class:`EngineUnavailable` (a RuntimeError: not bad input) naming the URL and what to check.
 
+Every call is idempotent (an answer is a pure function of its request), so a call that
+meets a refused or dropped connection, or an answer 502, 503 or 504 (or a 500 that did not
+come from the engine: a replica that died mid-request), is sent again after a bounded
+exponential backoff with jitter, honouring ``Retry-After`` (what an overloaded service
+answers), until ``retries`` more tries or the call's ``timeout`` are spent; then
+:class:`EngineUnavailable` says so. A bad request (4xx) is never retried.
+
 Torch-free: it imports numpy, urllib3 and the engine's torch-free modules only, so a front
 end that uses a served engine never loads torch or a model. Connections are kept open and
-reused (one urllib3 pool; idempotent calls are retried once on a dropped connection).
+reused (one urllib3 pool).
 """
 
 from __future__ import annotations
 
 import json
+import random
+import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -57,9 +67,13 @@ class EngineUnavailable(RuntimeError):
             f"names it, and that this machine can reach it.")
 
 
+RETRY_STATUSES = (502, 503, 504)
+
+
 @dataclass(frozen=True)
-class ModelInfo:
-    """A model as the served engine describes it (``GET /v1/models``).
+class ServedModel:
+    """A model as the served engine describes it (``GET /v1/models``); the embedded
+    engine's description of a model is :class:`engine.models.encoder.ModelInfo`.
 
     Attributes:
         name: the allow-list name. n_layers, n_heads, d_head: the transformer's shape.
@@ -76,6 +90,10 @@ class ModelInfo:
     dtype: str = "float64"
 
 
+# The name this class had before (sinkscope_app.compute still imports it).
+ModelInfo = ServedModel
+
+
 class EngineClient:
     """Talks to ``python -m engine serve`` (or a Ray Serve cluster running it).
 
@@ -86,10 +104,19 @@ class EngineClient:
         binary: ask for NPZ answers (``Accept: application/x-npz``): the same document,
             tens of times faster to write and read than JSON for large arrays.
         pool_size: connections kept open for concurrent callers (threads).
+        retries: how many times a call is sent again after a connection error or a
+            502/503/504 (within its timeout); 0: never.
+        backoff: the first wait before a retry, in seconds; each next wait doubles, up
+            to ``max_backoff``, and is drawn between half and all of that (jitter).
+            A ``Retry-After`` header sets the wait instead (up to ``max_backoff`` × 4).
+
+    Attributes:
+        retried: how many retries this client has made (all threads together).
     """
 
     def __init__(self, url: str, *, timeout: float = 60.0, binary: bool = True,
-                 pool_size: int = 4):
+                 pool_size: int = 4, retries: int = 6, backoff: float = 0.1,
+                 max_backoff: float = 2.0):
         parts = urlsplit(str(url).strip())
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise errors.SettingsError(
@@ -98,15 +125,14 @@ class EngineClient:
         self.url = f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
         self.timeout = float(timeout)
         self.binary = binary
-        self._pool = urllib3.PoolManager(
-            num_pools=1, maxsize=pool_size, block=False,
-            timeout=urllib3.Timeout(connect=min(5.0, self.timeout), read=self.timeout),
-            # Requests are pure functions of their body: resending one is safe. Retry a
-            # refused or dropped connection (a restarted service, a stale kept-alive
-            # socket) a little, then report the engine unavailable.
-            retries=urllib3.Retry(total=2, connect=2, read=1, status=0, redirect=0,
-                                  backoff_factor=0.05, allowed_methods=None,
-                                  raise_on_status=False))
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise errors.SettingsError(f"retries must be a whole number ≥ 0, got {retries!r}.")
+        self.retries, self.backoff, self.max_backoff = retries, float(backoff), float(max_backoff)
+        self.retried = 0
+        self._lock = threading.Lock()
+        # Retries are made here, in one place (_call), not by urllib3.
+        self._pool = urllib3.PoolManager(num_pools=1, maxsize=pool_size, block=False,
+                                         retries=False)
 
     def __repr__(self) -> str:
         return f"EngineClient({self.url!r})"
@@ -116,11 +142,11 @@ class EngineClient:
         """``GET /v1/health``: status, replica, device, memory of the replica that answered."""
         return self._call("GET", "/v1/health", timeout=timeout)
 
-    def models(self) -> list[ModelInfo]:
+    def models(self) -> list[ServedModel]:
         """``GET /v1/models``: the models the engine serves, its default first."""
         d = self._call("GET", "/v1/models")
         try:
-            infos = [ModelInfo(name=m["name"], n_layers=int(m["n_layers"]),
+            infos = [ServedModel(name=m["name"], n_layers=int(m["n_layers"]),
                                n_heads=int(m["n_heads"]), d_head=int(m["d_head"]),
                                max_tokens=int(m["max_tokens"]), device=str(d["device"]),
                                dtype=str(d["dtype"])) for m in d["models"]]
@@ -199,20 +225,65 @@ class EngineClient:
     # ----------------------------------------------------------------------- transport
     def _call(self, method: str, path: str, body: dict | None = None, *,
               timeout: float | None = None) -> dict[str, Any]:
-        """One request; the decoded document, an engine error, or EngineUnavailable."""
+        """One call: the decoded document, an engine error, or EngineUnavailable once the
+        retries (connection errors, 502/503/504, a 500 not from the engine) or the
+        ``timeout`` (seconds for the whole call, retries included) are spent."""
         headers = {"Accept": wire.NPZ if self.binary else wire.JSON}
         data = None
         if body is not None:
             data = json.dumps(body, ensure_ascii=False, allow_nan=True,
                               default=_plain).encode()
             headers["Content-Type"] = wire.JSON
-        kw = {} if timeout is None else {"timeout": urllib3.Timeout(
-            connect=min(timeout, 5.0), read=timeout)}
-        try:
-            resp = self._pool.request(method, self.url + path, body=data, headers=headers,
-                                      **kw)
-        except urllib3.exceptions.HTTPError as e:
-            raise EngineUnavailable(self.url, _why(e)) from None
+        budget = self.timeout if timeout is None else float(timeout)
+        deadline = time.monotonic() + budget
+        for attempt in range(self.retries + 1):
+            left = max(0.05, deadline - time.monotonic())
+            try:
+                resp = self._pool.request(method, self.url + path, body=data, headers=headers,
+                                          timeout=urllib3.Timeout(connect=min(5.0, left),
+                                                                  read=left))
+            except urllib3.exceptions.HTTPError as e:
+                timed_out = isinstance(e, urllib3.exceptions.TimeoutError)
+                failure, wait = (_why(e), None), None
+            else:
+                timed_out = False
+                if not self._retryable(resp):
+                    return self._answer(method, path, resp)
+                failure = (f"HTTP {resp.status}", resp.status)
+                wait = _retry_after(resp.headers.get("Retry-After"))
+            delay = self._delay(attempt, wait)
+            if timed_out or attempt == self.retries or time.monotonic() + delay >= deadline:
+                tries = f" after {attempt + 1} tries" if attempt else ""
+                raise EngineUnavailable(self.url, failure[0] + tries, failure[1])
+            with self._lock:
+                self.retried += 1
+            time.sleep(delay)
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        """The wait before retry ``attempt + 1``: Retry-After when the service gave one
+        (at most 4 × max_backoff), else min(max_backoff, backoff · 2^attempt) × U(½, 1)."""
+        if retry_after is not None:
+            return min(retry_after, 4 * self.max_backoff)
+        return min(self.max_backoff, self.backoff * 2 ** attempt) * random.uniform(0.5, 1.0)
+
+    @staticmethod
+    def _retryable(resp) -> bool:
+        """Whether an answer says "try again": 502/503/504 (a proxy without a replica, an
+        overloaded service), or a 500 that is not the engine's own error (a replica
+        that died with the request)."""
+        if resp.status in RETRY_STATUSES:
+            return True
+        if resp.status == 500:
+            try:
+                err = json.loads(resp.data).get("error")
+            except (ValueError, UnicodeDecodeError, AttributeError):
+                return True
+            return not (isinstance(err, dict) and err.get("type") == "InternalError")
+        return False
+
+    def _answer(self, method: str, path: str, resp) -> dict[str, Any]:
+        """The document of an answer, or the engine's error it carries."""
         media = (resp.headers.get("Content-Type") or "").split(";")[0].strip()
         try:
             doc = wire.loads(resp.data, wire.NPZ if media == wire.NPZ else wire.JSON)
@@ -236,6 +307,14 @@ def _plain(v: Any) -> Any:
     if isinstance(v, np.generic):
         return v.item()
     raise TypeError(f"{type(v).__name__} cannot be sent to the engine")
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header (delay-seconds; a date is not used)."""
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
 
 
 def _why(e: Exception) -> str:

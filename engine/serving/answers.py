@@ -1,0 +1,147 @@
+"""What each endpoint answers: pure functions of encodings and a checked request.
+
+An endpoint is a request model (:mod:`engine.serving.schemas`) and one function
+``(encodings, request, device) -> document`` here; the deployment encodes (batched,
+cached), runs the function off the event loop and writes the document as JSON or NPZ.
+Nothing here knows about HTTP or Ray.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+
+from .. import settings
+from ..errors import SettingsError, SinkscopeError
+from ..io.export import ranking_document, relation_document
+from ..models.encoder import Encoder
+from ..relation import frames
+from ..relation.lattice import relation_lattice
+from ..relation.relate import eps_path, relate_batch, relate_encodings
+from ..relation.sentences import rank
+from ..settings import Settings
+from ..types import Encoding
+from . import wire
+from .schemas import EpsPathRequest, LatticeRequest, RankRequest, RelateRequest
+
+log = logging.getLogger("ray.serve.sinkscope")
+
+EPS_PATH_SCHEMA = "sinkscope.eps_path/1"
+LATTICE_SCHEMA = "sinkscope.lattice/1"
+
+
+def token_counts(encodings: tuple[Encoding, ...], mode: str) -> tuple[int, int]:
+    """(n, m) tokens of text A and text B before word pooling."""
+    if mode == "joint":
+        seg = encodings[0].segment
+        return int((seg == 0).sum()), int((seg == 1).sum())
+    return encodings[0].n, encodings[-1].n
+
+
+def relate_settings(encodings: tuple[Encoding, ...], req: RelateRequest) -> Settings:
+    """The request's :class:`Settings` (a SettingsError for a heads grid over
+    ``SINKSCOPE_GRID_MAX_CELLS``)."""
+    s = req.settings()
+    if s.layer == "all":
+        n, m = token_counts(encodings, s.mode)
+        if n * m > settings.CONFIG.grid_max_cells:
+            raise SettingsError(
+                f"The texts have {n} × {m} tokens: too many for the heads grid (the limit is "
+                f"{settings.CONFIG.grid_max_cells:,} token pairs, SINKSCOPE_GRID_MAX_CELLS). "
+                "Shorten the texts or ask for one layer and head.")
+    return s
+
+
+def relation_answer(encodings: tuple[Encoding, ...], req: RelateRequest, device) -> dict:
+    """POST /v1/relate: the Relation's document (the CLI's ``--json``)."""
+    return relation_document(relate_encodings(encodings, settings=relate_settings(
+        encodings, req), device=device))
+
+
+def relation_answers(items: list[tuple[tuple[Encoding, ...], RelateRequest]],
+                     device) -> list:
+    """POST /v1/relate for requests that arrived together: their problems solved in as few
+    batched calls as they allow (:func:`engine.relation.relate.relate_batch`). Returns each
+    request's document, or the SinkscopeError it raised."""
+    out: list[Any] = [None] * len(items)
+    jobs = []
+    for i, (encodings, req) in enumerate(items):
+        try:
+            jobs.append((i, (encodings, relate_settings(encodings, req))))
+        except SinkscopeError as e:
+            out[i] = e
+    for (i, _), r in zip(jobs, relate_batch([job for _, job in jobs], device=device)):
+        out[i] = r if isinstance(r, Exception) else relation_document(r)
+    return out
+
+
+def _softmax_relation(encodings, req, device=None):
+    """The relation of the request's texts and view at half-step 1 (its scores, weights)."""
+    view = req.settings()
+    return relate_encodings(encodings, settings=view.replace(eps=1.0, half_steps=1))
+
+
+def eps_path_answer(encodings: tuple[Encoding, ...], req: EpsPathRequest, device) -> dict:
+    """POST /v1/eps_path: ε values (K,) and Sinkhorn plans (K, n, m), large ε to small."""
+    r = _softmax_relation(encodings, req)
+    eps, plans = eps_path(r, req.eps_values, half_steps=int(req.half_steps),
+                          tol=float(req.tol), device=device)
+    return {"schema": EPS_PATH_SCHEMA, "model": r.model,
+            "settings": {"layer": r.layer, "head": r.head, "mode": r.mode,
+                         "weights": r.weights, "pool_words": r.pool_words,
+                         "half_steps": int(req.half_steps), "tol": float(req.tol)},
+            "tokens_a": list(r.tokens_a), "tokens_b": list(r.tokens_b),
+            "eps": eps, "plans": plans}
+
+
+def lattice_answer(encodings: tuple[Encoding, ...], req: LatticeRequest, device) -> dict:
+    """POST /v1/lattice: the live sliders' frames as the browser's payload (uint8 bytes),
+    or no payload (over ``max_bytes`` even at 8 bits)."""
+    cells = np.prod(token_counts(encodings, req.mode))
+    if cells > settings.CONFIG.live_max_cells:
+        raise SettingsError(f"{cells:,} token pairs is more than the "
+                            f"{settings.CONFIG.live_max_cells:,} whose frames are precomputed "
+                            "(SINKSCOPE_LIVE_MAX_CELLS).")
+    r = _softmax_relation(encodings, req)
+    lat = relation_lattice(r, np.asarray(req.eps_values, float), np.asarray(req.steps, int))
+    data, bits = frames.encode(lat, req.id, max_bytes=int(req.max_bytes))
+    return {"schema": LATTICE_SCHEMA, "id": req.id, "bits": bits,
+            "payload": None if data is None else np.frombuffer(data, dtype=np.uint8)}
+
+
+def rank_answer(enc: Encoder, req: RankRequest, measured) -> dict:
+    """POST /v1/rank: the Sentences ranking's document, from the texts' measures."""
+    ms, dropped = measured
+    return ranking_document(rank(ms, eps=float(req.eps), pooling=enc.pooling,
+                                 mean_pooled=enc.mean_pooled, dropped=dropped))
+
+
+def warm_up(enc: Encoder, device) -> None:
+    """One small relation, heads grid and ε path, so that the first request does not pay
+    for lazy imports (POT, the solver's kernels) and first calls (~1.5 s on a CPU)."""
+    try:
+        encodings = tuple(enc.encode_many(["warm up", "warm up"], attentions=False))
+        r = relate_encodings(encodings, half_steps=3, device=device)
+        relate_encodings(encodings, layer="all", head="all", half_steps=3, device=device)
+        eps_path(r, [1.0], half_steps=3, device=device)
+        wire.dumps(relation_document(r), wire.NPZ)
+    except Exception:  # an optimisation only
+        log.exception("warm-up failed")
+
+
+def check_request(req, enc: Encoder) -> None:
+    """What the schema cannot check because it needs the model: the settings together
+    (layer and head in the model's range, heads grid only as layer = head = "all") and the
+    one-head endpoints' rule (SinkscopeError)."""
+    from ..relation.scores import check_layer_head
+
+    s = req.settings()
+    if isinstance(req, RankRequest):
+        return
+    check_layer_head(s.layer, s.head, enc.n_layers, enc.n_heads)
+    if isinstance(req, EpsPathRequest) and s.layer == "all":
+        raise SettingsError("The ε path is for one layer and head; choose a head first.")
+    if isinstance(req, LatticeRequest) and s.layer == "all":
+        raise SettingsError("A lattice is for one layer and head; choose a head first.")

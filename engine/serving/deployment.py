@@ -1,0 +1,359 @@
+"""The Ray Serve deployment: one replica's wiring.
+
+Each replica loads its models once on its device (CUDA when present, float32 there with
+the solver's log-domain fallback; else the CPU in float64, as embedded) and mounts the
+HTTP API (:mod:`engine.serving.routes`). Requests from concurrent callers are batched with
+``serve.batch`` twice: encoding (one padded forward pass) and relating (requests on the
+same texts and view, such as a class moving the ε slider, share one batched softmax and
+Sinkhorn call; a request arriving alone runs at once). Encodings are kept in a bounded LRU
+(:mod:`engine.serving.cache`), so a slider move never re-encodes. What each endpoint
+computes is in :mod:`engine.serving.answers`. Ray Serve does everything else: replicas,
+routing, bounded queues (503 with ``Retry-After`` when they are full), autoscaling
+(``deploy/serve.yaml``, ``import_path: engine.serving.deployment:app``).
+"""
+
+# No ``from __future__ import annotations``: Serve pickles this class, and the routes'
+# annotations must resolve in the replica.
+import asyncio
+import collections
+import copy
+import dataclasses
+import json
+import logging
+import os
+import time
+from typing import Any, Callable
+
+from fastapi.responses import Response
+from ray import serve
+from ray.serve.config import BackpressureConfig
+
+from .. import settings
+from ..errors import ModelError, SinkscopeError
+from ..models.encoder import Encoder, allowed_models, clean_text
+from ..relation.sentences import measures
+from ..settings import DEFAULT_MODEL
+from ..types import Encoding
+from . import answers, wire
+from .cache import EncodingCache, Job
+
+log = logging.getLogger("ray.serve.sinkscope")
+
+MEASURES_KEPT = 16  # Sentences requests whose encoded texts a replica keeps
+# Replica settings Serve can change without a restart (user_config → reconfigure).
+# batch_wait_timeout_s: how long an encode batch waits to fill; relate_wait_timeout_s:
+# the same for slider moves, which join a batch only while others are being related (one
+# arriving alone never waits); 10–30 ms gave the most relations per second here.
+TUNING = {"max_batch_size": 16, "batch_wait_timeout_s": 0.005, "relate_wait_timeout_s": 0.02,
+          "cache_mb": None}
+GPU_BUCKET = 32  # tokens: on an accelerator, jobs up to this much apart share a pass
+# Overload: each caller (an HTTP proxy) queues at most this many requests beyond what the
+# replicas hold (max_ongoing_requests each); above it Serve answers 503 with Retry-After.
+MAX_ONGOING = 32
+MAX_QUEUED = 64
+RETRY_AFTER_S = 1
+
+
+def load_model(name: str) -> Encoder:
+    """The one place a replica loads a model (on its device, offline). Allow-listed names
+    only: ``Encoder.load`` would also take a folder, which no HTTP caller may name."""
+    return Encoder(name)
+
+
+def _rss_mb() -> float:
+    """This process's resident memory in MB (0 where /proc is missing)."""
+    try:
+        with open(f"/proc/{os.getpid()}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+@serve.deployment(max_ongoing_requests=MAX_ONGOING, max_queued_requests=MAX_QUEUED,
+                  backpressure_config=BackpressureConfig(retry_after_s=RETRY_AFTER_S),
+                  ray_actor_options={"num_cpus": 1}, user_config=TUNING,
+                  health_check_period_s=5)
+@serve.ingress()
+class Engine:
+    """One replica: the allow-listed models on this replica's device, an encoding cache
+    and the batchers; the HTTP API on top (``__serve_build_asgi_app__``)."""
+
+    def __init__(self) -> None:
+        import torch
+
+        if settings.CONFIG.torch_threads > 0:
+            torch.set_num_threads(settings.CONFIG.torch_threads)
+        self.encoders: dict[str, Encoder] = {}
+        self.broken: dict[str, str] = {}
+        for name in allowed_models():
+            try:
+                self.encoders[name] = load_model(name)
+            except SinkscopeError as e:  # serve the others; say why this one is missing
+                log.error("model %s: %s", name, e)
+                self.broken[name] = str(e)
+        if not self.encoders:
+            raise ModelError(f"No model could be loaded: {self.broken}")
+        # Token counts are read on the event loop while a batch is encoded in a worker
+        # thread: each model gets a tokenizer of its own for that (tokenizers keep state).
+        self.counters = {n: copy.deepcopy(e.tokenizer) for n, e in self.encoders.items()}
+        self.device = next(iter(self.encoders.values())).device
+        self.on_device = None if self.device.type == "cpu" else self.device
+        answers.warm_up(next(iter(self.encoders.values())), self.on_device)
+        self.device_name = (torch.cuda.get_device_name(self.device)
+                            if self.device.type == "cuda" else "")
+        self.cache = EncodingCache(settings.CONFIG.cache_mb * 2**20)
+        self.inflight: dict[tuple, asyncio.Future] = {}
+        self.measures: dict[tuple, tuple] = {}  # the Sentences view's texts, newest last
+        self.batches: collections.Counter[int] = collections.Counter()
+        self.relate_batches: collections.Counter[int] = collections.Counter()
+        self.relating = 0  # relate requests being computed now (alone or in a batch)
+        self.max_batch_size = TUNING["max_batch_size"]
+        self.passes = 0
+        self.requests = 0
+        self.errors: collections.Counter[int] = collections.Counter()
+        try:
+            self.replica = serve.get_replica_context().replica_tag
+        except Exception:  # constructed outside Serve (tests of the class itself)
+            self.replica = f"local-{os.getpid()}"
+
+    def __serve_build_asgi_app__(self):
+        """The HTTP API of this replica (Serve calls this after ``__init__``)."""
+        from .routes import build_api
+
+        return build_api(self)
+
+    def reconfigure(self, config: dict) -> None:
+        """Serve's ``user_config``: batch size, batch waits and cache size, changed live."""
+        config = {**TUNING, **(config or {})}
+        self.max_batch_size = int(config["max_batch_size"])
+        for batcher, wait in ((self._encode_batch, "batch_wait_timeout_s"),
+                              (self._relate_batch, "relate_wait_timeout_s")):
+            batcher.set_max_batch_size(self.max_batch_size)
+            batcher.set_batch_wait_timeout_s(float(config[wait]))
+        if config.get("cache_mb") is not None:
+            self.cache.max_bytes = int(config["cache_mb"]) * 2**20
+            self.cache.shrink()
+
+    # ----------------------------------------------------------------------- documents
+    def health(self) -> dict:
+        """GET /v1/health: alive, with the replica that answered and where it computes."""
+        return {"status": "ok", "service": "sinkscope", "api": "v1", "replica": self.replica,
+                "pid": os.getpid(), "device": str(self.device), "device_name": self.device_name,
+                "dtype": "float64" if self.on_device is None else "float32",
+                "models": list(self.encoders), "memory_mb": round(_rss_mb(), 1)}
+
+    def models(self) -> dict:
+        """GET /v1/models: name, layers, heads, head size, token limit of each model."""
+        return {"default": DEFAULT_MODEL if DEFAULT_MODEL in self.encoders
+                else next(iter(self.encoders)),
+                "device": str(self.device),
+                "dtype": "float64" if self.on_device is None else "float32",
+                "models": [{"name": n, "n_layers": e.n_layers, "n_heads": e.n_heads,
+                            "d_head": e.d_head, "max_tokens": e.max_tokens}
+                           for n, e in self.encoders.items()],
+                "unavailable": [{"name": n, "message": m} for n, m in self.broken.items()]}
+
+    def stats(self) -> dict:
+        """GET /v1/stats: requests per encode and relate batch, forward passes, cache."""
+        return {"replica": self.replica, "requests": self.requests,
+                "batch_sizes": {str(k): v for k, v in sorted(self.batches.items())},
+                "relate_batch_sizes": {str(k): v for k, v in
+                                       sorted(self.relate_batches.items())},
+                "forward_passes": self.passes, "cache": self.cache.stats(),
+                "errors": {str(k): v for k, v in sorted(self.errors.items())}}
+
+    # ----------------------------------------------------------------------- answering
+    async def answer(self, req, answer: Callable[[tuple[Encoding, ...], Any, Any], dict],
+                     accept: str | None, *, batched: bool = False) -> Response:
+        """Check a request, get its encodings, run ``answer`` off the event loop and write
+        its document as JSON or NPZ (``accept``).
+
+        ``batched`` (relations): a request that arrives while others are being related
+        joins them in :meth:`_relate_batch`, one batched solve; one arriving alone runs at
+        once, without waiting for company."""
+        self.requests += 1
+        t0 = time.perf_counter()
+        encodings, batch = await self._encodings(self._job(req))
+        t1 = time.perf_counter()
+        media = wire.media_type(accept)
+        together = batched and self.relating > 0 and self.max_batch_size > 1
+        if batched:
+            self.relating += 1
+
+        def work() -> tuple[bytes, float]:  # one trip to a worker thread
+            doc = answer(encodings, req, self.on_device)
+            t = time.perf_counter()
+            return wire.dumps(doc, media), t
+
+        try:
+            if together:
+                outcome = await self._relate_batch((encodings, req, media))
+                if isinstance(outcome, BaseException):
+                    raise outcome
+                body, t2, solved = outcome
+            else:
+                (body, t2), solved = await asyncio.to_thread(work), 1
+        finally:
+            if batched:
+                self.relating -= 1
+        t3 = time.perf_counter()
+        timing = ", ".join(f"{k};dur={v * 1e3:.1f}" for k, v in
+                           (("encode", t1 - t0), ("compute", t2 - t1), ("write", t3 - t2)))
+        return Response(body, media_type=media, headers={
+            "X-Sinkscope-Replica": self.replica, "X-Sinkscope-Batch": str(batch),
+            "X-Sinkscope-Solved-With": str(solved), "Server-Timing": timing})
+
+    async def rank(self, req, accept: str | None) -> Response:
+        """POST /v1/rank: the texts' measures are kept, so an ε move does not re-encode."""
+        self.requests += 1
+        enc = self.encoder(req.model)
+        answers.check_request(req, enc)
+        media = wire.media_type(accept)
+
+        def work() -> bytes:
+            key = (enc.name, req.text_a, json.dumps(req.candidates))
+            measured = self.measures.get(key)
+            if measured is None:
+                measured = self.measures[key] = measures(enc, req.text_a, req.candidates)
+                while len(self.measures) > MEASURES_KEPT:
+                    self.measures.pop(next(iter(self.measures)))
+            return wire.dumps(answers.rank_answer(enc, req, measured), media)
+
+        return Response(await asyncio.to_thread(work), media_type=media,
+                        headers={"X-Sinkscope-Replica": self.replica})
+
+    def encoder(self, name: Any) -> Encoder:
+        """The served model ``name``, or a ModelError naming the ones served."""
+        if isinstance(name, str) and name in self.encoders:
+            return self.encoders[name]
+        if isinstance(name, str) and name in self.broken:
+            raise ModelError(self.broken[name])
+        shown = repr(name) if len(repr(name)) <= 60 else repr(name)[:60] + "…"
+        raise ModelError(f"Model {shown} is not served here; choose one of: "
+                         f"{', '.join(self.encoders)}. Operators add models with "
+                         "SINKSCOPE_MODELS.")
+
+    def _job(self, req) -> Job:
+        """Check the request and name the encoding it needs (no model call)."""
+        enc = self.encoder(req.model)
+        answers.check_request(req, enc)
+        a = clean_text(req.text_a, name="Text A")
+        texts = (a,) if req.mode == "self" else (
+            a, clean_text(req.text_b if req.text_b is not None else "", name="Text B"))
+        return Job(model=enc.name, mode=req.mode, texts=texts)
+
+    def _measured(self, job: Job) -> Job:
+        """The job with the padded length of its forward pass (tokenised here)."""
+        enc = self.encoders[job.model]
+        ids = self.counters[job.model]([t.text for t in job.texts], truncation=True,
+                                       max_length=enc.max_tokens,
+                                       split_special_tokens=True)["input_ids"]
+        return dataclasses.replace(job, length=max(map(len, ids)),
+                                   bucket=1 if self.on_device is None else GPU_BUCKET)
+
+    async def _encodings(self, job: Job) -> tuple[tuple[Encoding, ...], int]:
+        """The job's encodings and the size of the batch that made them (0: cached).
+
+        Concurrent requests for the same texts wait for one encoding."""
+        hit = self.cache.get(job.key)
+        if hit is not None:
+            return hit, 0
+        future = self.inflight.get(job.key)
+        if future is None:
+            future = asyncio.ensure_future(self._encode_batch(self._measured(job)))
+            self.inflight[job.key] = future
+            future.add_done_callback(lambda _: self.inflight.pop(job.key, None))
+        outcome = await asyncio.shield(future)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        encodings, batch = outcome
+        self.cache.put(job.key, encodings)
+        return encodings, batch
+
+    @serve.batch(max_batch_size=TUNING["max_batch_size"],
+                 batch_wait_timeout_s=TUNING["batch_wait_timeout_s"])
+    async def _encode_batch(self, jobs: list[Job]) -> list:
+        """Encode the jobs of concurrent requests: one forward pass per padded length."""
+        self.batches[len(jobs)] += 1
+        groups: dict[tuple, list[int]] = collections.defaultdict(list)
+        for i, job in enumerate(jobs):
+            groups[job.pass_key].append(i)
+        self.passes += len(groups)
+        return await asyncio.to_thread(self._encode_now, jobs, list(groups.values()))
+
+    def _encode_now(self, jobs: list[Job], groups: list[list[int]]) -> list:
+        """Run the forward passes (in a worker thread): one per group of job indices.
+        Each job gets (encodings, batch size) or the exception its pass raised."""
+        out: list[Any] = [None] * len(jobs)
+        for idx in groups:
+            group = [jobs[i] for i in idx]
+            enc = self.encoders[group[0].model]
+            try:
+                if group[0].mode == "joint":
+                    results = [(enc.encode_pair(*j.texts),) for j in group]
+                else:
+                    flat = enc.encode_many([t for j in group for t in j.texts],
+                                           attentions=False)
+                    results, k = [], 0
+                    for j in group:
+                        results.append(tuple(flat[k:k + len(j.texts)]))
+                        k += len(j.texts)
+                for i, r in zip(idx, results):
+                    out[i] = (r, len(jobs))
+            except Exception as e:  # this pass fails, the others stand
+                for i in idx:
+                    out[i] = e
+        return out
+
+    @serve.batch(max_batch_size=TUNING["max_batch_size"],
+                 batch_wait_timeout_s=TUNING["relate_wait_timeout_s"])
+    async def _relate_batch(self, items: list[tuple]) -> list:
+        """Relate the requests of concurrent callers (encodings, request, media type):
+        requests on the same texts and view share one batched softmax and Sinkhorn call
+        (:func:`engine.serving.answers.relation_answers`). Each gets (body, time computed,
+        batch size) or the exception it raised."""
+        self.relate_batches[len(items)] += 1
+        return await asyncio.to_thread(self._relate_now, items)
+
+    def _relate_now(self, items: list[tuple]) -> list:
+        docs = answers.relation_answers([(e, req) for e, req, _ in items], self.on_device)
+        t = time.perf_counter()
+        out: list[Any] = []
+        for doc, (_, _, media) in zip(docs, items):
+            if isinstance(doc, BaseException):
+                out.append(doc)
+                continue
+            try:
+                out.append((wire.dumps(doc, media), t, len(items)))
+            except Exception as e:  # this answer fails, the others stand
+                out.append(e)
+        return out
+
+
+def build(*, replicas: int = 1, gpus_per_replica: float = 0.0, cpus_per_replica: float = 1.0,
+          max_ongoing_requests: int = MAX_ONGOING, max_queued_requests: int = MAX_QUEUED,
+          max_batch_size: int = 16,
+          batch_wait_timeout_s: float = TUNING["batch_wait_timeout_s"],
+          relate_wait_timeout_s: float = TUNING["relate_wait_timeout_s"],
+          cache_mb: int | None = None):
+    """The Serve application: ``replicas`` copies of :class:`Engine`, each with
+    ``gpus_per_replica`` GPUs (fractions share one) and ``cpus_per_replica`` CPUs, at most
+    ``max_ongoing_requests`` each and ``max_queued_requests`` waiting per caller (then 503
+    with Retry-After); the rest is the replicas' ``user_config`` (:data:`TUNING`)."""
+    return Engine.options(
+        num_replicas=replicas, max_ongoing_requests=max_ongoing_requests,
+        max_queued_requests=max_queued_requests,
+        ray_actor_options={"num_cpus": cpus_per_replica, "num_gpus": gpus_per_replica},
+        user_config={"max_batch_size": max_batch_size,
+                     "batch_wait_timeout_s": batch_wait_timeout_s,
+                     "relate_wait_timeout_s": relate_wait_timeout_s, "cache_mb": cache_mb},
+    ).bind()
+
+
+# ``serve deploy deploy/serve.yaml`` imports this (import_path:
+# engine.serving.deployment:app); the file's ``deployments:`` section sets replicas, GPUs,
+# queue bounds, autoscaling and user_config.
+app = Engine.bind()

@@ -1,0 +1,221 @@
+"""The HTTP API (FastAPI): routes, the error shape, the body-size limit.
+
+Every route is a few lines that hand a typed request (:mod:`engine.serving.schemas`) to the
+replica (:class:`engine.serving.deployment.Engine`), which computes the answer
+(:mod:`engine.serving.answers`). Errors have one shape, ``{"error": {"type", "message"}}``:
+
+- the engine's own errors (``engine.errors``: TextError, SettingsError, ModelError) → 422
+  with their message, a body that does not fit its schema included (the message the
+  embedded engine gives for the same value);
+- a body that is not JSON → 400; a body over ``SINKSCOPE_MAX_BODY`` bytes → 413, before it
+  is read whole; an unknown path → 404, a wrong method → 405;
+- anything unexpected → 500, logged on the replica, never a traceback on the wire.
+
+Under overload Ray Serve itself answers 503 with ``Retry-After`` (the deployment's
+``max_queued_requests``).
+"""
+
+# No ``from __future__ import annotations``: FastAPI reads the routes' annotations.
+import logging
+from typing import Any, Callable
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..errors import SinkscopeError
+from . import answers, wire
+from .schemas import (EpsPathDocument, EpsPathRequest, ErrorResponse, HealthResponse,
+                      LatticeDocument, LatticeRequest, ModelsResponse, RankingDocument,
+                      RankRequest, RelateRequest, RelationDocument, StatsResponse,
+                      engine_error_for, max_body)
+
+log = logging.getLogger("ray.serve.sinkscope")
+
+ENDPOINTS = ("GET /v1/health", "GET /v1/models", "GET /v1/stats", "POST /v1/relate",
+             "POST /v1/eps_path", "POST /v1/lattice", "POST /v1/rank")
+BODIES = {"/v1/relate": RelateRequest, "/v1/eps_path": EpsPathRequest,
+          "/v1/lattice": LatticeRequest, "/v1/rank": RankRequest}
+EXAMPLE = '{"text_a": "…", "text_b": "…"}'
+_ERRORS = {400: {"model": ErrorResponse, "description": "The body is not JSON."},
+           413: {"model": ErrorResponse, "description": "The body is over SINKSCOPE_MAX_BODY."},
+           422: {"model": ErrorResponse, "description": "The engine's own error "
+                 "(TextError, SettingsError, ModelError): the message says what to change."},
+           503: {"model": None, "description": "Overloaded: try again after Retry-After "
+                 "seconds."}}
+_DOCUMENT = {200: {"content": {wire.NPZ: {}}, "description": "The document as JSON, or as "
+                   f"NPZ with Accept: {wire.NPZ}."}}
+
+
+def error(status: int, kind: str, message: str) -> JSONResponse:
+    """The API's one error shape."""
+    return JSONResponse({"error": {"type": kind, "message": message}}, status_code=status)
+
+
+def _short(text: str, n: int = 120) -> str:
+    return text if len(text) <= n else text[:n] + "…"
+
+
+def _not_json(why: str) -> JSONResponse:
+    return error(400, "BadRequest", f"The body is not valid JSON ({_short(why)}). Send a "
+                 f"JSON object such as {EXAMPLE}.")
+
+
+class Guard:
+    """ASGI middleware: a POST body over ``SINKSCOPE_MAX_BODY`` gets 413 before it is read
+    whole (by its Content-Length, or while it streams in), and an unexpected exception
+    gets 500 in the API's shape (logged here). ``count(status)`` sees every error."""
+
+    def __init__(self, app, count: Callable[[int], None]):
+        self.app, self.count = app, count
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        started = False
+
+        async def tracked(message):
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                if message["status"] >= 400:
+                    self.count(message["status"])
+            await send(message)
+
+        try:
+            if scope["method"] in ("POST", "PUT", "PATCH"):
+                refused, receive = await self._read(scope, receive)
+                if refused is not None:
+                    return await refused(scope, receive, tracked)
+            await self.app(scope, receive, tracked)
+        except Exception:
+            log.exception("request failed")
+            if not started:
+                await error(500, "InternalError", "The engine failed on this request; the "
+                            "operator's log has the details. Try again or change the "
+                            "input.")(scope, receive, tracked)
+
+    @staticmethod
+    async def _read(scope, receive):
+        """(a refusal or None, a ``receive`` that replays the body read here)."""
+        limit = max_body()
+        headers = dict(scope.get("headers") or [])
+        declared = headers.get(b"content-length")
+        if declared is not None:
+            try:
+                size = int(declared)
+            except ValueError:
+                return error(400, "BadRequest", "Content-Length is not a number."), receive
+            if size > limit:
+                return error(413, "PayloadTooLarge", f"The body has {size:,} bytes; the limit "
+                             f"is {limit:,} (SINKSCOPE_MAX_BODY)."), receive
+        body, more = bytearray(), True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                return None, receive  # the client went away
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > limit:
+                return error(413, "PayloadTooLarge", f"The body is over the limit of "
+                             f"{limit:,} bytes (SINKSCOPE_MAX_BODY)."), receive
+        sent = False
+
+        async def replay():
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        return None, replay
+
+
+def build_api(engine) -> FastAPI:
+    """The FastAPI app of one replica; ``engine`` answers (an
+    :class:`engine.serving.deployment.Engine`, or None for the schema alone)."""
+    api = FastAPI(title="sinkscope engine", version="1",
+                  description="Softmax attention beside Sinkhorn couplings, served.",
+                  docs_url=None, redoc_url=None, openapi_url="/v1/openapi.json",
+                  strict_content_type=False)
+
+    def count(status: int) -> None:
+        if engine is not None:
+            engine.errors[status] += 1
+
+    api.add_middleware(Guard, count=count)
+
+    @api.exception_handler(SinkscopeError)
+    async def _engine_error(request: Request, e: SinkscopeError) -> JSONResponse:
+        return error(422, type(e).__name__, str(e))
+
+    @api.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, e: RequestValidationError) -> JSONResponse:
+        errors = list(e.errors())
+        for err in errors:
+            loc = tuple(err.get("loc") or ())
+            if err.get("type") == "json_invalid":
+                pos = loc[1] if len(loc) > 1 else "?"
+                return _not_json(f"{(err.get('ctx') or {}).get('error', 'JSON decode error')}"
+                                 f" at character {pos}")
+            if err.get("type") == "missing" and loc == ("body",):
+                return _not_json("the body is empty")
+        model = BODIES.get(request.url.path, RelateRequest)
+        return await _engine_error(request, engine_error_for(model, errors, e.body))
+
+    @api.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, e: StarletteHTTPException) -> JSONResponse:
+        if e.status_code == 400:  # FastAPI could not decode the body
+            return _not_json(str(e.detail))
+        kind = {404: "NotFound", 405: "MethodNotAllowed"}.get(e.status_code, "HTTPError")
+        return error(e.status_code, kind, f"No endpoint {request.method} {request.url.path}. "
+                     f"The endpoints are: {', '.join(ENDPOINTS)}.")
+
+    @api.get("/v1/health", response_model=HealthResponse)
+    async def health() -> dict:
+        """Alive, with the replica that answered and where it computes."""
+        return engine.health()
+
+    @api.get("/v1/models", response_model=ModelsResponse)
+    async def models() -> dict:
+        """The models this replica serves: name, layers, heads, head size, token limit."""
+        return engine.models()
+
+    @api.get("/v1/stats", response_model=StatsResponse)
+    async def stats() -> dict:
+        """This replica's counters: requests per encode batch and per relate batch,
+        forward passes, cache, errors."""
+        return engine.stats()
+
+    @api.post("/v1/relate", response_model=RelationDocument,
+              responses={**_DOCUMENT, **_ERRORS})
+    async def relate(req: RelateRequest, request: Request) -> Response:
+        """One relation, or the heads grid with layer = head = "all"."""
+        return await engine.answer(req, answers.relation_answer,
+                                   request.headers.get("accept"), batched=True)
+
+    @api.post("/v1/eps_path", response_model=EpsPathDocument,
+              responses={**_DOCUMENT, **_ERRORS})
+    async def eps_path(req: EpsPathRequest, request: Request) -> Response:
+        """Sinkhorn plans of one head from large ε to small."""
+        return await engine.answer(req, answers.eps_path_answer, request.headers.get("accept"))
+
+    @api.post("/v1/lattice", response_model=LatticeDocument,
+              responses={**_DOCUMENT, **_ERRORS})
+    async def lattice(req: LatticeRequest, request: Request) -> Response:
+        """Every (ε, half-step) frame of one head, packed for the live sliders."""
+        return await engine.answer(req, answers.lattice_answer, request.headers.get("accept"))
+
+    @api.post("/v1/rank", response_model=RankingDocument, responses={**_DOCUMENT, **_ERRORS})
+    async def rank(req: RankRequest, request: Request) -> Response:
+        """Candidates ranked against text A by similarity and by Sinkhorn divergence."""
+        return await engine.rank(req, request.headers.get("accept"))
+
+    return api
+
+
+def openapi() -> dict[str, Any]:
+    """The API's OpenAPI document, without Ray or a model (docs/serving.md is checked
+    against it)."""
+    return build_api(None).openapi()
