@@ -920,3 +920,40 @@ def test_learn_plane_labels_only_the_points_that_matter():
     assert mask_a.all() and mask_b.all()  # without a limit, everyone is labelled
     full = vl.plan_and_bars(xa, a, xb, b, plan, labels_a=la, labels_b=lb)
     assert all(s for s in [t for t in full.data if t.name == "cloud A"][0].text)
+
+
+# ----------------------------------------------------------------------------- shared helpers
+def test_shared_helpers_live_in_their_own_modules():
+    from viz import _axes, _traces
+    assert heatmaps.axis_titles is _axes.axis_titles and heatmaps.map_trace is _traces.map_trace
+    assert _axes.round_tick(0.5) == 0.2 and _axes.round_tick(1.0) == 0.5
+    assert _axes.round_tick(0.0) == 0.0 and _axes.round_tick(0.013) == 0.01
+    cells = _axes.domains((1, 1), 0.1)
+    assert cells == [[0.0, 0.45], [0.55, 1.0]]
+    assert _axes.fill("ε={eps} {left}", eps="1") == "ε=1 {left}"  # unknown fields stay
+    above, below, on = _traces.classes(np.array([0.5, 0.1, 0.3]), np.full(3, 0.3))
+    assert (list(above), list(below), list(on)) == ([0], [1], [2])
+    assert _traces.score_fields(None, (2, 2)) == []
+    with pytest.raises(ValueError, match="scores have shape"):
+        _traces.score_fields(np.zeros((2, 3)), (2, 2))
+
+
+def test_grid_height_keeps_cells_square():
+    assert grid.square_height(100, 100) == 1100 and grid.square_height(10, 1000) == 300
+    assert grid.square_height(50, 100, width=560) == 360
+    plans = np.random.default_rng(0).uniform(size=(2, 3, 4, 5))
+    fig = grid.grid(plans, np.ones((2, 3)))
+    big = np.asarray(fig.data[0].z)
+    assert fig.layout.height == grid.square_height(*big.shape)
+    with pytest.raises(ValueError, match=r"values must be \(L, H\)"):
+        grid.grid(plans, np.ones((3, 2)))
+
+
+def test_convergence_status_says_what_to_do(rel):
+    c = rel.coupling
+    ok = dataclasses.replace(c, converged=True, tol=1e-3)
+    assert diagnostics.status(ok).startswith("converged: max error")
+    bad = dataclasses.replace(c, converged=False)
+    assert diagnostics.status(bad).endswith("run more half-steps or raise ε")
+    fig = diagnostics.convergence(bad, current=2)
+    assert fig.layout.title.subtitle.text == diagnostics.status(bad)

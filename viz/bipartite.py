@@ -14,7 +14,7 @@ from plotly.subplots import make_subplots
 
 from viz import theme as th
 from viz._data import as_array, as_plan, bin_edges, bin_style, labels, segments, top_edges
-from viz.heatmaps import axis_titles, fill
+from viz._axes import axis_titles, fill
 
 from engine.types import Relation
 

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from viz import theme as th
 from viz._data import as_array, as_plan, bin_edges, bin_style, segments, spread_labels, top_edges
 from viz._data import labels as _labels
-from viz.heatmaps import axis_titles
+from viz._axes import axis_titles
 
 from engine.types import Projection, Relation
 

@@ -11,7 +11,8 @@ from plotly.subplots import make_subplots
 from engine.solver.references import entropy as _entropy
 from viz import theme as th
 from viz._data import as_array, as_plan, labels, limits
-from viz.heatmaps import axis_titles, default_height, map_trace
+from viz._axes import axis_titles, default_height
+from viz._traces import map_trace
 
 from engine.types import Coupling
 
@@ -54,11 +55,7 @@ def convergence(coupling: Coupling, *, current: int | None = None,
         A 2-row figure: row error and column error traces (plus a current-step marker
         when ``current`` is set) on a log y axis; cost and entropy (secondary y) below.
     """
-    row_err = as_array(coupling.row_err, "coupling.row_err")
-    col_err = as_array(coupling.col_err, "coupling.col_err")
-    if row_err.ndim != 1 or row_err.shape != col_err.shape:
-        raise ValueError(f"convergence needs one head's errors of shape (T,), got {row_err.shape}"
-                         f" and {col_err.shape}; index the layer and head first")
+    row_err, col_err = _errors(coupling)
     T = row_err.shape[0]
     t = np.arange(1, T + 1)
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.62, 0.38],
@@ -70,6 +67,36 @@ def convergence(coupling: Coupling, *, current: int | None = None,
         fig.add_hline(y=float(coupling.tol), line=dict(dash="dot", width=1, color=th.COLOR_MATCH),
                       annotation_text=f"tolerance {th.fmt(coupling.tol)}",
                       annotation_position="top right", row=1, col=1)
+    cost, entropy = _cost_entropy_traces(coupling, T)
+    fig.add_trace(cost, row=2, col=1, secondary_y=False)
+    fig.add_trace(entropy, row=2, col=1, secondary_y=True)
+    if current is not None:
+        cur = int(np.clip(current, 1, T))
+        fig.add_trace(_current_marker(cur, row_err, col_err), row=1, col=1)
+        for r in (1, 2):
+            fig.add_vline(x=cur, line=dict(color=th.COLOR_OVER, width=1.5, dash="dash"), row=r, col=1)
+    _style_axes(fig, T)
+    fig.update_layout(
+        title=th.title(f"Sinkhorn convergence · ε={th.fmt(coupling.eps)}, "
+                       f"{th.half_steps_text(T)}", status(coupling)),
+        legend=dict(orientation="h", yanchor="top", y=-0.14, x=0.5, xanchor="center"),
+        hovermode="closest", margin=dict(t=100, b=110))  # t: title and its note
+    return th.apply(fig, theme, height=height or 600, width=width)
+
+
+def _errors(coupling: Coupling) -> tuple[np.ndarray, np.ndarray]:
+    """One head's row and column errors, both (T,)."""
+    row_err = as_array(coupling.row_err, "coupling.row_err")
+    col_err = as_array(coupling.col_err, "coupling.col_err")
+    if row_err.ndim != 1 or row_err.shape != col_err.shape:
+        raise ValueError(f"convergence needs one head's errors of shape (T,), got {row_err.shape}"
+                         f" and {col_err.shape}; index the layer and head first")
+    return row_err, col_err
+
+
+def _cost_entropy_traces(coupling: Coupling, T: int) -> tuple[go.Scatter, go.Scatter]:
+    """Cost ⟨−S, π⟩ and entropy H(π) along the recorded history (K half-steps), or the
+    final values at T when the coupling kept none."""
     h = coupling.history
     if h is not None:
         steps = as_array(h.steps, "history.steps", 1)
@@ -83,24 +110,25 @@ def convergence(coupling: Coupling, *, current: int | None = None,
         cost = np.array([float(np.asarray(coupling.cost))])
         ent = np.array([float(np.asarray(coupling.entropy))])
         mode = "markers"
-    fig.add_trace(go.Scatter(x=steps, y=cost, mode=mode, name="cost ⟨−S, π⟩",
-                             line=dict(color=COLOR_COST, width=2), marker=dict(color=COLOR_COST),
-                             hovertemplate="half-step %{x}<br>cost %{y:.4g}<extra></extra>"),
-                  row=2, col=1, secondary_y=False)
-    fig.add_trace(go.Scatter(x=steps, y=ent, mode=mode, name="entropy H(π)",
-                             line=dict(color=COLOR_ENTROPY, width=2, dash="dash"),
-                             marker=dict(color=COLOR_ENTROPY),
-                             hovertemplate="half-step %{x}<br>entropy %{y:.4g}<extra></extra>"),
-                  row=2, col=1, secondary_y=True)
-    if current is not None:
-        cur = int(np.clip(current, 1, T))
-        fig.add_trace(go.Scatter(
-            x=[cur, cur], y=np.maximum([row_err[cur - 1], col_err[cur - 1]], FLOOR),
-            mode="markers", name=f"half-step {cur}", hoverinfo="skip",
-            marker=dict(size=14, symbol="circle-open", color=th.COLOR_OVER, line=dict(width=2.5))),
-            row=1, col=1)
-        for r in (1, 2):
-            fig.add_vline(x=cur, line=dict(color=th.COLOR_OVER, width=1.5, dash="dash"), row=r, col=1)
+    return (go.Scatter(x=steps, y=cost, mode=mode, name="cost ⟨−S, π⟩",
+                       line=dict(color=COLOR_COST, width=2), marker=dict(color=COLOR_COST),
+                       hovertemplate="half-step %{x}<br>cost %{y:.4g}<extra></extra>"),
+            go.Scatter(x=steps, y=ent, mode=mode, name="entropy H(π)",
+                       line=dict(color=COLOR_ENTROPY, width=2, dash="dash"),
+                       marker=dict(color=COLOR_ENTROPY),
+                       hovertemplate="half-step %{x}<br>entropy %{y:.4g}<extra></extra>"))
+
+
+def _current_marker(cur: int, row_err: np.ndarray, col_err: np.ndarray) -> go.Scatter:
+    """Open circles on both errors at the half-step the app shows."""
+    return go.Scatter(
+        x=[cur, cur], y=np.maximum([row_err[cur - 1], col_err[cur - 1]], FLOOR),
+        mode="markers", name=f"half-step {cur}", hoverinfo="skip",
+        marker=dict(size=14, symbol="circle-open", color=th.COLOR_OVER, line=dict(width=2.5)))
+
+
+def _style_axes(fig: go.Figure, T: int) -> None:
+    """Log errors above; cost (left) and entropy (right) below; half-steps 1..T."""
     fig.update_yaxes(type="log", exponentformat="power", title=dict(text="L1 error"), row=1, col=1)
     fig.update_yaxes(title=dict(text="cost", font=dict(color=COLOR_COST)), row=2, col=1,
                      secondary_y=False)
@@ -108,16 +136,17 @@ def convergence(coupling: Coupling, *, current: int | None = None,
                      secondary_y=True, showgrid=False)
     fig.update_xaxes(title=dict(text="half-step (odd: rows, even: columns)"), row=2, col=1)
     fig.update_xaxes(range=[0.5, T + 0.5])
+
+
+def status(coupling: Coupling) -> str:
+    """Whether the coupling converged, in words, with what to do when it did not:
+    "converged: max error e ≤ tol" or "not converged: max error e; run more half-steps
+    or raise ε" (e = the larger of the last row and column errors)."""
+    row_err, col_err = _errors(coupling)
     final = max(row_err[-1], col_err[-1])
-    converged = bool(np.all(np.asarray(coupling.converged)))
-    status = (f"converged: max error {th.fmt(final)} ≤ {th.fmt(coupling.tol)}" if converged else
-              f"not converged: max error {th.fmt(final)}; run more half-steps or raise ε")
-    fig.update_layout(
-        title=th.title(f"Sinkhorn convergence · ε={th.fmt(coupling.eps)}, "
-                       f"{th.half_steps_text(T)}", status),
-        legend=dict(orientation="h", yanchor="top", y=-0.14, x=0.5, xanchor="center"),
-        hovermode="closest", margin=dict(t=100, b=110))  # t: title and its note
-    return th.apply(fig, theme, height=height or 600, width=width)
+    if bool(np.all(np.asarray(coupling.converged))):
+        return f"converged: max error {th.fmt(final)} ≤ {th.fmt(coupling.tol)}"
+    return f"not converged: max error {th.fmt(final)}; run more half-steps or raise ε"
 
 
 def eps_path(eps_values: Sequence[float], plans: object, exact_plan: object,

@@ -67,64 +67,25 @@ def grid(plans: object, values: object, *, value_name: str = "col. err",
         a text ``Scatter`` with the L·H values, and an invisible marker ``Scatter`` on
         the tile centres with ``customdata`` rows [layer, head, value].
     """
-    z = np.asarray(plans, dtype=np.float64)
-    if z.ndim != 4:
-        raise ValueError(f"plans must be (L, H, n, m), got shape {z.shape}")
-    z = np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0)
-    L, H, n, m = z.shape
-    v = np.asarray(values, dtype=np.float64)  # ±inf stays: an infinite KL is shown as ∞
-    if v.ndim != 2 or v.shape != (L, H):
-        raise ValueError(f"values must be (L, H) = {(L, H)}, got {v.shape}")
-    if scale not in _SCALES:
-        raise ValueError(f"scale must be one of {_SCALES}, got {scale!r}")
+    z, v = _check(plans, values, scale)
     if normalise:
         peak = np.abs(z).max(axis=(2, 3), keepdims=True)
         z = np.divide(z, peak, out=np.zeros_like(z), where=peak > 0)
-    diverging = scale == "diverging" or (scale == "auto" and bool((z < 0).any()))
-    top = float(np.abs(z).max()) if z.size else 0.0
-    top = top if top > 0 else 1.0
+    L, H, n, m = z.shape
     side = max(n, m)
     gx, gy = max(1, round(0.15 * side)), max(2, round(0.3 * side))  # room for labels above
     big = _tile(z, gy, gx, np.nan)
     rows_of = np.arange(L) * (n + gy) + (n - 1) / 2.0  # tile centres in cell units
     cols_of = np.arange(H) * (m + gx) + (m - 1) / 2.0
-    heat = dict(z=big, colorscale=th.DIFF_SCALE if diverging else th.MASS_SCALE,
-                zmin=-top if diverging else 0.0, zmax=top, zmid=0.0 if diverging else None,
-                hoverongaps=False, colorbar=dict(thickness=12, title=dict(
-                    text=("value / tile max" if normalise else "value"), side="right")))
+    heat = _heat(z, big, scale=scale, normalise=normalise)
     if tokens_a is not None and tokens_b is not None:
         heat.update(text=_cell_text(tokens_a, tokens_b, L, H, n, m, gy, gx),
                     hovertemplate="%{text}<br>value %{z:.4g}<extra></extra>")
     else:
         heat.update(hoverinfo="skip")
-    cl, ch = np.meshgrid(np.arange(L), np.arange(H), indexing="ij")
-    cx, cy = cols_of[ch.ravel()], rows_of[cl.ravel()]
-    value_text = [th.fmt(x) for x in v.ravel()]
-    custom = np.stack([cl.ravel(), ch.ravel(), np.where(np.isfinite(v), v, np.nan).ravel()],
-                      axis=-1)
-    fg = th.foreground(theme)
-    data = [
-        go.Heatmap(**heat),
-        # each number sits on its own tile's top edge, in the gap above it
-        go.Scatter(x=cx, y=cy - n / 2.0, mode="text", text=value_text,
-                   textposition="top center", textfont=dict(size=11, color=fg),
-                   hoverinfo="skip", showlegend=False, name=value_name),
-        go.Scatter(x=cx, y=cy, mode="markers", customdata=custom, showlegend=False,
-                   name="tiles", marker=dict(size=max(8, min(40, 300 // max(H, L))),
-                                             opacity=0.0, symbol="square"),
-                   text=value_text,
-                   hovertemplate=("layer %{customdata[0]}, head %{customdata[1]}<br>"
-                                  f"{value_name} %{{text}}<extra></extra>")),
-    ]
-    shapes = []
-    if selected is not None:
-        sl, sh = int(selected[0]), int(selected[1])
-        if not (0 <= sl < L and 0 <= sh < H):
-            raise ValueError(f"selected must be (layer 0..{L - 1}, head 0..{H - 1}), got {selected}")
-        px, py = 0.5 + 0.3 * gx, 0.5 + 0.15 * gy
-        x0, y0 = sh * (m + gx) - px, sl * (n + gy) - py
-        shapes.append(dict(type="rect", x0=x0, x1=x0 + m - 1 + 2 * px, y0=y0,
-                           y1=y0 + n - 1 + 2 * py, line=dict(color=th.COLOR_ACCENT, width=3)))
+    data = [go.Heatmap(**heat), *_tile_traces(v, rows_of, cols_of, n, value_name=value_name,
+                                               fg=th.foreground(theme))]
+    shapes = [] if selected is None else [_outline(selected, L, H, n, m, gy, gx)]
     n_rows, n_cols = big.shape
     layout = dict(
         title=th.title(title or f"Layers × heads · number above each tile: {value_name}",
@@ -138,7 +99,75 @@ def grid(plans: object, values: object, *, value_name: str = "col. err",
         shapes=shapes, hovermode="closest", clickmode="event+select", dragmode=False,
         margin=dict(l=60, r=30, t=110, b=30))
     fig = go.Figure(data=data, layout=layout)
-    if height is None:
-        plot_w = (width or 1100) - 160
-        height = int(np.clip(n_rows / n_cols * plot_w + 160, 300, 1400))
-    return th.apply(fig, theme, height=height, width=width)
+    return th.apply(fig, theme, height=height or square_height(n_rows, n_cols, width),
+                    width=width)
+
+
+def _check(plans: object, values: object, scale: str) -> tuple[np.ndarray, np.ndarray]:
+    """(L, H, n, m) finite plans and (L, H) values (±inf kept: an infinite KL is ∞)."""
+    z = np.asarray(plans, dtype=np.float64)
+    if z.ndim != 4:
+        raise ValueError(f"plans must be (L, H, n, m), got shape {z.shape}")
+    z = np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0)
+    L, H = z.shape[:2]
+    v = np.asarray(values, dtype=np.float64)
+    if v.ndim != 2 or v.shape != (L, H):
+        raise ValueError(f"values must be (L, H) = {(L, H)}, got {v.shape}")
+    if scale not in _SCALES:
+        raise ValueError(f"scale must be one of {_SCALES}, got {scale!r}")
+    return z, v
+
+
+def _heat(z: np.ndarray, big: np.ndarray, *, scale: str, normalise: bool) -> dict:
+    """The tiled heatmap's settings: diverging (±max|z|, centred at 0) when asked or, for
+    "auto", when any value is negative; else 0..max."""
+    diverging = scale == "diverging" or (scale == "auto" and bool((z < 0).any()))
+    top = float(np.abs(z).max()) if z.size else 0.0
+    top = top if top > 0 else 1.0
+    return dict(z=big, colorscale=th.DIFF_SCALE if diverging else th.MASS_SCALE,
+                zmin=-top if diverging else 0.0, zmax=top, zmid=0.0 if diverging else None,
+                hoverongaps=False, colorbar=dict(thickness=12, title=dict(
+                    text=("value / tile max" if normalise else "value"), side="right")))
+
+
+def _tile_traces(v: np.ndarray, rows_of: np.ndarray, cols_of: np.ndarray, n: int, *,
+                 value_name: str, fg: str) -> list[go.Scatter]:
+    """The number above each tile, and an invisible marker on each tile's centre whose
+    ``customdata`` is [layer, head, value] (what a click selects)."""
+    L, H = v.shape
+    cl, ch = np.meshgrid(np.arange(L), np.arange(H), indexing="ij")
+    cx, cy = cols_of[ch.ravel()], rows_of[cl.ravel()]
+    value_text = [th.fmt(x) for x in v.ravel()]
+    custom = np.stack([cl.ravel(), ch.ravel(), np.where(np.isfinite(v), v, np.nan).ravel()],
+                      axis=-1)
+    return [
+        # each number sits on its own tile's top edge, in the gap above it
+        go.Scatter(x=cx, y=cy - n / 2.0, mode="text", text=value_text,
+                   textposition="top center", textfont=dict(size=11, color=fg),
+                   hoverinfo="skip", showlegend=False, name=value_name),
+        go.Scatter(x=cx, y=cy, mode="markers", customdata=custom, showlegend=False,
+                   name="tiles", marker=dict(size=max(8, min(40, 300 // max(H, L))),
+                                             opacity=0.0, symbol="square"),
+                   text=value_text,
+                   hovertemplate=("layer %{customdata[0]}, head %{customdata[1]}<br>"
+                                  f"{value_name} %{{text}}<extra></extra>")),
+    ]
+
+
+def _outline(selected: tuple[int, int], L: int, H: int, n: int, m: int, gy: int,
+             gx: int) -> dict:
+    """A rectangle around the selected (layer, head) tile."""
+    sl, sh = int(selected[0]), int(selected[1])
+    if not (0 <= sl < L and 0 <= sh < H):
+        raise ValueError(f"selected must be (layer 0..{L - 1}, head 0..{H - 1}), got {selected}")
+    px, py = 0.5 + 0.3 * gx, 0.5 + 0.15 * gy
+    x0, y0 = sh * (m + gx) - px, sl * (n + gy) - py
+    return dict(type="rect", x0=x0, x1=x0 + m - 1 + 2 * px, y0=y0, y1=y0 + n - 1 + 2 * py,
+                line=dict(color=th.COLOR_ACCENT, width=3))
+
+
+def square_height(n_rows: int, n_cols: int, width: int | None = None) -> int:
+    """A height (px) that keeps the tiled matrix's cells square at ``width`` (1100 when
+    None), clamped to 300..1400: height = n_rows / n_cols · (width − 160) + 160."""
+    plot_w = (width or 1100) - 160
+    return int(np.clip(n_rows / n_cols * plot_w + 160, 300, 1400))

@@ -2,11 +2,12 @@
 
 Text A's tokens run down the rows (token 0 at the top), text B's along the columns.
 Axes are numeric (0..n-1) with tick text, so repeated tokens keep their own row/column.
+The helpers other builders share live in :mod:`viz._axes` and :mod:`viz._traces`; the
+names they had here stay importable from this module.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -14,32 +15,27 @@ import plotly.graph_objects as go
 
 from engine.solver import references
 from viz import theme as th
+from viz._axes import (axis_titles, default_height, domains, figure, fill, hover_names,
+                       map_layout, round_tick, top_title)
 from viz._data import as_array, as_plan, labels, limits, row_normalise, symmetric_limit
+from viz._traces import (CLASSES, LARGE, UNDER_FILL, class_bars, class_marker, classes,
+                         hover_meta, map_trace, map_trace_dict, score_fields)
 
 from engine.types import Relation
 
+__all__ = ["AXES", "COLORAXES", "COMPARE_TITLES", "DIFFERENCE_NOTE", "DIFFERENCE_TITLE",
+           "IDENTICAL", "IDENTICAL_NOTE", "LARGE", "LEGEND_RANK", "NOT_CONVERGED", "SCALES",
+           "TARGET", "UNDER_FILL", "axis_titles", "class_bars", "compare", "compare_limits",
+           "default_height", "difference", "difference_limit", "fill", "heatmap",
+           "hover_meta", "map_trace", "map_trace_dict", "top_title"]
+
 _VIEWS = ("joint", "conditional")
-_CLASSES = (("above target", th.COLOR_OVER), ("below target", th.COLOR_UNDER),
-            ("on target", th.COLOR_MATCH))
+_CLASSES = CLASSES
 TARGET = "target"  # the legend entry of the target marks (a and b share it)
 # Every legend entry keeps its place whatever a frame holds: the classes, then the target.
 LEGEND_RANK = {**{label: 10 * (k + 1) for k, (label, _) in enumerate(_CLASSES)}, TARGET: 40}
 SCALES = ("shared", "per_plan")  # compare's colour scales: one for both maps, or one each
 IDENTICAL = 1e-12  # |Δ| at most this times the largest mass shown: "identical"
-
-
-def axis_titles(mode: str = "separate") -> tuple[str, str]:
-    """(rows, columns) axis titles of a map: text A against text B, or in self mode
-    text A's queries against text A's keys."""
-    if mode == "self":
-        return "text A (queries)", "text A (keys)"
-    return "text A", "text B"
-
-
-def _hover_names(mode: str) -> tuple[str, str]:
-    """What a map's hover calls its row and column tokens: "A"/"B" ("query A"/"key A" in
-    self mode)."""
-    return ("query A", "key A") if mode == "self" else ("A", "B")
 
 
 def compare_limits(soft: np.ndarray, sink: np.ndarray, a: np.ndarray, b: np.ndarray, *,
@@ -95,106 +91,6 @@ def difference_limit(soft: np.ndarray, sink: np.ndarray) -> tuple[float, bool]:
     return delta, False
 
 
-def default_height(n: int, extra: int = 0) -> int:
-    """A height in pixels that keeps n rows readable (clamped to 380..1000) plus extra."""
-    return int(min(1000, max(380, 170 + 16 * n)) + extra)
-
-
-def _customdata(la: list[str], lb: list[str], fields: Sequence[np.ndarray]) -> np.ndarray:
-    """(n, m, 2 + k) object array: token A, token B, then the k numeric fields."""
-    n, m = len(la), len(lb)
-    cd = np.empty((n, m, 2 + len(fields)), dtype=object)
-    cd[..., 0] = np.asarray(la, dtype=object)[:, None]
-    cd[..., 1] = np.asarray(lb, dtype=object)[None, :]
-    for k, f in enumerate(fields):
-        cd[..., 2 + k] = f
-    return cd
-
-
-LARGE = 64 * 64  # cells; above this, hover names positions, not tokens (keeps JSON small)
-
-
-def map_trace(z: np.ndarray, la: list[str], lb: list[str], *, zname: str,
-              fields: Sequence[tuple[str, np.ndarray]] = (), **kw) -> go.Heatmap:
-    """One heatmap on numeric axes whose hover names both tokens and extra fields.
-
-    Above ``LARGE`` cells (e.g. two 512-token texts) hover shows positions A[i], B[j]
-    and the value only, sent as a float32 typed array: per-cell token strings and extra
-    fields would make the figure tens of megabytes. The app's charts name the tokens
-    anyway, from :func:`hover_meta` in the layout's ``meta`` (``live.js``).
-
-    Args:
-        z: (n, m) values; la, lb: n and m escaped labels; zname: what z holds;
-        fields: (name, (n, m) array) pairs shown on hover; names: what hover calls a
-        row and a column token ("A", "B"); kw: more Heatmap settings.
-    """
-    return go.Heatmap(map_trace_dict(z, la, lb, zname=zname, fields=fields, **kw))
-
-
-def map_trace_dict(z: np.ndarray, la: list[str], lb: list[str], *, zname: str,
-                   fields: Sequence[tuple[str, np.ndarray]] = (),
-                   names: tuple[str, str] = ("A", "B"), **kw) -> dict:
-    """:func:`map_trace` as a plain dict, for figures built in one ``go.Figure`` call."""
-    x, y = np.arange(z.shape[1]), np.arange(z.shape[0])
-    ra, rb = names
-    if z.size > LARGE:
-        return dict(type="heatmap", z=np.asarray(z, dtype=np.float32), x=x, y=y,
-                    hovertemplate=f"{ra}[%{{y}}] → {rb}[%{{x}}]<br>{zname} %{{z:.4g}}"
-                                  "<extra></extra>", **kw)
-    lines = [f"{ra}[%{{y}}] %{{customdata[0]}}", f"{rb}[%{{x}}] %{{customdata[1]}}",
-             zname + " %{z:.4g}"]
-    lines += [f"{name} %{{customdata[{2 + k}]:.4g}}" for k, (name, _) in enumerate(fields)]
-    return dict(type="heatmap", z=z, x=x, y=y,
-                customdata=_customdata(la, lb, [f for _, f in fields]),
-                hovertemplate="<br>".join(lines) + "<extra></extra>", **kw)
-
-
-def hover_meta(tokens_a: Sequence[object], tokens_b: Sequence[object], size: int, *,
-               names: tuple[str, str] = ("A", "B")) -> dict:
-    """What the browser needs to name the tokens under the pointer of a map above
-    ``LARGE`` cells (whose hover shows positions only): {"hover": {"names", "rows",
-    "cols"}} with the raw token strings (``live.js`` writes them as text, never HTML);
-    {} for smaller maps, whose hover names them already."""
-    if size <= LARGE:
-        return {}
-    return {"hover": {"names": list(names), "rows": [str(t) for t in tokens_a],
-                      "cols": [str(t) for t in tokens_b]}}
-
-
-def _figure(data: list[dict], layout: dict, theme: str, height: int,
-            width: int | None) -> go.Figure:
-    """One ``go.Figure`` from trace and layout dicts in our theme.
-
-    Building the whole figure in one call is several times faster than make_subplots and
-    update_* calls, which re-validate the layout each time; it runs on every slider move.
-    """
-    layout = {**layout, "template": th.TEMPLATES[th.check_theme(theme)], "height": int(height)}
-    if width is not None:
-        layout["width"] = int(width)
-    return go.Figure(data=data, layout=layout)
-
-
-def _map_layout(la: list[str], lb: list[str], title: str, *, top: int = 80,
-                axes: tuple[str, str] = ("text A", "text B")) -> dict:
-    """Layout of a single map: token axes titled ``axes`` (rows, columns), margins that
-    fit their labels, a title."""
-    xa = th.token_axis(lb, title=axes[1], rotate=True)
-    ya = th.token_axis(la, title=axes[0], reverse=True)
-    return dict(xaxis=xa, yaxis=ya, title=dict(text=title),
-                margin=th.token_margins(xa, ya, top=top, right=40))
-
-
-def _score_fields(scores: np.ndarray | None, shape: tuple[int, int]):
-    if scores is None:
-        return []
-    s = as_array(scores, "scores", ndim=2)
-    if s.shape != shape:
-        raise ValueError(f"scores have shape {s.shape} but the plan has {shape}")
-    if s.size > LARGE:  # the cost is −S: one field is enough when the figure is large
-        return [("score S", s)]
-    return [("score S", s), ("cost −S", -s)]
-
-
 def heatmap(plan: object, tokens_a: Sequence[str] | None = None,
             tokens_b: Sequence[str] | None = None, *, title: str = "",
             scores: object = None, zlabel: str = "mass", diverging: bool = False,
@@ -230,19 +126,19 @@ def heatmap(plan: object, tokens_a: Sequence[str] | None = None,
         lo, hi, scale = (zmin if zmin is not None else lo), (zmax if zmax is not None else hi), th.MASS_SCALE
     if not hi > lo:
         hi = lo + 1.0
-    names = _hover_names(mode)
+    names = hover_names(mode)
     trace = map_trace_dict(
-        z, la, lb, zname=zlabel, fields=_score_fields(scores, z.shape), colorscale=scale,
+        z, la, lb, zname=zlabel, fields=score_fields(scores, z.shape), colorscale=scale,
         zmin=lo, zmax=hi, colorbar=th.colorbar(title=dict(text=zlabel), thickness=14),
         names=names)
     if diverging:
         trace["zmid"] = 0.0
-    layout = _map_layout(la, lb, title, axes=axis_titles(mode))
+    layout = map_layout(la, lb, title, axes=axis_titles(mode))
     hover = hover_meta(tokens_a if tokens_a is not None else la,
                        tokens_b if tokens_b is not None else lb, z.size, names=names)
     if hover:
         layout["meta"] = {"kind": "heatmap", **hover}
-    return _figure([trace], layout, theme, height or default_height(n), width)
+    return figure([trace], layout, theme, height or default_height(n), width)
 
 
 def _view_plans(relation: Relation, view: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -257,44 +153,6 @@ def _view_plans(relation: Relation, view: str) -> tuple[np.ndarray, np.ndarray, 
         return soft, sink, soft, sink
     attn = as_plan(relation.attention, "relation.attention")
     return attn, row_normalise(sink), soft, sink
-
-
-def _classes(sums: np.ndarray, target: np.ndarray) -> list[np.ndarray]:
-    """Indices above, below and on target (within 5% of the target + 1% of uniform)."""
-    tol = 0.05 * target + 0.01 / max(1, len(target))
-    diff = sums - target
-    return [np.nonzero(diff > tol)[0], np.nonzero(diff < -tol)[0],
-            np.nonzero(np.abs(diff) <= tol)[0]]
-
-
-UNDER_FILL = "rgba(86, 180, 233, 0.35)"  # COLOR_UNDER, light: the missing mass's box
-
-
-def _class_marker(k: int) -> dict:
-    """The bar marker of class k of :data:`_CLASSES`. Below target is a light box outlined
-    in sky blue (it spans what is missing, so a token that gets almost nothing still shows
-    a bar); the others are solid."""
-    color = _CLASSES[k][1]
-    if k == 1:
-        return dict(color=UNDER_FILL, line=dict(width=1.5, color=color))
-    return dict(color=color, line=dict(width=0))
-
-
-def class_bars(sums: np.ndarray, target: np.ndarray, k: int) -> dict[str, np.ndarray]:
-    """Positions and extent of the bars of class k (above, below, on target).
-
-    Above and on target a bar rises from 0 to the sum; below target it rises from the sum
-    to the target (a box of the missing mass, standing on what the token does get), so it
-    is visible however little the token receives. ``live.js`` (``patchCompare``) draws the
-    same bars on every frame of the live sliders.
-
-    Returns:
-        {"pos": indices, "value": bar lengths, "base": where each bar starts}.
-    """
-    pos = _classes(sums, target)[k]
-    if k == 1:
-        return {"pos": pos, "value": target[pos] - sums[pos], "base": sums[pos]}
-    return {"pos": pos, "value": sums[pos], "base": np.zeros(len(pos))}
 
 
 def _marginal_hover(side: str, names: tuple[str, str]) -> str:
@@ -346,7 +204,7 @@ def _marginal_traces(sums: np.ndarray, target: np.ndarray, tokens: list[str], *,
         xy = dict(x=pos, y=value) if side == "b" else dict(x=value, y=pos, orientation="h")
         if k == 1:
             xy["base"] = bars["base"]
-        traces.append(dict(type="bar", **xy, **on, width=0.8, marker=_class_marker(k),
+        traces.append(dict(type="bar", **xy, **on, width=0.8, marker=class_marker(k),
                            name=label, legendgroup=label, customdata=cd[pos],
                            showlegend=False, hovertemplate=hover,
                            meta=dict(part=part, plan=plan, cls=k)))
@@ -362,7 +220,7 @@ def _legend_traces(fg: str, axes: tuple[str, str]) -> list[dict]:
     on = dict(xaxis=axes[0], yaxis=axes[1], x=[None], y=[None], hoverinfo="skip",
               showlegend=True)
     out = [dict(type="bar", **on, name=label, legendgroup=label,
-                legendrank=LEGEND_RANK[label], marker=_class_marker(k))
+                legendrank=LEGEND_RANK[label], marker=class_marker(k))
            for k, (label, _) in enumerate(_CLASSES)]
     out.append(dict(type="scatter", **on, mode="markers", name=TARGET, legendgroup=TARGET,
                     legendrank=LEGEND_RANK[TARGET],
@@ -375,18 +233,9 @@ def _settings(relation: Relation) -> str:
     return f"layer {relation.layer}, head {relation.head}"
 
 
-def _domains(sizes: Sequence[float], spacing: float) -> list[list[float]]:
-    """Paper-coordinate [start, end] of cells with relative ``sizes`` and a gap between."""
-    free, total, out, at = 1.0 - spacing * (len(sizes) - 1), float(sum(sizes)), [], 0.0
-    for size in sizes:
-        out.append([round(at, 6), min(1.0, round(at + free * size / total, 6))])
-        at = out[-1][1] + spacing
-    return out
-
-
 # compare's grid: columns map | row bars | map | row bars; rows column bars / maps.
-_COLS = _domains((0.39, 0.09, 0.39, 0.09), 0.012)
-_ROWS = _domains((0.8, 0.2), 0.03)  # from the bottom: maps, then the column bars above
+_COLS = domains((0.39, 0.09, 0.39, 0.09), 0.012)
+_ROWS = domains((0.8, 0.2), 0.03)  # from the bottom: maps, then the column bars above
 
 
 # Titles of the figures whose numbers follow the sliders: the builders fill them with
@@ -399,18 +248,6 @@ NOT_CONVERGED = " · not converged"
 DIFFERENCE_TITLE = "Sinkhorn − softmax · ε={eps}, {steps}{identical}"
 DIFFERENCE_NOTE = "{settings} · red: the coupling puts more mass here; blue: less"
 IDENTICAL_NOTE = " · identical (to 10⁻¹²)"
-
-
-def fill(template: str, **values: str) -> str:
-    """``template`` with its {name} fields replaced (unknown fields are left as they are)."""
-    return re.sub(r"\{(\w+)\}", lambda mt: values.get(mt.group(1), mt.group(0)), template)
-
-
-def top_title(text: str) -> dict:
-    """A one-line figure title pinned to the top edge, whatever the figure's height.
-    (plotly anchors a title's first line: more lines go here as annotations.)"""
-    return dict(text=text, x=0.01, xanchor="left", y=1.0, yref="container", yanchor="top",
-                pad=dict(t=10))
 
 
 # (map, column bars, row bars) axes of each plan in :func:`compare`'s figure
@@ -432,15 +269,6 @@ def _colorbars(scale: str, zlabel: str) -> dict:
                 bar, title=dict(text="softmax", side="top"), len=0.29, y=0.41, yanchor="bottom")),
             "coloraxis2": dict(colorscale=th.MASS_SCALE, colorbar=dict(
                 bar, title=dict(text="Sinkhorn", side="top"), len=0.29, y=0.0, yanchor="bottom"))}
-
-
-def _round_tick(hi: float) -> float:
-    """The largest 1, 2 or 5 × 10^k at most 0.8·hi: the one tick of a narrow bar axis."""
-    if not hi > 0:
-        return 0.0
-    top = 0.8 * hi
-    k = 10.0 ** np.floor(np.log10(top))
-    return float(max(m * k for m in (1, 2, 5) if m * k <= top * (1 + 1e-12)))
 
 
 def compare(relation: Relation, *, view: str = "joint", scale: str = "shared",
@@ -477,50 +305,22 @@ def compare(relation: Relation, *, view: str = "joint", scale: str = "shared",
     shown_soft, shown_sink, soft, sink = _view_plans(relation, view)
     n, m = soft.shape
     la, lb = labels(relation.tokens_a, n, "tokens_a"), labels(relation.tokens_b, m, "tokens_b")
-    a, b = as_array(relation.a, "relation.a", 1), as_array(relation.b, "relation.b", 1)
-    if a.shape != (n,) or b.shape != (m,):
-        raise ValueError(f"weights a {a.shape} and b {b.shape} do not match the plan {soft.shape}")
-    mode = relation.mode
-    names = _hover_names(mode)
-    fields = _score_fields(relation.scores, (n, m))
-    c = relation.coupling
-    soft_col = references.l1(soft.sum(0), b, axes=-1)
-    sink_err = max(references.l1(sink.sum(1), a, axes=-1), references.l1(sink.sum(0), b, axes=-1))
-    converged = bool(np.all(np.asarray(c.converged)))
-    titles = (fill(COMPARE_TITLES[0], eps=th.fmt(relation.eps), softmax_col_err=th.fmt(soft_col)),
-              fill(COMPARE_TITLES[1], eps=th.fmt(c.eps), steps=th.half_steps_text(c.half_steps_run),
-                   max_err=th.fmt(sink_err), not_converged="" if converged else NOT_CONVERGED))
+    a, b = _compare_weights(relation, (n, m))
     fg = th.foreground(theme)
-    zlabel = "mass π(i, j)" if view == "joint" else "π(j | i)"
     axes_of = COLORAXES[scale]
-    data: list[dict] = []
-    for k, (z, joint) in enumerate(((shown_soft, soft), (shown_sink, sink))):
-        key = ("softmax", "sinkhorn")[k]
-        maps, cols, rows = AXES[key]
-        data.append(map_trace_dict(z, la, lb, zname="mass" if view == "joint" else "π(j|i)",
-                                   fields=fields, coloraxis=axes_of[key], names=names,
-                                   xaxis=maps[0], yaxis=maps[1],
-                                   meta=dict(part="map", plan=key)))
-        data += _marginal_traces(joint.sum(0), b, lb, side="b", axes=cols, fg=fg, plan=key,
-                                 names=names)
-        data += _marginal_traces(joint.sum(1), a, la, side="a", axes=rows, fg=fg, plan=key,
-                                 names=names)
+    data = _compare_traces(relation, {"softmax": (shown_soft, soft), "sinkhorn": (shown_sink, sink)},
+                           la, lb, a, b, view=view, axes_of=axes_of, fg=fg)
     data += _legend_traces(fg, AXES["softmax"][1])
+    coloraxes = _colorbars(scale, "mass π(i, j)" if view == "joint" else "π(j | i)")
     lims = compare_limits(shown_soft, shown_sink, a, b, scale=scale)
-    coloraxes = _colorbars(scale, zlabel)
     for key, name in axes_of.items():
         coloraxes[name].update(cmin=lims[key][0], cmax=lims[key][1])
     col_hi = 1.08 * max(1e-12, float(np.max([soft.sum(0), sink.sum(0), b])))
     row_hi = 1.08 * max(1e-12, float(np.max([soft.sum(1), sink.sum(1), a])))
-    rows_title, cols_title = axis_titles(mode)
-    x_tokens = th.token_axis(lb, title=cols_title, rotate=True)
-    y_tokens = th.token_axis(la, title=rows_title, reverse=True)
-    bottom, top = _ROWS
-    # "A sends" on two lines: its row bars are narrow
-    receives, sends = ("A receives" if mode == "self" else "B receives"), "A<br>sends"
-    what = "itself" if mode == "self" else "text B"
+    x_tokens, y_tokens, axes = _compare_axes(la, lb, relation.mode, col_hi=col_hi, row_hi=row_hi)
     margin = th.token_margins(x_tokens, y_tokens, top=90, right=110)
     margin["b"] += LEGEND_PX
+    what = "itself" if relation.mode == "self" else "text B"
     layout = dict(
         **coloraxes,
         barmode="overlay", bargap=0.15,
@@ -531,44 +331,107 @@ def compare(relation: Relation, *, view: str = "joint", scale: str = "shared",
         meta=dict(kind="compare", view=view, scale=scale, titles=list(COMPARE_TITLES),
                   not_converged=NOT_CONVERGED, labels_a=la, labels_b=lb,
                   coloraxes=axes_of,
-                  **hover_meta(relation.tokens_a, relation.tokens_b, n * m, names=names)),
+                  **hover_meta(relation.tokens_a, relation.tokens_b, n * m,
+                               names=hover_names(relation.mode))),
         # fixed margins (sized for the colour bar and legend): a colour bar whose tick
         # labels change width would otherwise move them, and plotly would draw twice
         margin={**margin, "autoexpand": False},
-        # each map's title starts at its left edge: the most room for two lines
-        annotations=[dict(text=t, x=_COLS[2 * k][0], y=1.0, xref="paper", yref="paper",
-                          xanchor="left", yanchor="bottom", align="left", showarrow=False,
-                          font=dict(size=16)) for k, t in enumerate(titles)],
-        # the maps, on numeric token axes; Sinkhorn's rows follow softmax's
+        annotations=_map_titles(_compare_titles(relation, soft, sink, a, b)),
+        **axes,
+    )
+    return figure(data, layout, theme, height or default_height(n, extra=170), width)
+
+
+def _compare_weights(relation: Relation, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """The relation's weights a (n,) and b (m,), checked against the plans' shape."""
+    a, b = as_array(relation.a, "relation.a", 1), as_array(relation.b, "relation.b", 1)
+    if a.shape != (shape[0],) or b.shape != (shape[1],):
+        raise ValueError(f"weights a {a.shape} and b {b.shape} do not match the plan {shape}")
+    return a, b
+
+
+def _compare_titles(relation: Relation, soft: np.ndarray, sink: np.ndarray, a: np.ndarray,
+                    b: np.ndarray) -> tuple[str, str]:
+    """The two maps' titles (:data:`COMPARE_TITLES` filled): softmax's column error
+    ‖πᵀ1 − b‖₁, and the coupling's largest marginal error and whether it converged."""
+    c = relation.coupling
+    soft_col = references.l1(soft.sum(0), b, axes=-1)
+    sink_err = max(references.l1(sink.sum(1), a, axes=-1), references.l1(sink.sum(0), b, axes=-1))
+    converged = bool(np.all(np.asarray(c.converged)))
+    return (fill(COMPARE_TITLES[0], eps=th.fmt(relation.eps), softmax_col_err=th.fmt(soft_col)),
+            fill(COMPARE_TITLES[1], eps=th.fmt(c.eps), steps=th.half_steps_text(c.half_steps_run),
+                 max_err=th.fmt(sink_err), not_converged="" if converged else NOT_CONVERGED))
+
+
+def _map_titles(titles: Sequence[str]) -> list[dict]:
+    """Each map's title as an annotation starting at its left edge: the most room for
+    two lines."""
+    return [dict(text=t, x=_COLS[2 * k][0], y=1.0, xref="paper", yref="paper",
+                 xanchor="left", yanchor="bottom", align="left", showarrow=False,
+                 font=dict(size=16)) for k, t in enumerate(titles)]
+
+
+def _compare_traces(relation: Relation, plans: dict[str, tuple[np.ndarray, np.ndarray]],
+                    la: list[str], lb: list[str], a: np.ndarray, b: np.ndarray, *, view: str,
+                    axes_of: dict[str, str], fg: str) -> list[dict]:
+    """Per plan: its map, then the bars of its column sums (above) and row sums (beside).
+
+    ``plans`` maps "softmax" and "sinkhorn" to (the map shown, the joint plan); the bars
+    always show the joint plan's marginals.
+    """
+    names = hover_names(relation.mode)
+    fields = score_fields(relation.scores, (len(la), len(lb)))
+    data: list[dict] = []
+    for key, (z, joint) in plans.items():
+        maps, cols, rows = AXES[key]
+        data.append(map_trace_dict(z, la, lb, zname="mass" if view == "joint" else "π(j|i)",
+                                   fields=fields, coloraxis=axes_of[key], names=names,
+                                   xaxis=maps[0], yaxis=maps[1],
+                                   meta=dict(part="map", plan=key)))
+        data += _marginal_traces(joint.sum(0), b, lb, side="b", axes=cols, fg=fg, plan=key,
+                                 names=names)
+        data += _marginal_traces(joint.sum(1), a, la, side="a", axes=rows, fg=fg, plan=key,
+                                 names=names)
+    return data
+
+
+def _compare_axes(la: list[str], lb: list[str], mode: str, *, col_hi: float,
+                  row_hi: float) -> tuple[dict, dict, dict]:
+    """(x token axis, y token axis, the six axes of :data:`AXES` by layout name).
+
+    The maps sit on numeric token axes (Sinkhorn's rows follow softmax's); the column
+    bars above them share their token axis and one mass axis up to ``col_hi``; the row
+    bars beside them share their rows and one mass axis up to ``row_hi``, labelled above
+    (below, the next map's slanted token labels would run into them).
+    """
+    rows_title, cols_title = axis_titles(mode)
+    x_tokens = th.token_axis(lb, title=cols_title, rotate=True)
+    y_tokens = th.token_axis(la, title=rows_title, reverse=True)
+    bottom, top = _ROWS
+    # "A sends" on two lines: its row bars are narrow
+    receives, sends = ("A receives" if mode == "self" else "B receives"), "A<br>sends"
+    bare = dict(automargin=False, showticklabels=False, showgrid=False)
+    row_mass = dict(automargin=False, range=[0, row_hi], tickangle=0, tickmode="array",
+                    tickvals=[round_tick(row_hi)],  # one: the panel is narrow
+                    side="top", title=dict(text=sends, standoff=4))
+    axes = dict(
         xaxis=dict(x_tokens, domain=_COLS[0], anchor="y"),
         yaxis=dict(y_tokens, domain=bottom, anchor="x"),
         xaxis2=dict(x_tokens, domain=_COLS[2], anchor="y2"),
         yaxis2=dict(y_tokens, domain=bottom, anchor="x2", matches="y", showticklabels=False,
                     title=dict(text="")),
-        # column bars above the maps share their token axis and one mass axis
-        xaxis3=dict(automargin=False, domain=_COLS[0], anchor="y3", matches="x", showticklabels=False,
-                    showgrid=False),
+        xaxis3=dict(bare, domain=_COLS[0], anchor="y3", matches="x"),
         yaxis3=dict(automargin=False, domain=top, anchor="x3", range=[0, col_hi], nticks=3,
                     title=dict(text=receives)),
-        xaxis4=dict(automargin=False, domain=_COLS[2], anchor="y4", matches="x2", showticklabels=False,
-                    showgrid=False),
-        yaxis4=dict(automargin=False, domain=top, anchor="x4", range=[0, col_hi], nticks=3, matches="y3",
-                    showticklabels=False),  # as y3's; the room above softmax's row bars
-        # row bars beside the maps share their rows and one mass axis, labelled above them
-        # (below, the next map's slanted token labels would run into them; above, nothing
-        # else is drawn: the colour bars end lower)
-        xaxis5=dict(automargin=False, domain=_COLS[1], anchor="y5", range=[0, row_hi], tickangle=0,
-                    tickmode="array", tickvals=[_round_tick(row_hi)],  # one: the panel is narrow
-                    side="top", title=dict(text=sends, standoff=4)),
-        yaxis5=dict(automargin=False, domain=bottom, anchor="x5", matches="y", showticklabels=False,
-                    showgrid=False),
-        xaxis6=dict(automargin=False, domain=_COLS[3], anchor="y6", range=[0, row_hi], tickangle=0,
-                    tickmode="array", tickvals=[_round_tick(row_hi)],
-                    side="top", matches="x5", title=dict(text=sends, standoff=4)),
-        yaxis6=dict(automargin=False, domain=bottom, anchor="x6", matches="y", showticklabels=False,
-                    showgrid=False),
+        xaxis4=dict(bare, domain=_COLS[2], anchor="y4", matches="x2"),
+        yaxis4=dict(automargin=False, domain=top, anchor="x4", range=[0, col_hi], nticks=3,
+                    matches="y3", showticklabels=False),  # as y3's
+        xaxis5=dict(row_mass, domain=_COLS[1], anchor="y5"),
+        yaxis5=dict(bare, domain=bottom, anchor="x5", matches="y"),
+        xaxis6=dict(row_mass, domain=_COLS[3], anchor="y6", matches="x5"),
+        yaxis6=dict(bare, domain=bottom, anchor="x6", matches="y"),
     )
-    return _figure(data, layout, theme, height or default_height(n, extra=170), width)
+    return x_tokens, y_tokens, axes
 
 
 def difference(relation: Relation, *, view: str = "joint", height: int | None = None,
@@ -593,8 +456,8 @@ def difference(relation: Relation, *, view: str = "joint", height: int | None = 
     z = shown_sink - shown_soft
     la, lb = labels(relation.tokens_a, n, "tokens_a"), labels(relation.tokens_b, m, "tokens_b")
     lim, identical = difference_limit(shown_soft, shown_sink)
-    names = _hover_names(relation.mode)
-    fields = [("Sinkhorn", shown_sink), ("softmax", shown_soft)] + _score_fields(relation.scores, (n, m))
+    names = hover_names(relation.mode)
+    fields = [("Sinkhorn", shown_sink), ("softmax", shown_soft)] + score_fields(relation.scores, (n, m))
     trace = map_trace_dict(
         z, la, lb, zname="Sinkhorn − softmax", fields=fields, colorscale=th.DIFF_SCALE,
         zmin=-lim, zmax=lim, zmid=0.0, names=names,
@@ -605,7 +468,7 @@ def difference(relation: Relation, *, view: str = "joint", height: int | None = 
     title = fill(DIFFERENCE_TITLE, eps=th.fmt(relation.eps),
                  steps=th.half_steps_text(c.half_steps_run),
                  identical=IDENTICAL_NOTE if identical else "")
-    layout = _map_layout(la, lb, title, top=72, axes=axis_titles(relation.mode))
+    layout = map_layout(la, lb, title, top=72, axes=axis_titles(relation.mode))
     layout["title"] = top_title(title)
     layout["annotations"] = [dict(text=fill(DIFFERENCE_NOTE, settings=_settings(relation)),
                                   x=0.0, y=1.0, xref="paper", yref="paper", xanchor="left",
@@ -614,4 +477,4 @@ def difference(relation: Relation, *, view: str = "joint", height: int | None = 
     layout["meta"] = dict(kind="difference", view=view, title=DIFFERENCE_TITLE,
                           identical=IDENTICAL_NOTE, tolerance=IDENTICAL,
                           **hover_meta(relation.tokens_a, relation.tokens_b, n * m, names=names))
-    return _figure([trace], layout, theme, height or default_height(n), width)
+    return figure([trace], layout, theme, height or default_height(n), width)

@@ -19,8 +19,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz import heatmaps, theme as th
+from viz._axes import default_height
 from viz._data import as_array, as_plan, labels as escaped, segments
-from viz.heatmaps import _classes, map_trace_dict
+from viz._traces import classes as _classes, map_trace_dict
 
 # The figures' default (English) words: the Learn page's own table, read from its
 # language file, so the page and the figures say the same thing (one source).
@@ -475,7 +476,7 @@ def coupling_map(plan: object, tokens_a: Sequence[str], tokens_b: Sequence[str],
         A figure with one ``Heatmap`` trace whose ``z`` is ``plan``.
     """
     z = as_plan(plan)
-    h = heatmaps.default_height(z.shape[0]) if height is None else height
+    h = default_height(z.shape[0]) if height is None else height
     fig = heatmaps.heatmap(z, tokens_a, tokens_b, title=title, zlabel=zlabel, theme=theme,
                            height=int(h * scale))
     fig.update_layout(font=dict(size=round(13 * scale)),
