@@ -21,8 +21,8 @@ import streamlit as st  # noqa: E402
 from engine import SinkscopeError
 from engine.serving.client import EngineUnavailable
 from engine.io.export import marginals_csv, plans_csv, to_npz
-from sinkscope_app import (compute, examples, live, metrics, outage, present, report, scrub,
-                           views)
+from sinkscope_app import (compute, examples, history, live, metrics, outage, present, report,
+                           scrub, views)
 from sinkscope_app.state import (DEFAULTS, EPS_OPTIONS, HALF_STEP_OPTIONS, IMAGE_FORMATS,
                                  KEYS, MODES, VIEWS, WEIGHTS, cut_text, example_values,
                                  parse_query, to_query, valid_text)
@@ -45,7 +45,8 @@ def model_from_url() -> str:
 
 
 def init_state(n_layers: int, n_heads: int) -> None:
-    """Once per session: defaults, then whatever a (possibly hostile) URL asks for."""
+    """Once per session, and again when Back or Forward opens another history entry:
+    defaults, then whatever a (possibly hostile) URL asks for."""
     # A bare address opens the default example at the settings that show its point.
     params = st.query_params.to_dict() or {"ex": DEFAULTS["ex"]}
     parsed = parse_query(params, n_layers=n_layers, n_heads=n_heads, models=MODELS,
@@ -55,7 +56,7 @@ def init_state(n_layers: int, n_heads: int) -> None:
     ss.update(parsed.values)
     if ss["layer"] == -1:
         ss["layer"] = n_layers - 1
-    if not st.query_params and compute.link_was_dropped():
+    if "_init" not in ss and not st.query_params and compute.link_was_dropped():
         parsed.warnings.append(
             "This link was too long to open (over 512 Ki characters, the most Streamlit "
             f"accepts), so the default view is shown. Texts keep at most "
@@ -92,7 +93,11 @@ def on_text() -> None:
 
 
 # --------------------------------------------------------------------------- model
-model = model_from_url() if "_init" not in ss else ss["model"]
+# A change of example or view is a browser history entry (Back and Forward walk through
+# them and re-read the state from the address); other controls rewrite the address in place.
+history.track({"ex": None, "view": "compare"})
+back_or_forward = history.navigated() and "_init" in ss
+model = model_from_url() if "_init" not in ss or back_or_forward else ss["model"]
 try:
     with st.spinner(f"Loading the model {model} (first start only, a few seconds)…"):
         enc = compute.encoder(model)
@@ -103,7 +108,7 @@ except EngineUnavailable as e:  # a served engine that has not answered yet
     outage.notice(e)
     st.stop()
 
-if "_init" not in ss:
+if "_init" not in ss or back_or_forward:
     init_state(enc.n_layers, enc.n_heads)
 keep_state()
 if "_pending_lh" in ss:  # a click on the All heads grid
@@ -268,6 +273,18 @@ def explore(ctx: views.Ctx) -> None:
         figs = []
     with export:
         stem, url = report.slug(r), _share_url()
+        if view == "sentences":  # the ranking the view shows, with its settings
+            def ranking():
+                return compute.ranking(ctx.model, ctx.a, ss["cands"], float(ss["eps"]))
+            rstem = f"sinkscope_ranking_{report.texts_hash(r)}_eps{float(ss['eps']):g}"
+            st.download_button("Sentences ranking (CSV)",
+                               lambda: report.ranking_csv(ranking(), url=url),
+                               f"{rstem}.csv", "text/csv", key="dl_ranking_csv",
+                               on_click="ignore", width="stretch")
+            st.download_button("Sentences ranking (JSON)",
+                               lambda: report.ranking_json(ranking(), url=url),
+                               f"{rstem}.json", "application/json", key="dl_ranking_json",
+                               on_click="ignore", width="stretch")
         st.download_button("Plans & scores (CSV)", lambda: plans_csv(r), f"{stem}_plans.csv",
                            "text/csv", key="dl_plans", on_click="ignore", width="stretch")
         st.download_button("Marginals (CSV)", lambda: marginals_csv(r),

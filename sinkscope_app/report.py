@@ -82,3 +82,56 @@ th, td {{ text-align: left; padding: .2em .8em; border-bottom: 1px solid #ddd; }
 <h2>Figures</h2>
 {"".join(parts)}
 </body></html>"""
+
+
+def _ranking_rows(rk) -> list[dict]:
+    """One row per candidate, in the divergence's order: both scores and both places."""
+    place_div = {int(k): p for p, k in enumerate(rk.by_divergence, 1)}
+    rank_sim = [int(x) for x in rk.rank_similarity]
+    rows = []
+    for k in [int(k) for k in rk.by_divergence]:
+        rows.append({"candidate": k + 1, "text": rk.candidates[k],
+                     "cosine_similarity": float(rk.similarity[k]),
+                     "rank_by_similarity": rank_sim[k],
+                     "sinkhorn_divergence": float(rk.divergence[k]),
+                     "rank_by_divergence": place_div[k],
+                     "converged": bool(rk.converged[k])})
+    return rows
+
+
+def ranking_settings(rk, *, url: str = "") -> dict:
+    """What a ranking was computed with (the model, ε, the cost and the measures)."""
+    return {"model": rk.model, "eps": float(rk.eps), "pooling": rk.pooling,
+            "cost": "1 - cos between last hidden states",
+            "measures": "each text's last hidden states, every token weighing the same",
+            "divergence": "S_eps = OT_eps(A, k) - OT_eps(A, A)/2 - OT_eps(k, k)/2",
+            "text_a": rk.text_a, "url": url}
+
+
+def ranking_csv(rk, *, url: str = "") -> str:
+    """The Sentences view's ranking as CSV: the settings as ``# key: value`` lines, then
+    one row per candidate (smallest divergence first) with both scores and both ranks."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    for k, v in ranking_settings(rk, url=url).items():
+        buf.write(f"# {k}: {' '.join(str(v).split())}\n")
+    rows = _ranking_rows(rk)
+    w = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else ["candidate"],
+                       lineterminator="\n")
+    w.writeheader()
+    for row in rows:
+        w.writerow({**row, "cosine_similarity": f"{row['cosine_similarity']:.6g}",
+                    "sinkhorn_divergence": f"{row['sinkhorn_divergence']:.6g}"})
+    return buf.getvalue()
+
+
+def ranking_json(rk, *, url: str = "") -> str:
+    """The Sentences view's ranking as JSON: settings, Spearman ρ and the candidates
+    (strict JSON: a ρ that is undefined is null)."""
+    rho = float(rk.spearman)
+    return json.dumps({"settings": ranking_settings(rk, url=url),
+                       "spearman": rho if rho == rho and abs(rho) != float("inf") else None,
+                       "candidates": _ranking_rows(rk)},
+                      ensure_ascii=False, allow_nan=False, indent=1)

@@ -188,3 +188,54 @@ def test_tiny_mpnet_on_cuda_matches_cpu(tiny_models):
     c = Encoder.load(str(tiny_models["mpnet"]), device="cpu").encode(text)
     assert np.abs(g.bias - c.bias).max() < 1e-5 and np.abs(g.attentions - c.attentions).max() < 1e-4
     assert np.abs(g.embedding - c.embedding).max() < 1e-4
+
+
+def test_ranking_exports_carry_both_scores_both_ranks_and_the_settings():
+    import csv
+    import io
+
+    from sinkscope_app import report
+
+    r = _fake_ranking()
+    url = "http://localhost/?view=sentences&eps=0.5"
+    doc = json.loads(report.ranking_json(r, url=url))
+    assert doc["settings"]["eps"] == 0.5 and doc["settings"]["url"] == url
+    assert doc["settings"]["text_a"] == "A" and doc["spearman"] == pytest.approx(0.8)
+    rows = doc["candidates"]
+    assert [row["candidate"] for row in rows] == [1, 3, 4, 2]  # smallest divergence first
+    assert [row["rank_by_divergence"] for row in rows] == [1, 2, 3, 4]
+    by_text = {row["text"]: row for row in rows}
+    assert by_text["fourth\nline"]["rank_by_similarity"] == 2  # 0.7: second most similar
+    assert by_text["second"]["cosine_similarity"] == pytest.approx(0.2)
+    assert by_text["third & more"]["sinkhorn_divergence"] == pytest.approx(0.1)
+    text = report.ranking_csv(r, url=url)
+    head = [line for line in text.splitlines() if line.startswith("#")]
+    assert "# eps: 0.5" in head and f"# url: {url}" in head
+    table = list(csv.DictReader(io.StringIO(
+        "".join(line for line in text.splitlines(True) if not line.startswith("#")))))
+    assert [row["text"] for row in table] == [row["text"] for row in rows]
+    assert {k for k in table[0]} >= {"cosine_similarity", "rank_by_similarity",
+                                      "sinkhorn_divergence", "rank_by_divergence"}
+    assert float(table[0]["sinkhorn_divergence"]) == pytest.approx(0.05)
+    nan = dataclasses_replace(r, spearman=float("nan"))
+    assert json.loads(report.ranking_json(nan))["spearman"] is None
+
+
+def dataclasses_replace(obj, **kw):
+    import dataclasses
+
+    return dataclasses.replace(obj, **kw)
+
+
+@pytest.mark.model
+def test_sentences_view_exports_its_ranking():
+    """The Export menu of the Sentences view offers the ranking (it used to offer only the
+    A–B files)."""
+    from tests.support.apptest import ok, run
+
+    at = run({"view": "sentences"})
+    ok(at)
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert "Sentences ranking (CSV)" in labels and "Sentences ranking (JSON)" in labels
+    at = run({"view": "compare"})
+    assert "Sentences ranking (CSV)" not in [b.proto.label for b in at.get("download_button")]

@@ -1,0 +1,72 @@
+"""The browser's Back and Forward buttons for the pages' URL state.
+
+Streamlit (1.67) writes ``st.query_params`` into the address bar with
+``history.pushState``, a new history entry per change, and on Back or Forward reruns the
+page with that entry's query string (the run's ``is_history_navigation``). Two things make
+that usable here:
+
+- :func:`track` mounts a tiny script that keeps only the entries a visitor means: an
+  address change that moves one of the page's *navigation* parameters (the example, the
+  view, the Learn step) stays a new entry; any other change (a slider released, a colour
+  scale) replaces the current entry's address instead of flooding the history.
+- :func:`navigated` tells the page that this run came from Back or Forward, so it reads its
+  state from the address again (it otherwise reads the address once per session).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import streamlit as st
+
+# A pushState of the same path whose navigation parameters are unchanged becomes a
+# replaceState. A parameter missing from the current address counts as its default (none:
+# the first write of a short link completes it, in place).
+JS = """
+export default function ({data}) {
+  const reg = window.__sinkscopeHistory || (window.__sinkscopeHistory = {nav: {}});
+  reg.nav[location.pathname] = (data && data.nav) || {};
+  if (reg.push) return;
+  reg.push = history.pushState.bind(history);
+  history.pushState = function (state, unused, url) {
+    try {
+      const next = new URL(url, location.href);
+      const nav = reg.nav[location.pathname];
+      if (nav && next.pathname === location.pathname) {
+        const now = new URLSearchParams(location.search), then = next.searchParams;
+        const moved = Object.entries(nav).some(([k, dflt]) => {
+          const a = now.has(k) ? now.get(k) : dflt;
+          const b = then.has(k) ? then.get(k) : dflt;
+          return a !== null && a !== undefined && a !== b;
+        });
+        if (!moved) return history.replaceState(state, unused, url);
+      }
+    } catch (e) { /* a URL this script does not understand: leave it to the browser */ }
+    return reg.push(state, unused, url);
+  };
+}
+"""
+
+
+def track(nav: Mapping[str, str | None], *, key: str = "sinkscope_history") -> None:
+    """Make changes of the ``nav`` query parameters browser history entries, and only
+    those (call early in the run: the script must be in the page before the address is
+    first written).
+
+    Args:
+        nav: query parameter → the value a missing parameter stands for (None: a missing
+            parameter is no change), e.g. ``{"ex": None, "view": "compare"}``.
+        key: the element's fixed key.
+    """
+    component = st.components.v2.component("sinkscope_history", js=JS, isolate_styles=False)
+    component(key=key, data={"nav": dict(nav)}, height=0)
+
+
+def navigated() -> bool:
+    """Whether this run was started by the browser's Back or Forward button."""
+    try:
+        from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+        ctx = get_script_run_ctx(suppress_warning=True)
+    except Exception:  # another Streamlit: no history navigation to follow
+        return False
+    return bool(getattr(ctx, "is_history_navigation", False))
