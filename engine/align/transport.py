@@ -122,13 +122,14 @@ def partial(C: torch.Tensor, a: torch.Tensor, b: torch.Tensor, masses: Sequence[
     if (mass <= 0).any() or (mass > 1).any():
         raise SettingsError("the transported mass m must lie in (0, 1].")
     fn = _engine_partial()
-    out = []
-    for mk in mass:
-        if fn is not None:
-            out.append(fn(-C, a, b, eps, float(mk), half_steps=half_steps).plan)
-        else:
-            out.append(_partial_dustbin(C, a, b, float(mk), eps, half_steps))
-    return torch.stack(out)
+    if fn is None:
+        return torch.stack([_partial_dustbin(C, a, b, float(mk), eps, half_steps)
+                            for mk in mass])
+    T = len(mass)
+    Cb, ab, bb = (x.unsqueeze(0).expand(T, *x.shape) for x in (C, a, b))
+    mb = torch.as_tensor(mass, dtype=C.dtype, device=C.device).reshape(
+        T, *([1] * (C.dim() - 2)))
+    return fn(-Cb, ab, bb, eps, mb, half_steps=half_steps).plan
 
 
 def exact(C: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:

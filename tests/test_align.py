@@ -1,0 +1,272 @@
+"""Word alignment without the model: extraction on hand-made plans, the scorer against a
+hand computation and a plain reimplementation of the definitions, grid counts, tuning."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+
+from engine.align import extract, transport
+from engine.align.api import Scored, evaluate_grid, extract_links, method_of, tune_scored
+from engine.align.extract import Method, make_batch
+from engine.align.readers import make_pair
+from engine.align.score import METRICS, corpus_score, metrics_from_counts, pair_counts, score
+from engine.align.sources import Source
+from engine.errors import SettingsError
+
+
+def _scored(S_list, golds):
+    pairs = tuple(make_pair(" ".join(f"a{i}" for i in range(S.shape[0])),
+                            " ".join(f"b{j}" for j in range(S.shape[1])), g)
+                  for S, g in zip(S_list, golds))
+    return Scored(pairs, tuple(np.asarray(S, float) for S in S_list),
+                  tuple(np.ones(S.shape[0], bool) for S in S_list),
+                  tuple(np.ones(S.shape[1], bool) for S in S_list), Source())
+
+
+def _links(method, S, gold="0-0"):
+    return set(extract_links(_scored([np.asarray(S, float)], [gold]), method)[0].links)
+
+
+S3 = np.array([[5.0, 1.0, 0.0],
+               [4.0, 0.0, 1.0],
+               [0.0, 1.0, 3.0]])
+
+
+def test_softmax_argmax_directions():
+    # rows: 0→0, 1→0, 2→2; columns: 0→0, 1→0 or 2 (tie: first = 0), 2→2
+    fwd = {(0, 0), (1, 0), (2, 2)}
+    bwd = {(0, 0), (0, 1), (2, 2)}
+    for d, want in (("forward", fwd), ("backward", bwd), ("intersection", fwd & bwd),
+                    ("union", fwd | bwd)):
+        assert _links(Method("softmax-argmax", direction=d), S3) == want
+
+
+def test_similarity_threshold_is_min_max_scaled():
+    # scaled = S / 5: 1.0, 0.2, 0, 0.8, 0, 0.2, 0, 0.2, 0.6
+    assert _links(Method("similarity-threshold", threshold=0.5), S3) == {(0, 0), (1, 0), (2, 2)}
+    assert _links(Method("similarity-threshold", threshold=0.7), S3) == {(0, 0), (1, 0)}
+    # the same links for any affine rescaling of the scores
+    assert _links(Method("similarity-threshold", threshold=0.7), 3 * S3 - 7) == {(0, 0), (1, 0)}
+
+
+def test_softmax_both_needs_both_directions():
+    S = np.log(np.array([[0.98, 0.01, 0.01], [0.49, 0.49, 0.02]]))
+    # temperature 1: P→ is S's rows; P← columns; (1, 1): P→ = .49, P← = .49/.5 = .98
+    got = _links(Method("softmax-both", threshold=0.4, temperature=1.0), S)
+    assert got == {(0, 0), (1, 1)}
+    assert (1, 0) not in got  # P→ = .49 but P← = .49/1.47 = .33 < .4
+
+
+def test_sinkhorn_argmax_is_mutual_on_a_permutation():
+    S = np.full((4, 4), 0.0)
+    perm = [2, 0, 3, 1]
+    for i, j in enumerate(perm):
+        S[i, j] = 1.0
+    for name in ("sinkhorn-argmax", "softmax-argmax"):
+        assert _links(Method(name), S) == {(i, j) for i, j in enumerate(perm)}
+    for name in ("sinkhorn-threshold", "exact", "unbalanced", "partial"):
+        assert _links(Method(name, threshold=0.5, mass=0.9), S) == set(enumerate(perm))
+
+
+def test_exact_plan_leaves_the_extra_word_to_threshold():
+    # 2 × 3: exact transport must spread a's mass over all of b; one column gets the rest
+    S = np.array([[1.0, 0.0, 0.5], [0.0, 1.0, 0.5]])
+    got = _links(Method("exact", threshold=0.9), S)
+    assert {(0, 0), (1, 1)} <= got and len(got) == 2
+
+
+def test_unbalanced_large_tau_is_balanced_and_partial_full_mass_is_balanced():
+    rng = np.random.default_rng(1)
+    S = [rng.normal(size=(n, m)) for n, m in ((3, 5), (6, 4), (5, 5))]
+    batch = make_batch(S, [np.ones(s.shape[0], bool) for s in S],
+                       [np.ones(s.shape[1], bool) for s in S])
+    bal = extract.plans(Method("sinkhorn-threshold"), batch)[0]
+    big = extract.plans(Method("unbalanced", tau=1e9), batch)[0]
+    full = extract.plans(Method("partial", mass=1.0), batch)[0]
+    assert torch.allclose(big, bal, atol=1e-7)
+    assert torch.allclose(full, bal, atol=1e-4)  # both within 400 half-steps of the optimum
+
+
+def test_padded_batch_equals_each_pair_alone():
+    rng = np.random.default_rng(2)
+    S = [rng.normal(size=(n, m)) for n, m in ((2, 6), (7, 3), (4, 4))]
+    va = [np.ones(s.shape[0], bool) for s in S]
+    vb = [np.ones(s.shape[1], bool) for s in S]
+    vb[2][1] = False  # a word without tokens takes no part
+    batch = make_batch(S, va, vb)
+    for name, grid in (("unbalanced", [0.05, 1.0]), ("partial", [0.5, 0.9]),
+                       ("sinkhorn-threshold", None)):
+        P = extract.plans(Method(name), batch, grid)
+        for k, s in enumerate(S):
+            alone = extract.plans(Method(name), make_batch([s], [va[k]], [vb[k]]), grid)
+            n, m = s.shape
+            # the same problem; zero-weight padding only changes the path of the
+            # iterates (partial converges slowest), not the optimum
+            assert torch.allclose(P[:, k, :n, :m], alone[:, 0],
+                                  atol=1e-4 if name == "partial" else 1e-10)
+            assert float(P[:, k, n:].abs().sum() + P[:, k, :, m:].abs().sum()) == 0
+        assert float(P[:, 2, :, 1].abs().max()) == 0
+
+
+def test_unbalanced_mass_approaches_one_as_tau_grows():
+    S = [np.eye(3) + 0.1]
+    batch = make_batch(S, [np.ones(3, bool)], [np.ones(3, bool)])
+    P = extract.plans(Method("unbalanced"), batch, [0.01, 0.1, 1.0, 100.0])
+    gap = (P.sum((-1, -2))[:, 0] - 1).abs()  # relaxed marginals: the mass is free
+    assert (gap[1:] < gap[:-1]).all() and float(gap[-1]) < 0.01 and float(gap[0]) > 0.1
+
+
+def test_score_by_hand():
+    # gold: sure {0-0, 1-1}, possible {2p2}; A = {0-0, 1-2, 2-2}; 3 × 4 words
+    p = make_pair("a b c", "w x y z", "0-0 1-1 2p2")
+    c = pair_counts({(0, 0), (1, 2), (2, 2)}, p)
+    m = {k: float(v) for k, v in metrics_from_counts(c).items()}
+    assert m["precision"] == pytest.approx(2 / 3)  # |A∩P| = 2 of 3
+    assert m["recall"] == pytest.approx(1 / 2)  # |A∩S| = 1 of 2
+    assert m["aer"] == pytest.approx(1 - (1 + 2) / (3 + 2))
+    # gold null (sure): A: c; B: y, z. predicted null: A: none; B: x, z. hits: z
+    assert m["null_precision"] == pytest.approx(1 / 2)
+    assert m["null_recall"] == pytest.approx(1 / 3)
+    assert m["total_precision"] == pytest.approx((2 + 1) / (3 + 2))
+    assert m["total_recall"] == pytest.approx((1 + 1) / (2 + 3))
+    pp = make_pair("a b", "x y", "")
+    e = {k: float(v) for k, v in metrics_from_counts(pair_counts(set(), pp)).items()}
+    # nothing predicted, nothing in gold: every ratio is 0/0, which counts 1
+    assert e["f1"] == 1 and e["null_f1"] == 1 and e["total_f1"] == 1 and e["aer"] == 0
+
+
+def _reference(links, pair):
+    """The published definitions, written out with Python sets."""
+    A, S, P = set(links), set(pair.sure), set(pair.possible) | set(pair.sure)
+    n, m = pair.shape
+
+    def ratio(x, y, other):
+        return x / y if y else (1.0 if other == 0 else 0.0)
+
+    def f1(p, r):
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+    na = {("a", i) for i in range(n) if not any(l[0] == i for l in A)} | \
+        {("b", j) for j in range(m) if not any(l[1] == j for l in A)}
+    ng = {("a", i) for i in range(n) if not any(l[0] == i for l in S)} | \
+        {("b", j) for j in range(m) if not any(l[1] == j for l in S)}
+    p, r = ratio(len(A & P), len(A), len(S)), ratio(len(A & S), len(S), len(A))
+    npr, nre = ratio(len(na & ng), len(na), len(ng)), ratio(len(na & ng), len(ng), len(na))
+    tp = ratio(len(A & P) + len(na & ng), len(A) + len(na), len(S) + len(ng))
+    tr = ratio(len(A & S) + len(na & ng), len(S) + len(ng), len(A) + len(na))
+    return {"precision": p, "recall": r, "f1": f1(p, r),
+            "aer": 1 - (len(A & S) + len(A & P)) / (len(A) + len(S)) if A or S else 0.0,
+            "null_f1": f1(npr, nre), "total_f1": f1(tp, tr)}
+
+
+links_strategy = st.integers(1, 5).flatmap(lambda n: st.integers(1, 5).flatmap(
+    lambda m: st.tuples(st.just(n), st.just(m),
+                        st.sets(st.tuples(st.integers(0, n - 1), st.integers(0, m - 1))),
+                        st.sets(st.tuples(st.integers(0, n - 1), st.integers(0, m - 1))),
+                        st.sets(st.tuples(st.integers(0, n - 1), st.integers(0, m - 1))))))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(links_strategy, min_size=1, max_size=4))
+def test_score_matches_the_definitions(cases):
+    pairs, preds = [], []
+    for n, m, pred, sure, poss in cases:
+        gold = " ".join([f"{i}-{j}" for i, j in sure] + [f"{i}p{j}" for i, j in poss])
+        pairs.append(make_pair(" ".join("a" * n), " ".join("b" * m), gold))
+        preds.append(pred)
+    res = score(preds, pairs, bootstrap=0)
+    refs = [_reference(l, p) for l, p in zip(preds, pairs)]
+    for k in ("precision", "recall", "aer", "null_f1", "total_f1", "f1"):
+        assert res.per_pair[k] == pytest.approx([r[k] for r in refs])
+    # macro: F1 of averaged precision and recall (OTAlign); micro: of summed counts
+    p = np.mean([r["precision"] for r in refs])
+    r = np.mean([r["recall"] for r in refs])
+    assert res.macro["f1"] == pytest.approx(2 * p * r / (p + r) if p + r else 0.0)
+    tot = res.counts.sum(0)
+    micro_p = tot[2] / tot[0] if tot[0] else (1.0 if tot[3] == 0 else 0.0)
+    assert res.micro["precision"] == pytest.approx(micro_p)
+
+
+def test_bootstrap_interval_brackets_the_estimate():
+    rng = np.random.default_rng(0)
+    counts = np.stack([rng.integers(0, 10, 7) for _ in range(40)])
+    counts[:, 1] = np.minimum(counts[:, 1], counts[:, [0, 3]].min(1))
+    counts[:, 2] = np.clip(counts[:, 2], counts[:, 1], counts[:, 0])
+    counts[:, 6] = np.minimum(counts[:, 6], counts[:, [4, 5]].min(1))
+    res = corpus_score(counts, bootstrap=500, seed=1)
+    for k in METRICS:
+        lo, hi = res.macro_ci[k]
+        assert lo <= res.macro[k] + 1e-12 and res.macro[k] <= hi + 1e-12
+        assert lo < hi
+    assert corpus_score(counts, bootstrap=500, seed=1).macro_ci == res.macro_ci
+
+
+def test_score_refuses_bad_input():
+    p = make_pair("a b", "c d", "0-0")
+    with pytest.raises(SettingsError, match="2 predictions for 1 pairs"):
+        score([set(), set()], [p])
+    with pytest.raises(SettingsError, match="no gold"):
+        score([set()], [make_pair("a", "b")])
+    with pytest.raises(SettingsError, match="outside"):
+        score([{(5, 0)}], [p])
+    with pytest.raises(SettingsError, match="no pairs"):
+        corpus_score(np.zeros((0, 7)))
+
+
+def test_grid_counts_equal_counting_each_threshold():
+    rng = np.random.default_rng(3)
+    S = [rng.normal(size=(n, m)) for n, m in ((3, 4), (5, 2), (4, 6))]
+    golds = ["0-0 1-1 2p3", "0-1 4-0", ""]
+    sc = _scored(S, golds)
+    for name in ("similarity-threshold", "sinkhorn-threshold", "softmax-both"):
+        res = evaluate_grid(sc, name)
+        for g in (0, 13, 50, 87):
+            m = method_of(name).with_theta(g / extract.GRID)
+            direct = np.stack([pair_counts(a.links, p) for a, p in
+                               zip(extract_links(sc, m), sc.pairs)]).sum(0)
+            assert (res.count_sums[0, 0, g] == direct).all(), (name, g)
+
+
+def test_tune_picks_the_dev_optimum():
+    # every pair: a strong diagonal, one extra word in B that no word of A is aligned to
+    rng = np.random.default_rng(4)
+    S, golds = [], []
+    for k in range(12):
+        n = int(rng.integers(3, 6))
+        s = rng.uniform(0, 0.3, size=(n, n + 1))
+        s[np.arange(n), np.arange(n)] = rng.uniform(0.8, 1.0, n)
+        S.append(s)
+        golds.append(" ".join(f"{i}-{i}" for i in range(n)))
+    sc = _scored(S, golds)
+    tuned = tune_scored(sc, methods=("similarity-threshold", "unbalanced"), bootstrap=0)
+    for name in ("similarity-threshold", "unbalanced"):
+        assert tuned.dev[name].macro["total_f1"] == pytest.approx(1.0)
+        res = evaluate_grid(sc, name)
+        best = res.metric_sums[0][..., METRICS.index("total_f1")].max() / len(S)
+        assert best == pytest.approx(1.0)
+    th = tuned.settings["similarity-threshold"].threshold
+    assert 0.3 <= th < 0.8  # anything between the off-diagonal and the diagonal values
+
+
+def test_method_settings_are_checked():
+    with pytest.raises(SettingsError, match="method must be one of"):
+        Method("argmax")
+    with pytest.raises(SettingsError, match="threshold"):
+        Method("exact", threshold=1.5)
+    with pytest.raises(SettingsError, match="mass"):
+        Method("partial", mass=0)
+    with pytest.raises(SettingsError, match="direction"):
+        Method("softmax-argmax", direction="sideways")
+    with pytest.raises(SettingsError, match="finite"):
+        Method("unbalanced", tau=float("nan"))
+    assert Method("softmax-both", threshold=1e-3).with_theta(0.25).threshold == \
+        pytest.approx(1e-3)
+
+
+def test_cost_is_min_max_scaled_on_valid_words():
+    S = np.array([[2.0, 0.0], [1.0, 9.0]])
+    C = transport.cost_of(S, np.array([True, True]), np.array([True, False]))
+    assert C.tolist() == [[0.0, 1.0], [1.0, 1.0]]
