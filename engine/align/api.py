@@ -424,11 +424,16 @@ def tune(dev: Sequence, test: Sequence | None = None, *,
 
 
 def tune_scored(dev: Scored, test: Scored | None = None, *, methods: Sequence[str] = METHODS,
-                null_gold: str = "sure", bootstrap: int = 1000) -> Tuning:
-    """:func:`tune` on word scores already computed (:func:`score_corpus`)."""
+                null_gold: str = "sure", bootstrap: int = 1000,
+                grids: dict | None = None) -> Tuning:
+    """:func:`tune` on word scores already computed (:func:`score_corpus`).
+
+    ``grids``: method name → its τ or m values, replacing :data:`TAU_GRID` or
+    :data:`MASS_GRID`.
+    """
     settings, dev_s, test_s = {}, {}, {} if test is not None else None
     for name in methods:
-        res = evaluate_grid(dev, name, null_gold=null_gold)
+        res = evaluate_grid(dev, name, null_gold=null_gold, grid=(grids or {}).get(name))
         t, g = _best(res.metric_sums[0], int(res.n_pairs[0]), res.method)
         m = setting_at(res, t, g)
         settings[name] = m
