@@ -1,0 +1,91 @@
+"""``python -m engine lab``: train one model to a coupling system and print its errors.
+
+    python -m engine lab --target whitened --model sinkhorn --json
+
+prints ``{"heldout_l1", "heldout_l1_double", "row_err", "col_err", "seconds"}``: the mean
+L1 distance to the target plan on held-out pairs of the training size and of twice that
+size, both marginal errors and the training time. Nothing heavy is imported until a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+# The page's defaults (engine.lab.training.LabSettings), repeated here so --help stays fast;
+# tests check that they agree.
+DEFAULTS = {"target": "whitened", "model": "sinkhorn", "width": 16, "depth": 2, "heads": 2,
+            "eps": 0.1, "half_steps": 20, "points": 8, "steps": 400, "seed": 0}
+TARGET_NAMES = ("sq-euclid", "exact", "whitened", "quantile")
+MODEL_NAMES = ("sinkhorn", "softmax", "context-free")
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    """Register the ``lab`` command on an argparse sub-parsers object."""
+    d = DEFAULTS
+    p = sub.add_parser(
+        "lab", help="train a Sinkhorn Transformer (or a baseline) to a coupling system",
+        description="Train one model on pairs of clouds in the plane to reproduce a target "
+                    "coupling system, and print its held-out L1 distance to the target plan "
+                    "(training size and twice that size), both marginal errors and seconds.")
+    p.add_argument("--target", default=d["target"], choices=TARGET_NAMES,
+                   help=f"coupling system to learn (default {d['target']})")
+    p.add_argument("--model", default=d["model"], choices=MODEL_NAMES,
+                   help=f"model to train (default {d['model']})")
+    p.add_argument("--width", type=int, default=d["width"],
+                   help=f"encoder width D (default {d['width']})")
+    p.add_argument("--depth", type=int, default=d["depth"],
+                   help=f"encoder layers L (default {d['depth']})")
+    p.add_argument("--heads", type=int, default=d["heads"],
+                   help=f"attention heads (default {d['heads']})")
+    p.add_argument("--eps", type=float, default=d["eps"],
+                   help=f"ε of the final layer (default {d['eps']:g})")
+    p.add_argument("--half-steps", type=int, default=d["half_steps"],
+                   help=f"Sinkhorn half-steps of the final layer (default {d['half_steps']})")
+    p.add_argument("--points", type=int, default=d["points"],
+                   help=f"points per cloud (default {d['points']})")
+    p.add_argument("--steps", type=int, default=d["steps"],
+                   help=f"training steps (default {d['steps']})")
+    p.add_argument("--seed", type=int, default=d["seed"], help=f"seed (default {d['seed']})")
+    p.add_argument("--save", default=None, metavar="PATH",
+                   help="write the trained model to PATH (.safetensors)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(run=run)
+    return p
+
+
+def run(args) -> int:
+    """Train as the arguments say; print the result. Returns the exit status."""
+    from ..errors import SinkscopeError
+    from .training import LabSettings, save, train
+
+    try:
+        settings = LabSettings(target=args.target, model=args.model, width=args.width,
+                               depth=args.depth, heads=args.heads, eps=args.eps,
+                               half_steps=args.half_steps, points=args.points,
+                               steps=args.steps, seed=args.seed)
+        r = train(settings)
+        if args.save:
+            save(r.model, args.save, settings)
+    except SinkscopeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"error: could not write {args.save}: {e}", file=sys.stderr)
+        return 2
+    out = r.summary()
+    if args.json:
+        json.dump(out, sys.stdout, allow_nan=False)
+        print()
+    else:
+        print(f"{settings.model} on {settings.target} · width {settings.width} · depth "
+              f"{settings.depth} · ε = {settings.eps:g} · {settings.points} points · "
+              f"{r.steps_done} steps")
+        print(f"held-out L1 to the target plan     {out['heldout_l1']:.4f}")
+        print(f"  on clouds of {2 * settings.points} points          "
+              f"{out['heldout_l1_double']:.4f}")
+        print(f"row marginal error ‖π1 − a‖₁       {out['row_err']:.2e}")
+        print(f"column marginal error ‖πᵀ1 − b‖₁   {out['col_err']:.2e}")
+        print(f"training time                      {out['seconds']:.1f} s")
+    return 0
