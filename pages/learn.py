@@ -16,7 +16,7 @@ from engine import settings  # first: sets the offline environment the libraries
 import streamlit as st  # noqa: E402
 
 from engine import SinkscopeError
-from sinkscope_app import compute, examples, learn_state, learn_steps
+from sinkscope_app import compute, examples, history, learn_state, learn_steps
 from sinkscope_app.learn_text import EXAMPLES_ES, LANGS, N_STEPS, STEPS, UI
 from sinkscope_app.state import KEYS as MAIN_KEYS, valid_text
 
@@ -37,12 +37,22 @@ KEYS = (*learn_state.DEFAULTS, *learn_steps.KEYS, "learn_jump")
 for k in (*MAIN_KEYS, *KEYS):
     if k in ss:
         ss[k] = ss[k]
-if "_learn_init" not in ss:
+# A change of step or example is a browser history entry; Back and Forward re-read the
+# state from the address (Streamlit reruns the page with that entry's query string).
+history.track({"step": None, "ex": learn_state.MAIN_DEFAULTS["ex"]}, key="learn_history")
+if "_learn_init" not in ss or history.navigated():
     try:
         locale = st.context.locale
     except Exception:
         locale = None
-    parsed = learn_state.parse(st.query_params.to_dict(), EXAMPLES, locale=locale)
+    params = st.query_params.to_dict()
+    parsed = learn_state.parse(params, EXAMPLES, locale=locale)
+    if "_learn_init" in ss:  # Back or Forward: what the entry leaves out is the default
+        if "step" not in params:
+            parsed.values["learn_step"] = learn_state.DEFAULTS["learn_step"]
+        if "ex" not in params and "a" not in params and "b" not in params:
+            ex = learn_state.MAIN_DEFAULTS["ex"]
+            parsed.values.update(ex=ex, a=EXAMPLES[ex]["a"], b=EXAMPLES[ex]["b"])
     for k, v in learn_state.DEFAULTS.items():
         ss.setdefault(k, v)
     for k in ("ex", "a", "b"):
