@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import SinkscopeError
 from .export import relation_to_dict
-from ..settings import DEFAULT_EPS, DEFAULT_HALF_STEPS, MODES, WEIGHTS
+from ..settings import MODES, WEIGHTS, Settings
 from ..relation.summary import half_steps_text, rows
 
 # Sub-packages whose ``cli`` module adds a command (see the module docstring).
@@ -39,20 +39,21 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m engine",
                                 description="Softmax attention beside Sinkhorn couplings.")
     sub = p.add_subparsers(dest="command", required=True)
+    d = Settings()  # the flags' defaults are the Settings' own
     r = sub.add_parser("relate", help="relate two texts and print plans and diagnostics")
     r.add_argument("text_a")
     r.add_argument("text_b", nargs="?", default=None,
                    help="omit with --mode self")
-    r.add_argument("--layer", type=_layer_or_all, default=-1,
-                   help="layer index (negative from the end) or 'all' (default -1)")
-    r.add_argument("--head", type=_head, default="mean",
-                   help="head index, 'mean' or 'all' (default mean)")
-    r.add_argument("--eps", type=float, default=DEFAULT_EPS,
-                   help=f"entropy ε > 0 (default {DEFAULT_EPS:g})")
-    r.add_argument("--half-steps", type=int, default=DEFAULT_HALF_STEPS,
-                   help=f"Sinkhorn half-steps; 1 = softmax (default {DEFAULT_HALF_STEPS})")
-    r.add_argument("--mode", default="separate", choices=list(MODES))
-    r.add_argument("--weights", default="content", choices=list(WEIGHTS))
+    r.add_argument("--layer", type=_layer_or_all, default=d.layer,
+                   help=f"layer index (negative from the end) or 'all' (default {d.layer})")
+    r.add_argument("--head", type=_head, default=d.head,
+                   help=f"head index, 'mean' or 'all' (default {d.head})")
+    r.add_argument("--eps", type=float, default=d.eps,
+                   help=f"entropy ε > 0 (default {d.eps:g})")
+    r.add_argument("--half-steps", type=int, default=d.half_steps,
+                   help=f"Sinkhorn half-steps; 1 = softmax (default {d.half_steps})")
+    r.add_argument("--mode", default=d.mode, choices=list(MODES))
+    r.add_argument("--weights", default=d.weights, choices=list(WEIGHTS))
     r.add_argument("--pool-words", action="store_true", help="merge subwords into words")
     r.add_argument("--model", default=None,
                    help="an allowed model's name (SINKSCOPE_MODELS) or a local "
@@ -131,9 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             encoder = Encoder.load(args.model)
         r = relate(args.text_a, args.text_b if args.text_b is not None else
                    (args.text_a if args.mode == "self" else None), encoder=encoder,
-                   layer=args.layer, head=args.head, eps=args.eps,
-                   half_steps=args.half_steps, mode=args.mode, weights=args.weights,
-                   pool_words=args.pool_words)
+                   settings=cli_settings(args))
     except SinkscopeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -143,6 +142,14 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(_table(r))
     return 0
+
+
+def cli_settings(args) -> Settings:
+    """The :class:`Settings` that ``relate``'s flags name (``--model`` is a name or, here,
+    a folder: it picks the encoder, and the Relation carries the model's own name)."""
+    return Settings(layer=args.layer, head=args.head, eps=args.eps,
+                    half_steps=args.half_steps, mode=args.mode, weights=args.weights,
+                    pool_words=args.pool_words)
 
 
 def _serve(args) -> int:

@@ -16,6 +16,7 @@ Under overload Ray Serve itself answers 503 with ``Retry-After`` (the deployment
 """
 
 # No ``from __future__ import annotations``: FastAPI reads the routes' annotations.
+import json
 import logging
 from typing import Any, Callable
 
@@ -219,3 +220,64 @@ def openapi() -> dict[str, Any]:
     """The API's OpenAPI document, without Ray or a model (docs/serving.md is checked
     against it)."""
     return build_api(None).openapi()
+
+
+def markdown() -> str:
+    """The API reference in docs/serving.md, generated from :func:`openapi`: each endpoint
+    with its summary, then each request body's fields (type, default, limits, meaning).
+    ``python -m engine.serving.routes`` prints it; a test keeps the docs equal to it."""
+    spec = openapi()
+    schemas = spec["components"]["schemas"]
+
+    def kind(p: dict) -> str:
+        if "anyOf" in p:
+            return " or ".join(kind(q) for q in p["anyOf"])
+        if "enum" in p:
+            return " / ".join(f"`{v}`" for v in p["enum"])
+        if "const" in p:
+            return f"`{p['const']}`"
+        if p.get("type") == "array":
+            return f"list of {kind(p.get('items', {}))}"
+        return {"integer": "int", "number": "float", "string": "str", "boolean": "bool",
+                "null": "null"}.get(p.get("type", ""), p.get("type", "any"))
+
+    def limits(p: dict) -> str:
+        out = []
+        for key, sign in (("minimum", "≥"), ("exclusiveMinimum", ">"), ("maximum", "≤"),
+                          ("minItems", "count ≥"), ("maxItems", "count ≤"),
+                          ("maxLength", "length ≤")):
+            if key in p:
+                v = p[key]
+                whole = isinstance(v, int) or (float(v).is_integer() and abs(v) < 1e8)
+                out.append(f"{sign} {int(v)}" if whole else f"{sign} {v:g}")
+        for q in p.get("anyOf", []) + [p.get("items", {})]:
+            if q and q is not p:
+                inner = limits(q)
+                if inner:
+                    out.append(inner)
+        return ", ".join(out)
+
+    lines = ["| endpoint | what it answers |", "|---|---|"]
+    bodies = []
+    for path, ops in spec["paths"].items():
+        for method, op in ops.items():
+            summary = " ".join(op.get("description", op.get("summary", "")).split())
+            lines.append(f"| `{method.upper()} {path}` | {summary} |")
+            ref = (op.get("requestBody", {}).get("content", {}).get("application/json", {})
+                   .get("schema", {}).get("$ref"))
+            if ref:
+                bodies.append((f"{method.upper()} {path}", ref.rsplit("/", 1)[1]))
+    for where, name in bodies:
+        s = schemas[name]
+        lines += ["", f"`{where}` ({name}):", "",
+                  "| field | type | default | limits | meaning |", "|---|---|---|---|---|"]
+        for field, p in s["properties"].items():
+            default = ("required" if field in s.get("required", [])
+                       else f"`{json.dumps(p.get('default'), ensure_ascii=False)}`")
+            lines.append(f"| `{field}` | {kind(p)} | {default} | {limits(p)} | "
+                         f"{' '.join(p.get('description', '').split())} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(markdown(), end="")
