@@ -142,8 +142,7 @@ def errors(got: np.ndarray, ref: np.ndarray) -> dict:
     return {"abs": abs_, "rel": abs_ / scale if scale > 0 else abs_}
 
 
-def plan_check(got: np.ndarray, ref: np.ndarray, a: np.ndarray, b: np.ndarray,
-               bound: float) -> dict:
+def plan_check(got: np.ndarray, ref: np.ndarray, bound: float) -> dict:
     """Errors of device plans (..., n, m) against reference plans, and of their marginals
     (row and column sums, relative to the reference's largest); ``mass``: the reference's
     largest total (1 for balanced plans; unbalanced ones may grow far from it)."""
@@ -329,10 +328,10 @@ def build_model(source: Path | None, dest: Path, seed: int = 0) -> dict:
     if "config.json" not in copied:
         (dest / "config.json").write_text(json.dumps(MINILM_CONFIG))
     if "modules.json" not in copied:
+        kinds = (("", "Transformer"), ("1_Pooling", "Pooling"), ("2_Normalize", "Normalize"))
         (dest / "modules.json").write_text(json.dumps([
-            {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-            {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-            {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]))
+            {"idx": i, "name": str(i), "path": path, "type": f"sentence_transformers.models.{t}"}
+            for i, (path, t) in enumerate(kinds)]))
         (dest / "sentence_bert_config.json").write_text(json.dumps(
             {"max_seq_length": MAX_SEQ_LENGTH, "do_lower_case": False}))
     if not (dest / "1_Pooling" / "config.json").is_file():
@@ -430,7 +429,7 @@ def check_solver(enc, plan: Plan) -> Section:
             sync(dev)
             row = {"eps": eps, "method": method, "half_steps": plan.half_steps,
                    "range_over_eps": float(np.abs(S).max() / eps),
-                   **plan_check(got.plan.cpu().numpy(), ref.plan.numpy(), a, b,
+                   **plan_check(got.plan.cpu().numpy(), ref.plan.numpy(),
                                 bound_for(S, eps)),
                    "converged_cpu": int(ref.converged.sum()),
                    "converged_device": int(got.converged.sum()),
@@ -468,7 +467,7 @@ def check_grid(enc, plan: Plan) -> Section:
         kw = dict(layer="all", head="all", eps=eps, half_steps=plan.half_steps)
         ref = relate_encodings(enc, **kw)
         got = relate_encodings(enc, device=plan.device, **kw)
-        row = {"eps": eps, **plan_check(got.coupling.plan, ref.coupling.plan, ref.a, ref.b,
+        row = {"eps": eps, **plan_check(got.coupling.plan, ref.coupling.plan,
                                         bound_for(ref.scores, eps))}
         sm = errors(got.softmax_plan, ref.softmax_plan)
         row.update(softmax_abs=sm["abs"], softmax_rel=sm["rel"],
@@ -476,7 +475,8 @@ def check_grid(enc, plan: Plan) -> Section:
                                           if not isinstance(v, bool)]))
         s.rows.append(row)
         s.fail_if(not (row["ok"] and sm["rel"] <= 1e-5 and row["summary_finite"]),
-                  f"heads grid at ε = {eps:g}: plan {row['plan_rel']:.2g}, softmax {sm['rel']:.2g}.")
+                  f"heads grid at ε = {eps:g}: plan {row['plan_rel']:.2g}, "
+                  f"softmax {sm['rel']:.2g}.")
     return s
 
 
@@ -494,7 +494,7 @@ def check_eps_path(enc, plan: Plan) -> Section:
     e_ref, p_ref = eps_path(r, eps, half_steps=hs)
     e_dev, p_dev = eps_path(r, eps, half_steps=hs, device=plan.device)
     for k, e in enumerate(e_ref):
-        row = {"eps": float(e), **plan_check(p_dev[k], p_ref[k], r.a, r.b,
+        row = {"eps": float(e), **plan_check(p_dev[k], p_ref[k],
                                              bound_for(r.scores, float(e)))}
         s.rows.append(row)
         s.fail_if(not row["ok"], f"ε path at ε = {e:g}: {row['plan_rel']:.2g}.")
@@ -533,7 +533,7 @@ def check_lattice(enc, plan: Plan) -> Section:
                   "(record_plans) was run on the device.")
     for i, e in enumerate(ref.eps):
         row = {"eps": float(e), "frames": int(len(ref.steps)),
-               **plan_check(got[i], ref.plans[i], r.a, r.b, bound_for(r.scores, float(e)))}
+               **plan_check(got[i], ref.plans[i], bound_for(r.scores, float(e)))}
         s.rows.append(row)
         s.fail_if(not row["ok"], f"lattice at ε = {e:g}: {row['plan_rel']:.2g}.")
     return s
@@ -559,10 +559,11 @@ def check_unbalanced(enc, plan: Plan) -> Section:
             ref = sinkhorn(*args_c, eps, plan.half_steps, tau=tau)
             got = sinkhorn(*args_d, eps, plan.half_steps, tau=tau)
             row = {"eps": eps, "tau": tau,
-                   **plan_check(got.plan.cpu().numpy(), ref.plan.numpy(), a, b,
+                   **plan_check(got.plan.cpu().numpy(), ref.plan.numpy(),
                                 bound_for(S, eps))}
             s.rows.append(row)
-            s.fail_if(not row["ok"], f"unbalanced ε = {eps:g}, τ = {tau:g}: {row['plan_rel']:.2g}.")
+            s.fail_if(not row["ok"],
+                      f"unbalanced ε = {eps:g}, τ = {tau:g}: {row['plan_rel']:.2g}.")
     return s
 
 
@@ -598,7 +599,7 @@ def check_partial(enc, plan: Plan) -> Section:
             ref = fn(*(torch.from_numpy(x) for x in (S, a, b)), eps, **kw).plan.numpy()
             got = fn(*(torch.tensor(x, dtype=torch.float32, device=dev) for x in (S, a, b)),
                      eps, **kw).plan.cpu().numpy()
-            row = {"eps": eps, "m": m, **plan_check(got, ref, a, b, bound_for(S, eps)),
+            row = {"eps": eps, "m": m, **plan_check(got, ref, bound_for(S, eps)),
                    "mass_cpu": float(ref.sum((-2, -1)).mean()),
                    "mass_device": float(got.sum((-2, -1)).mean())}
             s.rows.append(row)
@@ -642,7 +643,7 @@ def check_lab(plan: Plan) -> Section:
         ref, got = getattr(ref, "plan", ref), getattr(got, "plan", got)
         if bool((ref <= 0).all()):  # a log-plan
             ref, got = ref.exp(), got.exp()
-        row = plan_check(got.cpu().numpy(), ref.numpy(), w[0].numpy(), w[0].numpy(), 1e-3)
+        row = plan_check(got.cpu().numpy(), ref.numpy(), 1e-3)
         s.rows.append({"clouds": kind, **row})
         s.fail_if(not row["ok"], f"the Lab's {kind} couplings differ by {row['plan_rel']:.2g}.")
     return s
@@ -814,22 +815,37 @@ def serve_check(folder: Path, plan: Plan) -> Section:
     is installed and ``--serve`` asks for it."""
     missing = [m for m in ("ray", "fastapi") if importlib.util.find_spec(m) is None]
     if missing:
-        return Section(status="absent", note=f"Ray Serve is not installed here ({', '.join(missing)} "
+        return Section(status="absent", note="Ray Serve is not installed here ("
+                       f"{', '.join(missing)} "
                        "missing; its wheels are larger than what travels to the GPU machine): "
                        "the in-process batch functions above are what the deployment calls.")
     if not plan.serve:
         return Section(status="skipped", note="Ray Serve is installed; run with --serve to "
-                       "measure through `python -m engine serve` (about a minute more).")
+                       "measure through `python -m engine serve` (two server starts, a minute "
+                       "or two more).")
     return _serve_measure(folder, plan)
 
 
 def _serve_measure(folder: Path, plan: Plan) -> Section:
+    s = Section(note="R clients each POST /v1/relate for a new pair (layer 5, head mean, "
+                "100 half-steps); one replica, `--max-batch-size 16` (batched) against 1")
+    batched = _serve_rps(folder, plan, 16)
+    alone = _serve_rps(folder, plan, 1)
+    for R in plan.clients:
+        s.rows.append({"work": "new texts (HTTP)", "requests": R, "one_rps": alone[R],
+                       "batched_rps": batched[R], "speedup": batched[R] / alone[R]})
+    return s
+
+
+def _serve_rps(folder: Path, plan: Plan, max_batch: int) -> dict[int, float]:
+    """Requests per second of R concurrent HTTP clients against ``python -m engine serve
+    --max-batch-size max_batch`` serving the random model (stopped after)."""
     import concurrent.futures as cf
+    import signal
     import socket
     import subprocess
     import urllib.request
 
-    s = Section()
     name = "minilm-random"
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -837,7 +853,8 @@ def _serve_measure(folder: Path, plan: Plan) -> Section:
     env = {**os.environ, "SINKSCOPE_MODELS": f"{name}={folder}", "RAY_AUTH_MODE": "disabled"}
     if plan.device.type == "cpu":
         env["SINKSCOPE_DEVICE"] = "cpu"
-    proc = subprocess.Popen([sys.executable, "-m", "engine", "serve", "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "engine", "serve", "--port", str(port),
+                             "--max-batch-size", str(max_batch)],
                             cwd=str(ROOT), env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
@@ -851,60 +868,96 @@ def _serve_measure(folder: Path, plan: Plan) -> Section:
             except OSError:
                 pass
             if proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError("the served engine did not start (see `python -m engine serve`)")
+                raise RuntimeError("the served engine did not start (try `python -m engine "
+                                   "serve` by hand)")
             time.sleep(0.5)
 
-        def post(p):
-            body = json.dumps({"text_a": p[0], "text_b": p[1], "model": name, "layer": 5,
-                               "head": "mean", "half_steps": 100}).encode()
+        def post(pair):
+            body = json.dumps({"text_a": pair[0], "text_b": pair[1], "model": name,
+                               "layer": 5, "head": "mean", "half_steps": 100}).encode()
             req = urllib.request.Request(url + "/v1/relate", data=body,
                                          headers={"Content-Type": "application/json"})
             with urllib.request.urlopen(req, timeout=120) as r:
                 r.read()
 
         post(("warm up", "warm up"))
+        out = {}
         for R in plan.clients:
-            pairs = texts(1000 + R, R)
+            pairs = texts(1000 + R, R)  # new texts: nothing cached
             t = time.perf_counter()
             with cf.ThreadPoolExecutor(R) as pool:
                 list(pool.map(post, pairs))
-            one = time.perf_counter() - t
-            s.rows.append({"work": "new texts (HTTP)", "requests": R, "rps": R / one})
+            out[R] = R / (time.perf_counter() - t)
+        return out
     finally:
-        import signal
-
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
         try:
-            proc.wait(30)
+            proc.wait(60)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    return s
 
 
 # --------------------------------------------------------------------------- 4. alignment
-def alignment(dev_enc, ref_enc, plan: Plan) -> Section:
-    """Pairs per second of ``engine.align.align`` on a small corpus, device against CPU."""
-    if importlib.util.find_spec("engine.align") is None:
-        return Section(status="absent", note="engine.align is not in this version.")
-    mod = importlib.import_module("engine.align")
-    fn = getattr(mod, "align", None)
-    if not callable(fn):
-        return Section(status="absent", note="engine.align has no align() in this version.")
-    params = inspect.signature(fn).parameters
-    pairs = texts(7, 16 if plan.quick else 200)
-    s = Section(note=f"engine.align.align({', '.join(list(params)[:4])}, …)")
-    for where, enc in (("device", dev_enc), ("cpu", ref_enc)):
-        kw = {}
-        if "encoder" in params:
-            kw["encoder"] = enc
+def alignment(dev_enc, folder: Path, plan: Plan) -> Section:
+    """Pairs per second of the corpus alignment (``engine.align``'s default method and
+    source) on generated pairs, with the model on the device against the CPU (float32),
+    and whether both give the same links."""
+    import torch
+
+    api = None
+    for name in ("engine.align.api", "engine.align"):
+        if importlib.util.find_spec("engine.align") and importlib.util.find_spec(name):
+            mod = importlib.import_module(name)
+            if callable(getattr(mod, "align_pairs", None)):
+                api = mod
+                break
+    if api is None:
+        return Section(status="absent", note="engine.align has no align_pairs() in this version.")
+    from engine.models.encoder import Encoder
+
+    cpu_enc = dev_enc if plan.device.type == "cpu" else Encoder(
+        str(folder), device="cpu", dtype=torch.float32, allow_path=True)
+    pairs = texts(7, 16 if plan.quick else 256)
+    params = inspect.signature(api.align_pairs).parameters
+    split = callable(getattr(api, "score_corpus", None)) and callable(
+        getattr(api, "extract_links", None)) and callable(getattr(api, "method_of", None))
+    s = Section(note=f"{api.__name__}.align_pairs, default method "
+                f"{getattr(api, 'DEFAULT_METHOD', '?')!s}, {len(pairs)} generated pairs"
+                + ("" if "device" in params else "; its transport solves run on the CPU in "
+                   "this version (no device setting): the model runs on the device"))
+    links = {}
+    where_list = [("device", dev_enc)] + ([("cpu", cpu_enc)] if plan.cuda else [])
+    for where, enc in where_list:
+        kw = {"encoder": enc}
         if "device" in params:
             kw["device"] = None if where == "cpu" else plan.device
-        t = med(timed(lambda: fn(pairs, **kw), plan.device, 1))
-        s.rows.append({"where": where, "pairs": len(pairs), "pairs_per_s": len(pairs) / t})
+        result = []
+
+        def whole():
+            result[:] = api.align_pairs(pairs, **kw)
+
+        t = med(timed(whole, plan.device if where == "device" else "cpu", 1,
+                      warmup=0 if plan.quick else 1))
+        row = {"where": where, "pairs": len(pairs), "pairs_per_s": len(pairs) / t,
+               "encode_s": None, "extract_s": None}
+        if split and "device" not in params:
+            t0 = time.perf_counter()
+            scored = api.score_corpus(pairs, encoder=enc)
+            sync(plan.device)
+            t1 = time.perf_counter()
+            api.extract_links(scored, api.method_of(api.DEFAULT_METHOD, scored.source.kind))
+            row.update(encode_s=t1 - t0, extract_s=time.perf_counter() - t1)
+        s.rows.append(row)
+        links[where] = [tuple(sorted(getattr(x, "links", ()))) for x in result]
     if len(s.rows) == 2:
         s.figures["speedup"] = s.rows[0]["pairs_per_s"] / s.rows[1]["pairs_per_s"]
+        same = float(np.mean([x == y for x, y in zip(links["device"], links["cpu"])]))
+        s.figures["same_links"] = same
+        s.fail_if(same < 0.5, f"the device and the CPU gave different links on {1 - same:.0%} "
+                  "of the pairs.")
     return s
 
 
@@ -947,17 +1000,22 @@ def report(doc: dict) -> str:
         lines += ["**No CUDA device here**: the device under test is this CPU in float32, "
                   "against the CPU in float64; sizes are small. Run it on a GPU machine for the "
                   "figures that matter.", ""]
-    lines += ["## The model", "",
-              f"all-MiniLM-L6-v2's architecture ({mod['layers']} layers × {mod['heads']} heads, "
-              f"d = {mod['hidden']}, d_head = {mod['d_head']}, vocabulary {mod['vocab']:,}) with "
-              f"**{mod['weights']}** weights: no weights travel. Configuration from "
-              f"{mod['source']}; tokenizer {mod['tokenizer']}. Random weights give near-zero "
-              f"logits, so queries and keys are scaled by {mod['qk_scale']:.3g} (scores by "
-              f"{mod['qk_scale'] ** 2:.3g}) to the trained model's logit spread (std "
-              f"{LOGIT_STD}); the texts give scores of shape "
-              f"{tuple(c['sinkhorn']['figures'].get('scores', {}).get('shape', []))} in "
-              f"[{fmt(c['sinkhorn']['figures'].get('scores', {}).get('min'))}, "
-              f"{fmt(c['sinkhorn']['figures'].get('scores', {}).get('max'))}].", ""]
+    if "error" in mod:
+        lines += ["## The model", "", f"**The model did not load** ({mod['error']}); "
+                  f"configuration from {mod['source']}. The sections that need it say so.", ""]
+    else:
+        lines += ["## The model", "",
+                  f"all-MiniLM-L6-v2's architecture ({mod['layers']} layers × "
+                  f"{mod['heads']} heads, d = {mod['hidden']}, d_head = {mod['d_head']}, "
+                  f"vocabulary {mod['vocab']:,}) with "
+                  f"**{mod['weights']}** weights: no weights travel. Configuration from "
+                  f"{mod['source']}; tokenizer {mod['tokenizer']}. Random weights give near-zero "
+                  f"logits, so queries and keys are scaled by {mod['qk_scale']:.3g} (scores by "
+                  f"{mod['qk_scale'] ** 2:.3g}) to the trained model's logit spread (std "
+                  f"{LOGIT_STD}); the texts give scores of shape "
+                  f"{tuple(c['sinkhorn']['figures'].get('scores', {}).get('shape', []))} in "
+                  f"[{fmt(c['sinkhorn']['figures'].get('scores', {}).get('min'))}, "
+                  f"{fmt(c['sinkhorn']['figures'].get('scores', {}).get('max'))}].", ""]
     lines += ["## 1. Correctness on the device (float32) against the CPU (float64)", "",
               "Same inputs on both sides. Errors: max absolute difference of plan entries, the "
               "same relative to the largest reference entry, and of the row and column sums. "
@@ -1038,17 +1096,49 @@ def report(doc: dict) -> str:
               f"Status: **{sv['status']}**" + (f" — {sv['note']}" if sv["note"] else ""), ""]
     if sv["rows"]:
         lines += [table(sv["rows"], [("work", "work"), ("requests", "concurrent clients"),
-                                     ("rps", "requests / s")]), ""]
+                                     ("one_rps", "max batch 1 / s"),
+                                     ("batched_rps", "max batch 16 / s"),
+                                     ("speedup", "speed-up")]), ""]
     al = doc["alignment"]
     lines += ["## 4. Corpus alignment throughput", "", f"Status: **{al['status']}**" +
               (f" — {al['note']}" if al["note"] else ""), ""]
     if al["rows"]:
         lines += [table(al["rows"], [("where", "where"), ("pairs", "pairs"),
-                                     ("pairs_per_s", "pairs / s")]), ""]
+                                     ("pairs_per_s", "pairs / s"), ("encode_s", "encode s"),
+                                     ("extract_s", "extract s")]), ""]
+        if "same_links" in al["figures"]:
+            lines += [f"Speed-up {al['figures']['speedup']:.2f}×; pairs with the same links on "
+                      f"the device and the CPU: {al['figures']['same_links']:.0%}.", ""]
     bad = [k for k, v in sections(doc) if v["status"] in ("failed", "error")]
     lines += ["## Verdict", "", "Every check passed." if not bad else
               "Failed: " + ", ".join(bad) + " (see above).", ""]
     return "\n".join(lines)
+
+
+def clean(x, path: str = "") -> tuple[Any, list[str]]:
+    """The document as plain JSON values (numpy scalars and arrays converted), with every
+    NaN or infinity replaced by None and listed by where it was."""
+    bad: list[str] = []
+
+    def walk(v, where):
+        if isinstance(v, dict):
+            return {str(k): walk(w, f"{where}.{k}") for k, w in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [walk(w, f"{where}[{i}]") for i, w in enumerate(v)]
+        if isinstance(v, np.ndarray):
+            return walk(v.tolist(), where)
+        if isinstance(v, (bool, np.bool_)):
+            return bool(v)
+        if isinstance(v, (int, np.integer)):
+            return int(v)
+        if isinstance(v, (float, np.floating)):
+            if not math.isfinite(float(v)):
+                bad.append(where)
+                return None
+            return float(v)
+        return v
+
+    return walk(x, path), bad
 
 
 def sections(doc: dict):
@@ -1121,38 +1211,47 @@ def main(argv: list[str] | None = None) -> int:
     source, where = find_config(args.model_dir)
     with tempfile.TemporaryDirectory(prefix="sinkscope-gpu-") as tmp:
         folder = Path(tmp) / "minilm-random"
-        model = {**build_model(source, folder), "source": where}
-        dev_enc, ref_enc = load_encoders(folder, plan)
-        enc, c = inputs(ref_enc)
-        model["qk_scale"] = c
-        correctness = {}
-        for key, fn, fargs in (("encoder", check_encoder, (dev_enc, ref_enc)),
-                               ("sinkhorn", check_solver, (enc, plan)),
-                               ("grid", check_grid, (enc, plan)),
-                               ("eps_path", check_eps_path, (enc, plan)),
-                               ("lattice", check_lattice, (enc, plan)),
-                               ("unbalanced", check_unbalanced, (enc, plan)),
-                               ("partial", check_partial, (enc, plan)),
-                               ("lab", check_lab, (plan,))):
-            correctness[key] = guarded(fn, *fargs).as_dict()
-            print(f"  correctness.{key}: {correctness[key]['status']} "
-                  f"({correctness[key]['figures']['seconds']:.1f} s)", flush=True)
+        setup_error = dev_enc = ref_enc = enc = None
+        try:
+            model = {**build_model(source, folder), "source": where}
+            dev_enc, ref_enc = load_encoders(folder, plan)
+            enc, model["qk_scale"] = inputs(ref_enc)
+        except Exception as e:  # the solver's sections still run
+            print(traceback.format_exc(limit=6), file=sys.stderr)
+            setup_error = f"{type(e).__name__}: {e}"[:500]
+            model = {"source": where, "error": setup_error}
         doc = {"schema": SCHEMA, "machine": info, "model": model,
                "plan": {"eps": list(plan.eps), "half_steps": plan.half_steps,
                         "workloads": [list(w) for w in plan.workloads],
                         "clients": list(plan.clients)},
-               "correctness": correctness}
-        for key, fn, fargs in (("speed", speed, (plan, info)),
-                               ("batching", batching, (dev_enc, plan)),
-                               ("serve", serve_check, (folder, plan)),
-                               ("alignment", alignment, (dev_enc, ref_enc, plan))):
-            doc[key] = guarded(fn, *fargs).as_dict()
-            print(f"  {key}: {doc[key]['status']} ({doc[key]['figures']['seconds']:.1f} s)",
-                  flush=True)
+               "correctness": {}}
+        for key, fn, fargs, needs_model in (
+                ("correctness.encoder", check_encoder, (dev_enc, ref_enc), True),
+                ("correctness.sinkhorn", check_solver, (enc, plan), True),
+                ("correctness.grid", check_grid, (enc, plan), True),
+                ("correctness.eps_path", check_eps_path, (enc, plan), True),
+                ("correctness.lattice", check_lattice, (enc, plan), True),
+                ("correctness.unbalanced", check_unbalanced, (enc, plan), True),
+                ("correctness.partial", check_partial, (enc, plan), True),
+                ("correctness.lab", check_lab, (plan,), False),
+                ("speed", speed, (plan, info), False),
+                ("batching", batching, (dev_enc, plan), True),
+                ("serve", serve_check, (folder, plan), True),
+                ("alignment", alignment, (dev_enc, folder, plan), True)):
+            if needs_model and setup_error:
+                sec = Section(status="error", note=f"the model did not load: {setup_error}")
+                sec.figures["seconds"] = 0.0
+            else:
+                sec = guarded(fn, *fargs)
+            group, _, name = key.rpartition(".")
+            (doc[group] if group else doc)[name or key] = sec.as_dict()
+            print(f"  {key}: {sec.status} ({sec.figures['seconds']:.1f} s)", flush=True)
     doc["seconds"] = time.perf_counter() - t0
+    doc, doc["non_finite"] = clean(doc)
     (out / "figures.json").write_text(json.dumps(doc, indent=1, allow_nan=False))
     (out / "report.md").write_text(report(doc))
     bad = [k for k, v in sections(doc) if v["status"] in ("failed", "error")]
+    bad += [f"{len(doc['non_finite'])} figures not finite"] if doc["non_finite"] else []
     print(f"wrote {out / 'report.md'} and {out / 'figures.json'} in {doc['seconds']:.0f} s"
           + (f"; FAILED: {', '.join(bad)}" if bad else "; every check passed"))
     return 1 if bad else 0

@@ -61,6 +61,7 @@ def test_figures_have_every_section_with_finite_numbers(run):
     statuses.update({k: doc[k]["status"] for k in SECTIONS})
     assert all(s in ("ok", "absent", "skipped") for s in statuses.values()), statuses
     assert all(statuses[k] == "ok" for k in REQUIRED), statuses
+    assert doc["non_finite"] == []
     found = list(numbers(doc))
     assert len(found) > 100
     bad = [(where, v) for where, v in found if not math.isfinite(v)]
