@@ -24,7 +24,8 @@ from engine.io.export import marginals_csv, plans_csv, to_npz
 from sinkscope_app import (compute, examples, history, live, metrics, outage, present, report,
                            scrub, views)
 from sinkscope_app.state import (DEFAULTS, EPS_OPTIONS, HALF_STEP_OPTIONS, IMAGE_FORMATS,
-                                 KEYS, MODES, VIEWS, WEIGHTS, cut_text, example_values,
+                                 KEYS, MODES, VIEWS, WEIGHTS, cut_text, describe_setting,
+                                 example_differences, example_values,
                                  parse_query, to_query, valid_text)
 
 log = logging.getLogger("sinkscope.app")
@@ -84,12 +85,50 @@ def on_example() -> None:
     ex = EXAMPLES.get(ss["ex"])
     if ex:
         ss.update(example_values(ex, ss["mode"]))
+    elif ss["ex"] == "custom":
+        own_texts(ss.get("_shown_ex"))
 
 
 def on_text() -> None:
     ex = EXAMPLES.get(ss.get("ex"))
     if ex and (ss["a"] != ex["a"] or (ss["mode"] != "self" and ss["b"] != ex["b"])):
         ss["ex"] = "custom"
+        own_texts(ex)
+
+
+def own_texts(example) -> None:
+    """Your own texts start from the model's own attention (ε = 1), and the page says which
+    of the example's settings were kept (at ε = 0.1, softmax is the model's attention
+    sharpened tenfold, not the model's own)."""
+    example = EXAMPLES.get(example) if isinstance(example, str) else example
+    if not example:
+        return
+    kept = [describe_setting(k, ss[k]) for k in ("layer", "head", "steps", "pool")
+            if k in example.get("settings", {}) and k in ss]
+    was, own = float(ss["eps"]), DEFAULTS["eps"]
+    ss["eps"] = own
+    ss.setdefault("_infos", []).append(
+        "Your own texts start from the model's own attention: "
+        + (f"ε set back to {own:g} (it was {was:g}). " if was != own else f"ε = {own:g}. ")
+        + (f"Kept from the example: {', '.join(kept)}." if kept else ""))
+
+
+def own_attention() -> None:
+    """One click back to the model's own attention: ε = 1 (softmax is then the model's)."""
+    ss["eps"] = DEFAULTS["eps"]
+
+
+def example_note(n_layers: int) -> tuple[str, str] | None:
+    """("note", text) while the page shows the chosen example at the settings its note
+    describes; ("differs", what it describes) when other settings are shown; else None."""
+    ex = EXAMPLES.get(ss.get("ex"))
+    if not ex or not ex.get("note"):
+        return None
+    differ = example_differences(ex, ss, n_layers=n_layers)
+    if not differ:
+        return "note", ex["note"]
+    want = ", ".join(describe_setting(k, v) for k, v in ex["settings"].items())
+    return "differs", want
 
 
 # --------------------------------------------------------------------------- model
@@ -151,9 +190,14 @@ with st.sidebar:
     st.text_area("Text B (keys)", key="b", height=90, on_change=on_text,
                  disabled=ss["mode"] == "self",
                  help=f"Columns of every map; {limit}. Not used in self mode.")
-    note = EXAMPLES.get(ss["ex"], {}).get("note")
-    if note:
-        st.caption(note)
+    note = ss["_note_drawn"] = example_note(enc.n_layers)
+    if note and note[0] == "note":
+        st.caption(note[1])
+    elif note:  # the note would describe another picture than the one shown
+        st.caption(f"This example's note describes it at {note[1]}; the page shows other "
+                   "settings.")
+        st.button("Show the example at its settings", key="ex_settings", on_click=on_example,
+                  width="stretch")
 
     st.subheader("Model view")
     if len(MODELS) > 1:
@@ -185,6 +229,9 @@ with st.sidebar:
 
 for w in [*ss.pop("_url_warnings", []), *ss.pop("_notices", [])]:
     st.warning(w)
+for i in ss.pop("_infos", []):
+    st.info(i)
+ss["_shown_ex"] = ss["ex"]
 
 text_a, mode = ss["a"], ss["mode"]
 text_b = "" if mode == "self" else ss["b"]
@@ -236,6 +283,8 @@ def explore(ctx: views.Ctx) -> None:
     for k in views.FRAGMENT_KEYS:
         if k in ss:
             ss[k] = ss[k]
+    if example_note(ctx.n_layers) != ss.get("_note_drawn"):  # a slider moved off (or onto)
+        st.rerun(scope="app")  # the example's settings: redraw the sidebar's note
     try:
         r, error = compute.relation(*ctx.geometry[:6], float(ss["eps"]), int(ss["steps"]),
                                     ctx.weights, ctx.pool), None
@@ -251,6 +300,13 @@ def explore(ctx: views.Ctx) -> None:
         return
     for n in r.notices:
         (st.warning if n.level == "warning" else st.info)(n.message)
+    if ss.get("ex") == "custom" and float(ss["eps"]) != DEFAULTS["eps"]:
+        c1, c2 = st.columns([4, 1.3], vertical_alignment="center")
+        c1.caption(f"Your own texts at ε = {float(ss['eps']):g}: softmax here is the model's "
+                   f"attention {'sharpened' if ss['eps'] < 1 else 'flattened'} "
+                   f"{max(float(ss['eps']), 1 / float(ss['eps'])):g}×, not its own (ε = 1).")
+        c2.button("Model's own attention (ε = 1)", key="own_attention",
+                  on_click=own_attention, width="stretch")
 
     top = st.columns([5, 1], vertical_alignment="bottom")
     with top[0]:

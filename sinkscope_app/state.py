@@ -123,6 +123,47 @@ def example_values(example: Mapping[str, Any], mode: str) -> dict[str, Any]:
     return out
 
 
+def example_differences(example: Mapping[str, Any], state: Mapping[str, Any], *,
+                        n_layers: int) -> list[str]:
+    """The example's settings that ``state`` does not show, in words ("ε = 0.1", "layer 4");
+    empty when the page shows the example as its note describes it."""
+    out = []
+    for key, want in example.get("settings", {}).items():
+        have = state.get(key)
+        if key == "layer":
+            want, have = int(want) % n_layers, int(have if have is not None else -1) % n_layers
+        elif key == "eps":
+            want, have = float(want), float(have if have is not None else "nan")
+            if math.isclose(want, have, rel_tol=1e-9):
+                continue
+        elif key == "head":
+            want, have = str(want), str(have)
+        elif key == "pool":
+            want, have = bool(want), bool(have)
+        else:
+            want, have = int(want), int(have if have is not None else -1)
+        if want != have:
+            out.append(describe_setting(key, want))
+    if example.get("mode") and state.get("mode") != example["mode"]:
+        out.append(f"{example['mode']} mode")
+    return out
+
+
+def describe_setting(key: str, value: Any) -> str:
+    """One setting in words: "layer 4", "mean of heads", "ε = 0.1", "200 half-steps"."""
+    if key == "layer":
+        return f"layer {value}"
+    if key == "head":
+        return "mean of heads" if value == "mean" else f"head {value}"
+    if key == "eps":
+        return f"ε = {float(value):g}"
+    if key == "steps":
+        return f"{int(value):,} half-steps"
+    if key == "pool":
+        return "words pooled" if value else "word pieces"
+    return f"{key} {value}"
+
+
 def valid_text(text: object) -> str:
     """A str that can travel to the browser: unpaired surrogates become U+FFFD."""
     text = text if isinstance(text, str) else ""
@@ -188,6 +229,7 @@ def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
     limits = limits or settings.CONFIG
     out = Parsed()
     v, warn = out.values, out.warnings.append
+    rejected: set[str] = set()  # keys whose link value was refused: their default holds
     p = {str(k): _first(val) for k, val in params.items() if str(k) in KEYS}
 
     def choice(key: str, allowed, label: str):
@@ -197,15 +239,23 @@ def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
             else:
                 warn(f"Unknown {label} {p[key][:40]!r} in the link; using "
                      f"{DEFAULTS[key]!r}.")
+                rejected.add(key)
 
-    # Texts: an example first, then explicit texts override it.
-    if "ex" in p:
-        if p["ex"] in examples or p["ex"] == "custom":
-            v["ex"] = p["ex"]
-            if p["ex"] in examples:
-                v.update(example_values(examples[p["ex"]], v.get("mode", DEFAULTS["mode"])))
-        else:
-            warn(f"Unknown example {p['ex'][:40]!r} in the link; ignored.")
+    # Texts: an example first, then explicit texts override it. A link that names no texts
+    # (a bare address, ?present=true) opens the default example at its settings, so its
+    # note describes the picture; an unknown example with texts is your own texts.
+    texts_given = any(k in p for k in ("a", "b", "sset", "cands"))
+    ex = p.get("ex")
+    if ex is not None and ex not in examples and ex != "custom":
+        fallback = "your own texts" if texts_given else "the default example"
+        warn(f"Unknown example {ex[:40]!r} in the link; showing {fallback}.")
+        ex = "custom" if texts_given else None
+    if ex is None and not texts_given and DEFAULTS["ex"] in examples:
+        ex = DEFAULTS["ex"]
+    if ex is not None:
+        v["ex"] = ex
+        if ex in examples:
+            v.update(example_values(examples[ex], p.get("mode", DEFAULTS["mode"])))
     if "sset" in p:  # a Sentences example set: its text A and candidates
         sets = sentence_sets()
         if p["sset"] in sets:
@@ -224,7 +274,7 @@ def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
                                       limits.max_chars)
             if notice:
                 warn(notice)
-    if ("a" in p or "b" in p) and "ex" not in p:
+    if ("a" in p or "b" in p) and "ex" not in v:
         v["ex"] = "custom"
     sets = sentence_sets()
     if "cands" in p and (v.get("sset") not in sets or
@@ -255,11 +305,13 @@ def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
                 v[key] = False
             else:
                 warn(f"{key} must be true or false, got {p[key][:20]!r}; using false.")
+                rejected.add(key)
 
     if "layer" in p:
         x = _int(p["layer"])
         if x is None:
             warn(f"layer must be a whole number, got {p['layer'][:20]!r}; using the last layer.")
+            rejected.add("layer")
         else:
             if x < 0:
                 x += n_layers
@@ -276,6 +328,7 @@ def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
             if x is None or not 0 <= x < n_heads:
                 warn(f"head must be 'mean' or 0–{n_heads - 1}, got {p['head'][:20]!r}; "
                      "using the mean over heads.")
+                rejected.add("head")
             else:
                 v["head"] = x
 
@@ -283,6 +336,7 @@ def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
         x = _float(p["eps"])
         if x is None or x <= 0:
             warn(f"ε must be a positive number, got {p['eps'][:20]!r}; using ε = 1.")
+            rejected.add("eps")
         else:
             if not limits.eps_min <= x <= limits.eps_max:
                 c = min(max(x, limits.eps_min), limits.eps_max)
@@ -295,6 +349,7 @@ def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
         if x is None:
             warn(f"half-steps must be a whole number, got {p['steps'][:20]!r}; using "
                  f"{DEFAULTS['steps']}.")
+            rejected.add("steps")
         else:
             if not 1 <= x <= limits.max_half_steps:
                 c = min(max(x, 1), limits.max_half_steps)
@@ -325,6 +380,8 @@ def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
             v["hl"] = hl
         else:
             warn(f"Unknown highlight {hl[:20]!r} in the link; ignored.")
+    for key in rejected:  # not an example's value either: the warning named the default
+        v.pop(key, None)
     return out
 
 

@@ -576,3 +576,89 @@ def test_a_paste_of_candidates_over_the_limit_is_cut_with_a_notice():
     assert at.session_state["cands"] == paste[: LIMITS.max_chars]
     assert any(f"The candidates as typed or pasted had {len(paste):,} characters" in w.value
                for w in at.warning)
+
+
+def _sidebar_captions(at) -> list[str]:
+    return [c.value for c in at.sidebar.caption]
+
+
+def test_own_texts_start_from_the_model_s_own_attention(default_app):
+    """After an example at ε = 0.1, your own pair is compared at ε = 1 (softmax is then the
+    model's own attention), and the page says which settings were kept."""
+    at = default_app
+    assert at.session_state["eps"] == pytest.approx(0.1)  # the default example's setting
+    at.sidebar.text_area(key="b").input("A heron stood on the muddy shore.").run()
+    ok(at)
+    assert at.session_state["ex"] == "custom"
+    assert at.session_state["eps"] == 1.0
+    infos = [i.value for i in at.info if "Your own texts" in i.value]
+    assert infos and "ε set back to 1 (it was 0.1)" in infos[0]
+    assert "layer 4" in infos[0] and "200 half-steps" in infos[0]
+    # Moved to ε = 0.1 again by hand: the page says so, and one click returns to ε = 1.
+    at.session_state["eps"] = 0.1
+    at.run()
+    assert any("Your own texts at ε = 0.1" in c.value and "sharpened 10×" in c.value
+               for c in at.caption)
+    at.button(key="own_attention").click().run()
+    ok(at)
+    assert at.session_state["eps"] == 1.0
+    assert not any("Your own texts at ε" in c.value for c in at.caption)
+
+
+def test_choosing_your_own_texts_resets_eps_and_names_what_was_kept():
+    at = run({"ex": "paraphrase"})
+    at.sidebar.selectbox(key="ex").select("custom").run()
+    ok(at)
+    assert at.session_state["eps"] == 1.0
+    assert any("Kept from the example: layer 2" in i.value for i in at.info)
+
+
+@pytest.mark.parametrize("query", [{"present": "true"}, {"view": "graph"}])
+def test_a_link_that_names_no_texts_opens_the_example_at_its_settings(query):
+    """/?present=true used to show the Polysemy texts at layer 5, ε = 1 beside a note that
+    describes layer 4 at ε = 0.1."""
+    bank = EXAMPLES["bank"]
+    at = run(query)
+    ok(at)
+    for k, v in bank["settings"].items():
+        assert at.session_state[k] == (L - 1 if k == "layer" and v == -1 else v), k
+    assert bank["note"] in _sidebar_captions(at)
+
+
+def test_an_unknown_example_with_a_custom_text_shows_no_example_note():
+    at = run({"ex": "nope", "a": "My own sentence about a heron."})
+    ok(at)
+    assert at.session_state["ex"] == "custom"
+    assert any("Unknown example 'nope'" in w.value and "your own texts" in w.value
+               for w in at.warning)
+    notes = {e["note"] for e in EXAMPLES.values()}
+    assert not notes & set(_sidebar_captions(at))
+
+
+def test_the_note_shows_only_at_the_example_s_settings():
+    bank = EXAMPLES["bank"]
+    at = run({"ex": "bank", "eps": "1"})
+    ok(at)
+    caps = _sidebar_captions(at)
+    assert bank["note"] not in caps
+    assert any("note describes it at layer 4, mean of heads, ε = 0.1, 200 half-steps" in c
+               for c in caps), caps
+    at.sidebar.button(key="ex_settings").click().run()
+    ok(at)
+    assert at.session_state["eps"] == pytest.approx(0.1)
+    assert bank["note"] in _sidebar_captions(at)
+    at.session_state["eps"] = 0.5  # as a live slider's release sets it (fragment run)
+    at.run()
+    assert bank["note"] not in _sidebar_captions(at)
+
+
+def test_example_differences_in_words():
+    from sinkscope_app.state import example_differences
+
+    ex = EXAMPLES["en-es"]
+    state = dict(DEFAULTS, **ex["settings"], mode="separate")
+    assert example_differences(ex, state, n_layers=L) == []
+    assert example_differences(ex, dict(state, eps=1.0, pool=False), n_layers=L) == [
+        "ε = 0.1", "words pooled"]
+    assert example_differences(EXAMPLES["self"], dict(state, mode="separate"),
+                               n_layers=L)[-1] == "self mode"
