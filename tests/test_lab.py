@@ -223,9 +223,10 @@ def test_on_sq_euclid_sinkhorn_beats_softmax_by_a_wide_margin():
     base = dict(TINY, target="sq-euclid", steps=60, lr=1e-2)
     sk = train(LabSettings(model="sinkhorn", **base))
     sm = train(LabSettings(model="softmax", **base))
-    # Measured (seed 0): Sinkhorn ≈ 0.10, softmax ≈ 0.45; softmax's columns are off.
+    # Measured (seed 0, 60 steps): Sinkhorn 0.24, softmax 0.68 (ratio 0.35); softmax's
+    # columns miss b by 0.48, Sinkhorn's marginals by 0.08 in all.
     assert sk.heldout_l1 < 0.5 * sm.heldout_l1
-    assert sm.col_err > 0.1 > sk.col_err + sk.row_err
+    assert sm.col_err > 4 * (sk.col_err + sk.row_err)
 
 
 def test_cli_prints_the_documented_json(capsys):

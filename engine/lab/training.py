@@ -202,7 +202,8 @@ def build(settings: LabSettings) -> CouplingModel:
 
 def train(settings: LabSettings = LabSettings(), *, target: "Target | None" = None,
           callback: Callable[[Progress], None] | None = None,
-          should_stop: Callable[[], bool] | None = None, threads: int | None = 1) -> Run:
+          should_stop: Callable[[], bool] | None = None, threads: int | None = 1,
+          model: CouplingModel | None = None) -> Run:
     """Train one model to a coupling system by Adam on the mean L1 distance.
 
     min_θ E_{(μ, ν)} ‖π_θ(μ, ν) − F(μ, ν)‖₁ over the fixed training pairs.
@@ -215,6 +216,8 @@ def train(settings: LabSettings = LabSettings(), *, target: "Target | None" = No
         should_stop: polled every step; True ends the run (the best weights so far are kept).
         threads: torch threads during the run (1 is fastest on a shared small machine;
             None leaves torch's setting).
+        model: a model from :func:`build` to train in place (a caller that may be
+            interrupted keeps it, with the weights it had reached); a fresh one when None.
 
     Returns:
         A :class:`Run`. If the held-out error stalls, try more steps, a larger width or
@@ -225,14 +228,14 @@ def train(settings: LabSettings = LabSettings(), *, target: "Target | None" = No
     if threads:
         torch.set_num_threads(threads)
     try:
-        return _train(settings, data, callback, should_stop)
+        return _train(settings, data, callback, should_stop,
+                      build(settings) if model is None else model)
     finally:
         if threads:
             torch.set_num_threads(old_threads)
 
 
-def _train(settings, data, callback, should_stop) -> Run:
-    model = build(settings)
+def _train(settings, data, callback, should_stop, model) -> Run:
     opt = torch.optim.Adam(model.parameters(), lr=settings.lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=settings.steps,
                                                        eta_min=settings.lr / 20)
@@ -292,6 +295,59 @@ def _train(settings, data, callback, should_stop) -> Run:
     return Run(settings, model, l1, l1d, row, col, seconds, step, stopped, tuple(history))
 
 
+SWEEP_WIDTHS = (1, 2, 4, 8, 16, 32)
+SWEEP_STEPS = 150  # steps per run of a sweep (at most the run's own)
+
+
+def sweep_widths(settings: LabSettings, models=MODELS, widths=SWEEP_WIDTHS, *,
+                 steps: int | None = None,
+                 callback: Callable[[int, int, str, int], None] | None = None,
+                 target: "Target | None" = None) -> dict[str, np.ndarray]:
+    """Held-out L1 of each model trained at each width: the approximation theorem as a curve.
+
+    Args:
+        settings: every other setting of the runs. models: which to train.
+        widths: encoder widths D. steps: steps per run (default min(steps, 150)).
+        callback: called as (done, total, model, width) before each run.
+        target: a :class:`Target` instead of ``settings.target``.
+
+    Returns:
+        model name → (len(widths),) held-out L1 per width.
+    """
+    steps = steps or min(settings.steps, SWEEP_STEPS)
+    out = {m: np.full(len(widths), np.nan) for m in models}
+    total, done = len(models) * len(widths), 0
+    for i, w in enumerate(widths):
+        for m in models:
+            if callback is not None:
+                callback(done, total, m, w)
+            run = train(replace(settings, model=m, width=int(w), steps=steps,
+                                eval_every=steps), target=target)
+            out[m][i] = run.heldout_l1
+            done += 1
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _other_size(target: Target, family: Family, count: int, seed: int) -> tuple[Pairs, np.ndarray]:
+    pairs = draw_pairs(family, count, seed, stream=3)
+    return pairs, target(pairs)
+
+
+def heldout_pairs(settings: LabSettings, points: int | None = None, *,
+                  target: "Target | None" = None) -> tuple[Pairs, np.ndarray]:
+    """Held-out pairs and their target plans, of the training size or of ``points`` atoms.
+
+    The training size gives the run's own held-out set; another size gives 16 fresh pairs
+    from the same family and seed (never trained on).
+    """
+    t = get_target(settings.target if target is None else target)
+    if points is None or points == settings.points:
+        d = make_data(settings, target)
+        return d.heldout, d.heldout_plans
+    return _other_size(t, settings.family.resized(int(points)), 16, settings.seed)
+
+
 def save(model: CouplingModel, path, settings: LabSettings | None = None) -> None:
     """Write a model's weights and configuration to a ``.safetensors`` file."""
     from safetensors.torch import save_file
@@ -321,4 +377,5 @@ def load(path) -> tuple[CouplingModel, LabSettings | None]:
 
 
 __all__ = ["LabSettings", "Progress", "Run", "Data", "train", "make_data", "predict",
-           "plan_errors", "build", "save", "load", "MODELS", "NAMES", "replace"]
+           "plan_errors", "build", "save", "load", "sweep_widths", "heldout_pairs", "MODELS",
+           "NAMES", "SWEEP_WIDTHS", "replace"]
