@@ -13,6 +13,10 @@ one head, 100 half-steps — what a class moving sliders sends) and *new texts* 
 a pair nobody sent before: encode and relate — what batching is for). Then the service's
 memory, and, where CUDA is present, Sinkhorn on the GPU (float32) against the CPU.
 
+``python -m benchmarks.service --failover`` measures something else: 24 clients on two
+replicas, one replica killed mid-run (SIGKILL), every call through ``EngineClient``
+(:func:`failover`): requests, failed calls, retries, p50/p95 (docs/serving.md).
+
 Clients and service share this machine's cores, so served figures include the clients'
 own work; every figure is printed beside its peers from the same run.
 """
@@ -219,11 +223,109 @@ def cuda_rows() -> None:
               f"{p50(gpu) * 1e3:7.2f} ms ({p50(cpu64) / p50(gpu):.0f}×), max |Δplan| {diff:.1e}")
 
 
+def replica_pids(url: str, replicas: int, *, tries: int = 200) -> dict[str, int]:
+    """replica name → process id, asking ``GET /v1/health`` until ``replicas`` answered."""
+    from engine.serving.client import EngineClient
+
+    c, seen = EngineClient(url, timeout=10), {}
+    for _ in range(tries):
+        h = c.health()
+        seen[h["replica"]] = int(h["pid"])
+        if len(seen) >= replicas:
+            break
+    return seen
+
+
+def failover(url: str, *, clients: int = 24, seconds: float = 20.0, kill_at: float = 5.0,
+             replicas: int = 2, retries: int | None = None) -> dict:
+    """``clients`` threads call ``EngineClient.relate`` (slider moves on one pair) on
+    ``url`` for ``seconds``; ``kill_at`` seconds in, one of the ``replicas`` replicas'
+    processes is killed (SIGKILL: no goodbye). Returns the calls made, the calls that
+    failed (any exception, with the first few), the clients' retries, p50 and p95 latency
+    (s), the pid killed and how long the run took. ``retries``: the clients' (None: their
+    default; 0 shows what callers saw before the client retried)."""
+    import signal
+
+    from engine.serving.client import EngineClient
+
+    pids = replica_pids(url, replicas)
+    if len(pids) < replicas:
+        raise RuntimeError(f"only {len(pids)} of {replicas} replicas answered: {pids}")
+    victim = sorted(pids.values())[0]
+    pair = FIXED
+    EngineClient(url).relate(*pair, eps=1.0, **SLIDER)  # encoded once per replica, soon
+    lock = threading.Lock()
+    lat: list[float] = []
+    failures: list[str] = []
+    engines = [EngineClient(url, timeout=60, **({} if retries is None else
+                                                {"retries": retries}))
+               for _ in range(clients)]
+    t0 = time.perf_counter()
+    stop = t0 + seconds
+    start = threading.Barrier(clients + 1)
+
+    def worker(i: int) -> None:
+        start.wait()
+        k = i
+        while time.perf_counter() < stop:
+            k += clients
+            t = time.perf_counter()
+            try:
+                engines[i].relate(*pair, eps=float(EPS[k % len(EPS)]), **SLIDER)
+            except Exception as e:  # a failed call: what the run must not see
+                with lock:
+                    failures.append(f"{type(e).__name__}: {e}"[:300])
+                continue
+            with lock:
+                lat.append(time.perf_counter() - t)
+
+    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(clients)]
+    for t in threads:
+        t.start()
+    start.wait()
+    time.sleep(max(0.0, t0 + kill_at - time.perf_counter()))
+    os.kill(victim, signal.SIGKILL)
+    killed_at = time.perf_counter() - t0
+    for t in threads:
+        t.join(timeout=seconds + 120)
+    return {"clients": clients, "replicas": replicas, "requests": len(lat) + len(failures),
+            "failures": len(failures), "first_failures": failures[:3],
+            "retries": sum(e.retried for e in engines), "p50": p50(lat), "p95": p95(lat),
+            "killed_pid": victim, "killed_at": killed_at,
+            "seconds": time.perf_counter() - t0}
+
+
+def failover_rows(seconds: float, retries: int | None = None) -> int:
+    """The failover run on its own local Ray instance (two replicas, 2 CPUs), printed."""
+    from engine.serving import service as svc
+
+    print(f"machine: {machine()}")
+    with svc.local_ray(num_cpus=2):
+        url = svc.start(svc.build(replicas=2), port=free_port())
+        r = failover(url, seconds=seconds, kill_at=seconds / 4, retries=retries)
+    shown = "default" if retries is None else retries
+    print(f"Replica failure (client retries: {shown}): {r['clients']} clients, "
+          f"{r['replicas']} replicas, one killed "
+          f"(SIGKILL) {r['killed_at']:.1f} s into a {r['seconds']:.1f} s run:")
+    print(f"  {r['requests']} calls through EngineClient, {r['failures']} failed, "
+          f"{r['retries']} retries; p50 {r['p50'] * 1e3:.0f} ms, p95 {r['p95'] * 1e3:.0f} ms")
+    for f in r["first_failures"]:
+        print(f"  failed: {f}")
+    return 0 if r["failures"] == 0 else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.service")
     p.add_argument("--quick", action="store_true", help="fewer requests and rounds")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--failover", action="store_true",
+                   help="only the replica-failure run (24 clients, one of two replicas killed)")
+    p.add_argument("--seconds", type=float, default=40.0, help="length of the failover run")
+    p.add_argument("--retries", type=int, default=None,
+                   help="the clients' retries in the failover run (0: none; default: theirs)")
     args = p.parse_args(argv)
+    if args.failover:
+        return failover_rows(args.seconds, args.retries)
     scale = 0.5 if args.quick else 1.0
     rounds = 1 if args.quick else args.rounds
     import torch

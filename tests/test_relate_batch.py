@@ -114,3 +114,56 @@ def test_errors_stay_in_their_place(pairs):
     assert_same(out[2], out[0])
     assert_same(out[4], relate_encodings(pairs["self"], eps=2.0, mode="self"))
     assert relate_batch([]) == []
+
+
+def test_one_settings_object_and_keywords_give_the_same_relation(pairs):
+    """relate_encodings(settings=s) equals the same settings as keywords; Relation.settings
+    gives them back (normalised), and relating with them again gives the same relation."""
+    from engine.settings import Settings
+
+    s = Settings(layer=-1, head=7, eps=0.4, half_steps=30, weights="uniform", tol=1e-4)
+    r = relate_encodings(pairs["separate"], settings=s)
+    assert_same(r, relate_encodings(pairs["separate"], layer=-1, head=7, eps=0.4,
+                                    half_steps=30, weights="uniform", tol=1e-4))
+    assert r.settings == s.replace(layer=5)  # the layer as the model numbers it
+    assert_same(relate_encodings(pairs["separate"], settings=r.settings), r)
+    assert_same(relate_encodings(pairs["separate"], settings=s, eps=2.0),
+                relate_encodings(pairs["separate"], settings=s.replace(eps=2.0)))
+    with pytest.raises(SettingsError, match="Unknown setting 'epsilon'"):
+        relate_encodings(pairs["separate"], epsilon=1.0)
+
+
+SETTINGS = st.builds(
+    dict, layer=st.one_of(st.integers(-6, 5), st.just("all")),
+    head=st.one_of(st.integers(-12, 11), st.sampled_from(["mean", "all"])),
+    eps=st.floats(1e-6, 1e6), half_steps=st.integers(1, 100_000),
+    mode=st.sampled_from(["separate", "joint", "self"]),
+    weights=st.sampled_from(["content", "uniform", "norm"]), pool_words=st.booleans(),
+    tol=st.floats(1e-12, 1.0))
+
+
+@settings(max_examples=60, deadline=None)
+@given(SETTINGS)
+def test_settings_round_trip_through_plain_values(d):
+    """to_dict / from_dict (what a URL or a request body holds) loses nothing, and
+    allowed values pass check() unchanged."""
+    import json
+
+    from engine.settings import Settings
+
+    s = Settings.from_dict(d)
+    back = Settings.from_dict(json.loads(json.dumps(s.to_dict())))
+    assert back == s and s.check() == s
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("eps", 0.0, "ε must be a finite number > 0"), ("eps", "x", "ε must be a number"),
+    ("half_steps", 2.5, "whole number"), ("half_steps", 10**6, "at most"),
+    ("layer", float("inf"), "layer must be a whole number"), ("head", "max", '"mean"'),
+    ("mode", "both", "mode must be one of"), ("pool_words", "yes", "true or false"),
+    ("tol", 0, "tol must be a number > 0"), ("weights", None, "weights must be one of")])
+def test_settings_check_says_what_to_change(field, value, words):
+    from engine.settings import Settings
+
+    with pytest.raises(SettingsError, match=words):
+        Settings(**{field: value}).check()

@@ -12,15 +12,19 @@ healthy, a stop and restart seen by the client, the app through AppTest.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import dataclasses
 import io
 import json
 import os
 import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
 import urllib3
+from hypothesis import given, settings as hsettings, strategies as st
 
 os.environ["SINKSCOPE_WARM_UP"] = "0"
 
@@ -151,10 +155,124 @@ def test_client_rejects_a_url_that_is_not_one():
 def test_client_names_the_url_when_nothing_answers():
     port = free_port()
     c = EngineClient(f"http://127.0.0.1:{port}", timeout=5)
+    t = time.monotonic()
     with pytest.raises(EngineUnavailable) as e:
         c.relate(A, B)
+    assert time.monotonic() - t < 6  # retried, within the call's timeout
     assert f"127.0.0.1:{port}" in str(e.value) and "python -m engine serve" in str(e.value)
+    assert "connection refused" in str(e.value) and c.retried > 0
     assert not isinstance(e.value, ValueError) and e.value.status is None
+
+
+@contextlib.contextmanager
+def scripted(*answers):
+    """A loopback HTTP server that answers its n-th request with ``answers[n]`` (status,
+    headers, body; the last one again after that). Yields (URL, the times requests came)."""
+    seen: list[float] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def answer(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            seen.append(time.monotonic())
+            status, headers, body = answers[min(len(seen), len(answers)) - 1]
+            self.send_response(status)
+            for k, v in {"Content-Type": "application/json", **headers}.items():
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = answer
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+OK = (200, {}, json.dumps({"status": "ok", "replica": "r"}).encode())
+
+
+def test_client_retries_unavailable_answers_then_answers():
+    """502, 503 (Retry-After: 0), 504 and a 500 that is not the engine's: each is sent
+    again, and the call returns the answer that finally came."""
+    plain500 = (500, {"Content-Type": "text/plain"}, b"Internal Server Error")
+    with scripted((503, {"Retry-After": "0"}, b"overloaded"), (502, {}, b""), (504, {}, b""),
+                  plain500, OK) as (url, seen):
+        c = EngineClient(url, timeout=10)
+        assert c.health()["status"] == "ok"
+        assert len(seen) == 5 and c.retried == 4
+
+
+def test_client_honours_retry_after_and_stops_at_its_bound():
+    """An engine that stays overloaded: the client waits what Retry-After says between
+    tries, then gives up after ``retries`` retries with EngineUnavailable (status 503)."""
+    with scripted((503, {"Retry-After": "1"}, b"")) as (url, seen):
+        c = EngineClient(url, timeout=30, retries=2)
+        t = time.monotonic()
+        with pytest.raises(EngineUnavailable, match="after 3 tries") as e:
+            c.health()
+        assert e.value.status == 503 and len(seen) == 3 and c.retried == 2
+        assert all(b - a >= 0.95 for a, b in zip(seen, seen[1:]))
+        assert time.monotonic() - t < 5
+    with scripted((503, {"Retry-After": "1"}, b"")) as (url, seen):  # the timeout bounds it too
+        with pytest.raises(EngineUnavailable, match="HTTP 503"):
+            EngineClient(url, timeout=1.5, retries=10).health()
+        assert len(seen) == 2
+
+
+def test_client_never_retries_a_bad_request_or_the_engines_own_failure():
+    bad = json.dumps({"error": {"type": "SettingsError", "message": "ε must be > 0"}}).encode()
+    with scripted((422, {}, bad), OK) as (url, seen):
+        with pytest.raises(SettingsError, match="ε must be > 0"):
+            EngineClient(url).health()
+        assert len(seen) == 1
+    failed = json.dumps({"error": {"type": "InternalError", "message": "the log"}}).encode()
+    with scripted((500, {}, failed), OK) as (url, seen):
+        with pytest.raises(EngineUnavailable, match="HTTP 500: the log"):
+            EngineClient(url).health()
+        assert len(seen) == 1
+    with pytest.raises(SettingsError, match="retries"):
+        EngineClient("http://127.0.0.1:1", retries=-1)
+
+
+@hsettings(max_examples=50, deadline=None)
+@given(attempt=st.integers(0, 40), backoff=st.floats(0.001, 1), most=st.floats(0.01, 5),
+       retry_after=st.one_of(st.none(), st.floats(0, 100)))
+def test_backoff_is_bounded_exponential_with_jitter(attempt, backoff, most, retry_after):
+    """wait = min(max_backoff, backoff · 2^k) · U(½, 1), or Retry-After (≤ 4 max_backoff)."""
+    c = EngineClient("http://127.0.0.1:1", backoff=backoff, max_backoff=most)
+    wait = c._delay(attempt, retry_after)
+    if retry_after is not None:
+        assert wait == min(retry_after, 4 * most)
+    else:
+        cap = min(most, backoff * 2.0 ** attempt)
+        assert cap / 2 - 1e-12 <= wait <= cap + 1e-12
+
+
+def test_docs_api_reference_is_the_openapi_schema():
+    """docs/serving.md's API section is what the schema says today, and the relation's
+    request fields are the Settings' fields with the Settings' limits."""
+    from engine.serving.routes import markdown, openapi
+    from engine.serving.schemas import RelateRequest
+    from engine.settings import EPS_MAX, EPS_MIN, Settings
+    from tests.support.server import ROOT
+
+    text = (ROOT / "docs" / "serving.md").read_text()
+    block = text.split("<!-- api:begin -->\n", 1)[1].split("<!-- api:end -->", 1)[0]
+    assert block == markdown(), "run python -m engine.serving.routes and paste its output"
+    assert set(Settings.names()) <= set(RelateRequest.model_fields)
+    eps = openapi()["components"]["schemas"]["RelateRequest"]["properties"]["eps"]
+    assert (eps["minimum"], eps["maximum"], eps["default"]) == (EPS_MIN, EPS_MAX,
+                                                                Settings().eps)
 
 
 def test_deploy_config_is_a_valid_serve_config():
@@ -565,6 +683,22 @@ def test_app_with_no_engine_shows_a_notice(monkeypatch):
     assert not at.exception and not at.error
     (w,) = at.warning
     assert dead in w.value and "not available" in w.value and "by itself" in w.value
+
+
+def test_zy_a_replica_killed_mid_run_fails_no_call(url):
+    """24 clients on two replicas; one replica's process is killed (SIGKILL) a few
+    seconds in: every call through EngineClient still returns its relation (the client
+    retries what the dead replica dropped; Serve routes to the live one and restarts the
+    other). Bounded: ~15 s of load."""
+    from benchmarks.service import failover
+
+    t = time.monotonic()
+    r = failover(url, clients=24, seconds=12.0, kill_at=4.0, replicas=REPLICAS)
+    assert r["failures"] == 0, r["first_failures"]
+    assert r["requests"] >= 24 and r["killed_at"] < 6
+    assert time.monotonic() - t < 60
+    stat = f"/proc/{r['killed_pid']}/stat"  # the replica did die (gone, or a zombie)
+    assert not os.path.exists(stat) or open(stat).read().rsplit(")", 1)[1].split()[0] == "Z"
 
 
 def test_zz_stopped_service_is_unavailable_then_recovers(service, encoder, monkeypatch):

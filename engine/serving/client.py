@@ -243,7 +243,9 @@ class EngineClient:
                                           timeout=urllib3.Timeout(connect=min(5.0, left),
                                                                   read=left))
             except urllib3.exceptions.HTTPError as e:
-                timed_out = isinstance(e, urllib3.exceptions.TimeoutError)
+                # An answer that did not come in time is not sent again (it would take as
+                # long again); a refused or dropped connection is.
+                timed_out = isinstance(e, urllib3.exceptions.ReadTimeoutError)
                 failure, wait = (_why(e), None), None
             else:
                 timed_out = False
