@@ -120,6 +120,14 @@ def med(xs: list[float]) -> float:
     return float(statistics.median(xs))
 
 
+def installed(name: str) -> bool:
+    """Whether a module can be found (a broken install counts as missing)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def finite(x) -> bool:
     return bool(np.isfinite(np.asarray(x, dtype=np.float64)).all())
 
@@ -248,7 +256,7 @@ def machine(plan: Plan) -> dict:
             "cpu": platform.processor() or platform.machine(),
             "torch_threads": torch.get_num_threads(), "device": str(plan.device),
             "device_name": "CPU", "sizes": plan.sizes, "quick": plan.quick}
-    if plan.cuda:
+    if plan.device.type == "cuda":
         props = torch.cuda.get_device_properties(plan.device)
         info.update(device_name=torch.cuda.get_device_name(plan.device),
                     device_memory_gib=props.total_memory / 2**30,
@@ -571,7 +579,7 @@ def _partial_fn():
     """The engine's partial-transport solver (``partial(S, a, b, eps, mass=m)`` in the
     solver module, or a module of its own) and where it was found, or (None, reason)."""
     for mod_name in ("engine.solver.sinkhorn", "engine.solver.partial"):
-        if importlib.util.find_spec(mod_name) is None:
+        if not installed(mod_name):
             continue
         mod = importlib.import_module(mod_name)
         fn = getattr(mod, "partial", None)
@@ -615,7 +623,7 @@ def check_lab(plan: Plan) -> Section:
 
     nets = None
     for mod_name in ("engine.lab.nets", "engine.lab.model", "engine.lab.models"):
-        if importlib.util.find_spec("engine.lab") and importlib.util.find_spec(mod_name):
+        if installed("engine.lab") and installed(mod_name):
             nets = importlib.import_module(mod_name)
             break
     if nets is None or not hasattr(nets, "SinkhornTransformer"):
@@ -675,10 +683,10 @@ def speed(plan: Plan, info: dict) -> Section:
         def run(St, at, hs, **kw):
             return lambda: sinkhorn(St, at, at, 1.0, hs, check_inputs=False, **kw)
 
-        if plan.cuda:
+        if dev.type == "cuda":
             torch.cuda.reset_peak_memory_stats(dev)
         t200 = med(timed(run(S, a, 200), dev, rep_dev))
-        mem = torch.cuda.max_memory_allocated(dev) / 2**20 if plan.cuda else None
+        mem = torch.cuda.max_memory_allocated(dev) / 2**20 if dev.type == "cuda" else None
         t2 = med(timed(run(S, a, 2), dev, rep_dev))
         t_log = med(timed(run(S, a, 200, method="log"), dev, 1 if not plan.cuda else rep_dev))
         conv = sinkhorn(S, a, a, 1.0, cap, tol=tol, early_stop=True, check_inputs=False)
@@ -705,7 +713,7 @@ def speed(plan: Plan, info: dict) -> Section:
                        speedup=c200 / t200, speedup_to_tol=ctol / t_tol)
         s.rows.append(row)
         del S, a
-        if plan.cuda:
+        if dev.type == "cuda":
             torch.cuda.empty_cache()
     s.figures["tol"] = tol
     s.figures["cap"] = cap
@@ -726,7 +734,7 @@ def gpu_bucket() -> tuple[int, str]:
     for name in ("engine.serving.service", "engine.serving.deployment",
                  "engine.serving.batching", "engine.serving.runtime", "engine.serving.jobs"):
         try:
-            if importlib.util.find_spec(name) is None:
+            if not installed(name):
                 continue
             mod = importlib.import_module(name)
         except Exception:  # Ray Serve or FastAPI not installed here
@@ -813,7 +821,7 @@ def batching(dev_enc, plan: Plan) -> Section:
 def serve_check(folder: Path, plan: Plan) -> Section:
     """The same new-texts workload through ``python -m engine serve`` (Ray Serve), where it
     is installed and ``--serve`` asks for it."""
-    missing = [m for m in ("ray", "fastapi") if importlib.util.find_spec(m) is None]
+    missing = [m for m in ("ray", "fastapi") if not installed(m)]
     if missing:
         return Section(status="absent", note="Ray Serve is not installed here ("
                        f"{', '.join(missing)} "
@@ -909,7 +917,7 @@ def alignment(dev_enc, folder: Path, plan: Plan) -> Section:
 
     api = None
     for name in ("engine.align.api", "engine.align"):
-        if importlib.util.find_spec("engine.align") and importlib.util.find_spec(name):
+        if installed("engine.align") and installed(name):
             mod = importlib.import_module(name)
             if callable(getattr(mod, "align_pairs", None)):
                 api = mod
