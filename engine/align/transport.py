@@ -24,7 +24,7 @@ import torch
 from ..errors import SettingsError
 
 DEFAULT_EPS = 0.1
-DEFAULT_HALF_STEPS = 400
+DEFAULT_HALF_STEPS = 200
 
 
 def pad(mats: Sequence[np.ndarray], valid_a: Sequence[np.ndarray], valid_b: Sequence[np.ndarray],
@@ -95,7 +95,7 @@ def _engine_partial():
 def balanced(C: torch.Tensor, a: torch.Tensor, b: torch.Tensor, eps: float = DEFAULT_EPS,
              half_steps: int = DEFAULT_HALF_STEPS) -> torch.Tensor:
     """Balanced Sinkhorn plans (..., n, m) of cost C by the engine's solver."""
-    return _solver().sinkhorn(-C, a, b, eps, half_steps, method="log").plan
+    return _solver().sinkhorn(-C, a, b, eps, half_steps).plan
 
 
 def unbalanced(C: torch.Tensor, a: torch.Tensor, b: torch.Tensor, taus: Sequence[float],
