@@ -241,10 +241,12 @@ def test_tune_picks_the_dev_optimum():
         S.append(s)
         golds.append(" ".join(f"{i}-{i}" for i in range(n)))
     sc = _scored(S, golds)
-    tuned = tune_scored(sc, methods=("similarity-threshold", "unbalanced"), bootstrap=0)
+    taus = {"unbalanced": (0.01, 0.1, 1.0)}
+    tuned = tune_scored(sc, methods=("similarity-threshold", "unbalanced"), bootstrap=0,
+                        grids=taus)
     for name in ("similarity-threshold", "unbalanced"):
         assert tuned.dev[name].macro["total_f1"] == pytest.approx(1.0)
-        res = evaluate_grid(sc, name)
+        res = evaluate_grid(sc, name, grid=taus.get(name))
         best = res.metric_sums[0][..., METRICS.index("total_f1")].max() / len(S)
         assert best == pytest.approx(1.0)
     th = tuned.settings["similarity-threshold"].threshold
@@ -270,3 +272,24 @@ def test_cost_is_min_max_scaled_on_valid_words():
     S = np.array([[2.0, 0.0], [1.0, 9.0]])
     C = transport.cost_of(S, np.array([True, True]), np.array([True, False]))
     assert C.tolist() == [[0.0, 1.0], [1.0, 1.0]]
+
+
+def test_source_settings_are_checked():
+    assert Source("hidden", -1).check(6, 12).layer == 6  # hidden states 0 … L
+    assert Source("attention", -1, head=-1).check(6, 12) == Source("attention", 5, 11)
+    with pytest.raises(SettingsError, match="layer 6 is out of range"):
+        Source("attention", 6).check(6, 12)
+    with pytest.raises(SettingsError, match="head 12 is out of range"):
+        Source("attention", 0, head=12).check(6, 12)
+    with pytest.raises(SettingsError, match="source must be"):
+        Source("logits")
+
+
+def test_words_without_tokens_get_no_links():
+    S = np.array([[1.0, 0.0], [0.0, 1.0]])
+    sc = Scored((make_pair("a b", "c d", "0-0 1-1"),), (S,), (np.array([True, False]),),
+                (np.ones(2, bool),), Source())
+    for name in ("softmax-argmax", "sinkhorn-threshold", "unbalanced", "exact"):
+        al = extract_links(sc, Method(name, threshold=0.5))[0]
+        assert all(i == 0 for i, _ in al.links) and 1 in al.null_a
+        assert (al.values[1] == -1).all()
