@@ -76,9 +76,10 @@ SMALL_FILES = ("config.json", "modules.json", "sentence_bert_config.json",
 
 # Peak memory bandwidth by device name, GB/s (vendors' figures): the first key found in the
 # name (lower case) wins, so longer names come first.
-PEAK_GBPS = (("h200", 4800), ("h100 nvl", 3900), ("h100 pcie", 2000), ("h100", 3350),
-             ("gh200", 4000), ("b200", 8000), ("a100-sxm4-80gb", 2039), ("a100 80gb", 2039),
-             ("a100-pcie-80gb", 1935), ("a100", 1555), ("a10g", 600), ("a10", 600),
+PEAK_GBPS = (("gh200", 4000), ("h200", 4800), ("h100 nvl", 3900), ("h100 pcie", 2000),
+             ("h100", 3350), ("b200", 8000), ("a100-sxm4-80gb", 2039),
+             ("a100 80gb pcie", 1935), ("a100-pcie-80gb", 1935), ("a100 80gb", 2039),
+             ("a100", 1555), ("a10g", 600), ("a10", 600),
              ("l40s", 864), ("l40", 864), ("l4", 300), ("a6000", 768), ("v100", 900),
              ("t4", 320), ("4090", 1008), ("3090", 936))
 
@@ -130,14 +131,6 @@ def installed(name: str) -> bool:
 
 def finite(x) -> bool:
     return bool(np.isfinite(np.asarray(x, dtype=np.float64)).all())
-
-
-def _f(x) -> float | None:
-    """A JSON number: a float, or None (printed "—") when not applicable."""
-    if x is None:
-        return None
-    x = float(x)
-    return x
 
 
 def errors(got: np.ndarray, ref: np.ndarray) -> dict:
@@ -218,6 +211,10 @@ class Plan:
     clients: tuple
     repeat: int
     serve: bool
+    deadline: float = math.inf  # time.perf_counter() after which long sections stop early
+
+    def late(self) -> bool:
+        return time.perf_counter() > self.deadline
 
     @property
     def sizes(self) -> str:
@@ -244,7 +241,8 @@ def make_plan(args) -> Plan:
     return Plan(device=device, cuda=cuda, quick=args.quick,
                 eps=EPS_QUICK if args.quick else EPS_FULL,
                 half_steps=100 if args.quick else 200, workloads=workloads,
-                clients=clients, repeat=1 if args.quick else 3, serve=bool(args.serve))
+                clients=clients, repeat=1 if args.quick else 3, serve=bool(args.serve),
+                deadline=time.perf_counter() + args.budget)
 
 
 def machine(plan: Plan) -> dict:
@@ -409,9 +407,21 @@ def inputs(ref):
     return tuple(scaled(e, c) for e in enc), c
 
 
+def wide_scores(shape: tuple, seed: int = 0) -> np.ndarray:
+    """Scores spread like the trained MiniLM's cross-text logits, tails included: normal
+    with std 2.4, and one entry in seven of each row pushed to +30 or −28 (the range
+    measured on real pairs)."""
+    rng = np.random.default_rng(seed)
+    S = rng.normal(size=shape) * LOGIT_STD
+    tails = rng.random(shape) < 1 / 7
+    return np.where(tails, np.where(rng.random(shape) < 0.5, 30.0, -28.0), S)
+
+
 def check_solver(enc, plan: Plan) -> Section:
     """sinkhorn() on every head's scores: device float32 against CPU float64, per ε, and
-    half-step 1 against a·softmax; "auto" (kernel scaling with log fallback) and "log"."""
+    half-step 1 against a·softmax; "auto" (kernel scaling with log fallback) and "log".
+    Twice: on the model's scores, and on scores of the same shape with the trained model's
+    tails (max|S| ≈ 30, so max|S|/ε reaches 3,000 at ε = 0.01)."""
     import torch
 
     from engine.relation.relate import relate_encodings
@@ -419,46 +429,52 @@ def check_solver(enc, plan: Plan) -> Section:
 
     s = Section()
     r = relate_encodings(enc, layer="all", head="all", eps=1.0, half_steps=1)
-    S, a, b = r.scores, r.a, r.b  # (L, H, n, m) float64
+    a, b = r.a, r.b
     dev = plan.device
-    Sd = torch.tensor(S, dtype=torch.float32, device=dev)
     ad = torch.tensor(a, dtype=torch.float32, device=dev)
     bd = torch.tensor(b, dtype=torch.float32, device=dev)
-    St = torch.from_numpy(S)
-    s.figures["scores"] = {"shape": list(S.shape), "std": float(S.std()),
-                           "min": float(S.min()), "max": float(S.max())}
     disagree = 0
-    for eps in plan.eps:
-        ref = sinkhorn(St, torch.from_numpy(a), torch.from_numpy(b), eps, plan.half_steps,
-                       method="log")
-        soft = a[:, None] * softmax_attention(S, eps)
-        for method in ("auto", "log"):
-            got = sinkhorn(Sd, ad, bd, eps, plan.half_steps, method=method)
-            sync(dev)
-            row = {"eps": eps, "method": method, "half_steps": plan.half_steps,
-                   "range_over_eps": float(np.abs(S).max() / eps),
-                   **plan_check(got.plan.cpu().numpy(), ref.plan.numpy(),
-                                bound_for(S, eps)),
-                   "converged_cpu": int(ref.converged.sum()),
-                   "converged_device": int(got.converged.sum()),
-                   "problems": int(ref.converged.numel())}
-            disagree += int((got.converged.cpu() != ref.converged).sum())
-            s.rows.append(row)
-            s.fail_if(not row["ok"], f"ε = {eps:g} ({method}): plan off by "
-                      f"{row['plan_rel']:.2g} relative (bound {row['bound']:.2g}) or not finite.")
-        # Half-step 1 against a·softmax: on the device itself (the identity, up to the
-        # rounding of exponents of size max|S|/ε) and against the CPU's float64 softmax.
-        one = sinkhorn(Sd, ad, bd, eps, 1).plan
-        own = errors(one.cpu().numpy(), (ad[:, None] * softmax_attention(Sd, eps)).cpu().numpy())
-        e = errors(one.cpu().numpy(), soft)
-        bound = max(1e-5, 8 * U32 * (1 + float(np.abs(S).max()) / eps))
-        ok = finite(one.cpu()) and own["rel"] <= bound and e["rel"] <= bound
-        s.rows.append({"eps": eps, "method": "half-step 1 vs a·softmax",
-                       "half_steps": 1, "range_over_eps": float(np.abs(S).max() / eps),
-                       "plan_abs": e["abs"], "plan_rel": e["rel"], "identity_rel": own["rel"],
-                       "finite": finite(one.cpu()), "bound": bound, "ok": bool(ok)})
-        s.fail_if(not ok, f"half-step 1 is not softmax at ε = {eps:g} (on the device "
-                  f"{own['rel']:.2g}, against the CPU {e['rel']:.2g}; bound {bound:.2g}).")
+    for name, S in (("model", r.scores), ("wide", wide_scores(r.scores.shape))):
+        Sd = torch.tensor(S, dtype=torch.float32, device=dev)
+        St = torch.from_numpy(S)
+        s.figures[f"scores_{name}"] = {"shape": list(S.shape), "std": float(S.std()),
+                                       "min": float(S.min()), "max": float(S.max())}
+        for eps in plan.eps:
+            ref = sinkhorn(St, torch.from_numpy(a), torch.from_numpy(b), eps,
+                           plan.half_steps, method="log")
+            soft = a[:, None] * softmax_attention(S, eps)
+            for method in ("auto", "log"):
+                got = sinkhorn(Sd, ad, bd, eps, plan.half_steps, method=method)
+                sync(dev)
+                row = {"scores": name, "eps": eps, "method": method,
+                       "half_steps": plan.half_steps,
+                       "range_over_eps": float(np.abs(S).max() / eps),
+                       **plan_check(got.plan.cpu().numpy(), ref.plan.numpy(),
+                                    bound_for(S, eps)),
+                       "converged_cpu": int(ref.converged.sum()),
+                       "converged_device": int(got.converged.sum()),
+                       "problems": int(ref.converged.numel())}
+                disagree += int((got.converged.cpu() != ref.converged).sum())
+                s.rows.append(row)
+                s.fail_if(not row["ok"], f"{name} scores, ε = {eps:g} ({method}): plan off "
+                          f"by {row['plan_rel']:.2g} relative (bound {row['bound']:.2g}) or "
+                          "not finite.")
+            # Half-step 1 against a·softmax: on the device itself (the identity, up to the
+            # rounding of exponents of size max|S|/ε) and against the CPU's float64 softmax.
+            one = sinkhorn(Sd, ad, bd, eps, 1).plan
+            own = errors(one.cpu().numpy(),
+                         (ad[:, None] * softmax_attention(Sd, eps)).cpu().numpy())
+            e = errors(one.cpu().numpy(), soft)
+            bound = max(1e-5, 8 * U32 * (1 + float(np.abs(S).max()) / eps))
+            ok = finite(one.cpu()) and own["rel"] <= bound and e["rel"] <= bound
+            s.rows.append({"scores": name, "eps": eps, "method": "half-step 1 vs a·softmax",
+                           "half_steps": 1, "range_over_eps": float(np.abs(S).max() / eps),
+                           "plan_abs": e["abs"], "plan_rel": e["rel"],
+                           "identity_rel": own["rel"], "finite": finite(one.cpu()),
+                           "bound": bound, "ok": bool(ok)})
+            s.fail_if(not ok, f"half-step 1 is not softmax on {name} scores at ε = {eps:g} "
+                      f"(on the device {own['rel']:.2g}, against the CPU {e['rel']:.2g}; "
+                      f"bound {bound:.2g}).")
     s.figures["converged_flags_disagree"] = disagree
     return s
 
@@ -673,6 +689,9 @@ def speed(plan: Plan, info: dict) -> Section:
     rng = np.random.default_rng(0)
     tol, cap = 1e-5, 2000
     for B, n in plan.workloads:
+        if plan.late():
+            s.note = f"stopped before {B} × {n}²: the time budget ran out (--budget)."
+            break
         S_host = torch.from_numpy((rng.normal(size=(B, n, n)) * LOGIT_STD).astype(np.float32))
         a_host = torch.full((n,), 1.0 / n, dtype=torch.float32)
         S, a = S_host.to(dev), a_host.to(dev)
@@ -782,6 +801,9 @@ def batching(dev_enc, plan: Plan) -> Section:
     slider = dict(layer=5, head="mean", half_steps=100)
     rep = plan.repeat
     for R in plan.clients:
+        if plan.late():
+            s.note = f"stopped before {R} requests: the time budget ran out (--budget)."
+            break
         pairs = texts(R, R)
         eps = np.geomspace(0.05, 5, R) if R > 1 else np.array([0.5])
         jobs = [(base, {**slider, "eps": float(e)}) for e in eps]
@@ -998,6 +1020,7 @@ PLAN_COLS = [("plan_abs", "max abs Δplan"), ("plan_rel", "rel"), ("row_abs", "m
 
 def report(doc: dict) -> str:
     m, mod, c = doc["machine"], doc["model"], doc["correctness"]
+    sc = c["sinkhorn"]["figures"].get("scores_model", {})
     lines = [f"# sinkscope on {m['device_name']}: CUDA correctness and speed", "",
              f"{m['date']} · device `{m['device']}` ({m['device_name']}) · sizes: {m['sizes']}",
              f"· torch {m['torch']} (CUDA {m['cuda']}) · python {m['python']} · "
@@ -1021,9 +1044,10 @@ def report(doc: dict) -> str:
                   f"logits, so queries and keys are scaled by {mod['qk_scale']:.3g} (scores by "
                   f"{mod['qk_scale'] ** 2:.3g}) to the trained model's logit spread (std "
                   f"{LOGIT_STD}); the texts give scores of shape "
-                  f"{tuple(c['sinkhorn']['figures'].get('scores', {}).get('shape', []))} in "
-                  f"[{fmt(c['sinkhorn']['figures'].get('scores', {}).get('min'))}, "
-                  f"{fmt(c['sinkhorn']['figures'].get('scores', {}).get('max'))}].", ""]
+                  f"{tuple(sc.get('shape', []))} in [{fmt(sc.get('min'))}, "
+                  f"{fmt(sc.get('max'))}]. The "
+                  "solver's checks also run on scores of that shape with the trained model's "
+                  "tails (\"wide\": std 2.4, one entry in seven at +30 or −28).", ""]
     lines += ["## 1. Correctness on the device (float32) against the CPU (float64)", "",
               "Same inputs on both sides. Errors: max absolute difference of plan entries, the "
               "same relative to the largest reference entry, and of the row and column sums. "
@@ -1034,7 +1058,8 @@ def report(doc: dict) -> str:
              [("array", "array"), ("abs", "max abs Δ"), ("rel", "rel")]),
             ("sinkhorn", f"Sinkhorn on all heads, {doc['plan']['half_steps']} half-steps "
              "(auto = kernel scaling with log-domain fallback; log = log domain)",
-             [("eps", "ε"), ("method", "method"), ("range_over_eps", "max|S|/ε"), *PLAN_COLS,
+             [("scores", "scores"), ("eps", "ε"), ("method", "method"),
+              ("range_over_eps", "max|S|/ε"), *PLAN_COLS,
               ("identity_rel", "rel vs own softmax"),
               ("converged_device", "converged (device)"), ("converged_cpu", "(CPU)")]),
             ("grid", "Heads grid: relate_encodings(layer='all', head='all')",
@@ -1197,6 +1222,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     p.add_argument("--serve", action="store_true",
                    help="also measure through `python -m engine serve` when Ray Serve is installed")
+    p.add_argument("--budget", type=float, default=420.0,
+                   help="seconds after which the remaining sizes and sections are skipped "
+                        "(and said so), so that a run fits its window (default 420)")
     p.add_argument("--bundle", metavar="DIR", default=None,
                    help="only copy the model's configuration and tokenizer files into DIR/model "
                         "(what travels to a GPU machine) and stop")
@@ -1248,6 +1276,10 @@ def main(argv: list[str] | None = None) -> int:
                 ("alignment", alignment, (dev_enc, folder, plan), True)):
             if needs_model and setup_error:
                 sec = Section(status="error", note=f"the model did not load: {setup_error}")
+                sec.figures["seconds"] = 0.0
+            elif plan.late():
+                sec = Section(status="skipped", note=f"the time budget (--budget "
+                              f"{args.budget:g} s) ran out before this section.")
                 sec.figures["seconds"] = 0.0
             else:
                 sec = guarded(fn, *fargs)
