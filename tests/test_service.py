@@ -620,6 +620,37 @@ def test_rank_served_equals_embedded(url, encoder):
     assert status == 422 and doc["error"]["type"] == "TextError"
 
 
+ALIGN_PAIRS = [("the river bank was steep", "the bank of the river was steep", "0-0 1-4 2-1"),
+               ("she paid money into her account", "money was paid in by her", None)]
+
+
+def test_align_served_equals_embedded(url, encoder):
+    """POST /v1/align through the client: the same alignments as engine.align's own
+    align_pairs on the same pairs (links, null words, scores, values to their 6 decimals);
+    bad bodies get the engine's message."""
+    from engine.align.api import Alignment, align_pairs
+
+    for kw in ({}, {"method": "sinkhorn-threshold", "threshold": 0.2},
+               {"method": "partial", "mass": 0.7, "source": "attention", "layer": 2}):
+        local = [Alignment.from_dict(a.to_dict())
+                 for a in align_pairs(ALIGN_PAIRS, encoder=encoder, **kw)]
+        served = EngineClient(url).align(ALIGN_PAIRS, **kw)
+        assert len(served) == len(local) == 2
+        for s, e in zip(served, local):
+            assert (s.words_a, s.links, s.null_a, s.null_b, s.method, s.source, s.scores) == (
+                e.words_a, e.links, e.null_a, e.null_b, e.method, e.source, e.scores)
+            np.testing.assert_allclose(s.values, e.values, atol=2e-6, rtol=0)
+    assert served[0].scores is not None and served[1].scores is None  # gold: scored
+    assert EngineClient(url).align(ALIGN_PAIRS[:1], values=False)[0].values is None
+    for body, words in (({"pairs": []}, "pairs"),
+                        ({"pairs": [{"text_a": "x"}]}, "pairs[0].text_b is required"),
+                        ({"pairs": [{"text_a": "x", "text_b": "y"}], "method": "nope"},
+                         "method must be one of"),
+                        ({"pairs": [{"text_a": "x", "text_b": "   "}]}, "text_b is empty")):
+        status, _, doc = post(url, "/v1/align", body)
+        assert status == 422 and words in doc["error"]["message"], doc
+
+
 def strip(at) -> list[dict]:
     """The metric strip the live sliders show (label, value, detail, help per number)."""
     (el,) = [el for el in at.get("bidi_component")

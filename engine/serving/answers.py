@@ -24,7 +24,7 @@ from ..relation.sentences import rank
 from ..settings import Settings
 from ..types import Encoding
 from . import wire
-from .schemas import EpsPathRequest, LatticeRequest, RankRequest, RelateRequest
+from .schemas import AlignRequest, EpsPathRequest, LatticeRequest, RankRequest, RelateRequest
 
 log = logging.getLogger("ray.serve.sinkscope")
 
@@ -138,10 +138,26 @@ def check_request(req, enc: Encoder) -> None:
     from ..relation.scores import check_layer_head
 
     s = req.settings()
-    if isinstance(req, RankRequest):
+    if isinstance(req, (RankRequest, AlignRequest)):
         return
     check_layer_head(s.layer, s.head, enc.n_layers, enc.n_heads)
     if isinstance(req, EpsPathRequest) and s.layer == "all":
         raise SettingsError("The ε path is for one layer and head; choose a head first.")
     if isinstance(req, LatticeRequest) and s.layer == "all":
         raise SettingsError("A lattice is for one layer and head; choose a head first.")
+
+
+ALIGN_SCHEMA = "sinkscope.alignments/1"
+
+
+def align_answer(enc: Encoder, req: AlignRequest) -> dict:
+    """POST /v1/align: :func:`engine.align.api.align_pairs` on the replica's encoder (the
+    pairs in padded batches), one alignment document per pair."""
+    from ..align.api import align_pairs
+
+    pairs = [{"text_a": p.text_a, "text_b": p.text_b, "gold": p.gold} for p in req.pairs]
+    out = align_pairs(pairs, method=req.method, source=req.source, layer=req.layer,
+                      head=req.head, center=req.center, threshold=req.threshold, tau=req.tau,
+                      mass=req.mass, eps=req.eps, lowercase=req.lowercase, encoder=enc)
+    return {"schema": ALIGN_SCHEMA, "model": enc.name,
+            "alignments": [a.to_dict(values=req.values) for a in out]}

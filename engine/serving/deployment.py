@@ -225,6 +225,17 @@ class Engine:
         return Response(await asyncio.to_thread(work), media_type=media,
                         headers={"X-Sinkscope-Replica": self.replica})
 
+    async def align(self, req, accept: str | None) -> Response:
+        """POST /v1/align: every pair of the request aligned in padded batches, in a worker
+        thread (the pairs' words are encoded here, not cached)."""
+        self.requests += 1
+        enc = self.encoder(req.model)
+        answers.check_request(req, enc)
+        media = wire.media_type(accept)
+        body = await asyncio.to_thread(
+            lambda: wire.dumps(answers.align_answer(enc, req), media))
+        return Response(body, media_type=media, headers={"X-Sinkscope-Replica": self.replica})
+
     def encoder(self, name: Any) -> Encoder:
         """The served model ``name``, or a ModelError naming the ones served."""
         if isinstance(name, str) and name in self.encoders:

@@ -27,7 +27,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import SinkscopeError
 from . import answers, wire
-from .schemas import (EpsPathDocument, EpsPathRequest, ErrorResponse, HealthResponse,
+from .schemas import (AlignmentsDocument, AlignRequest, EpsPathDocument, EpsPathRequest, ErrorResponse, HealthResponse,
                       LatticeDocument, LatticeRequest, ModelsResponse, RankingDocument,
                       RankRequest, RelateRequest, RelationDocument, StatsResponse,
                       engine_error_for, max_body)
@@ -35,9 +35,9 @@ from .schemas import (EpsPathDocument, EpsPathRequest, ErrorResponse, HealthResp
 log = logging.getLogger("ray.serve.sinkscope")
 
 ENDPOINTS = ("GET /v1/health", "GET /v1/models", "GET /v1/stats", "POST /v1/relate",
-             "POST /v1/eps_path", "POST /v1/lattice", "POST /v1/rank")
+             "POST /v1/eps_path", "POST /v1/lattice", "POST /v1/rank", "POST /v1/align")
 BODIES = {"/v1/relate": RelateRequest, "/v1/eps_path": EpsPathRequest,
-          "/v1/lattice": LatticeRequest, "/v1/rank": RankRequest}
+          "/v1/lattice": LatticeRequest, "/v1/rank": RankRequest, "/v1/align": AlignRequest}
 EXAMPLE = '{"text_a": "…", "text_b": "…"}'
 _ERRORS = {400: {"model": ErrorResponse, "description": "The body is not JSON."},
            413: {"model": ErrorResponse, "description": "The body is over SINKSCOPE_MAX_BODY."},
@@ -213,6 +213,12 @@ def build_api(engine) -> FastAPI:
         """Candidates ranked against text A by similarity and by Sinkhorn divergence."""
         return await engine.rank(req, request.headers.get("accept"))
 
+    @api.post("/v1/align", response_model=AlignmentsDocument,
+              responses={**_DOCUMENT, **_ERRORS})
+    async def align(req: AlignRequest, request: Request) -> Response:
+        """Word alignments of many pairs (engine.align), solved in batches on the replica."""
+        return await engine.align(req, request.headers.get("accept"))
+
     return api
 
 
@@ -230,6 +236,8 @@ def markdown() -> str:
     schemas = spec["components"]["schemas"]
 
     def kind(p: dict) -> str:
+        if "$ref" in p:
+            return p["$ref"].rsplit("/", 1)[1]
         if "anyOf" in p:
             return " or ".join(kind(q) for q in p["anyOf"])
         if "enum" in p:
@@ -266,10 +274,11 @@ def markdown() -> str:
             ref = (op.get("requestBody", {}).get("content", {}).get("application/json", {})
                    .get("schema", {}).get("$ref"))
             if ref:
-                bodies.append((f"{method.upper()} {path}", ref.rsplit("/", 1)[1]))
-    for where, name in bodies:
+                bodies.append((f"`{method.upper()} {path}`", ref.rsplit("/", 1)[1]))
+    nested = [("a pair of `POST /v1/align`", "AlignPair")] if "AlignPair" in schemas else []
+    for where, name in bodies + nested:
         s = schemas[name]
-        lines += ["", f"`{where}` ({name}):", "",
+        lines += ["", f"{where} ({name}):", "",
                   "| field | type | default | limits | meaning |", "|---|---|---|---|---|"]
         for field, p in s["properties"].items():
             default = ("required" if field in s.get("required", [])

@@ -287,13 +287,19 @@ def _check_model(v):
         raise ModelError(f"Model {v!r:.60} is not served here: name one of GET /v1/models.")
 
 
+def _check_method(v):
+    from ..align.extract import METHODS
+
+    raise SettingsError(f"method must be one of {', '.join(METHODS)}; got {v!r:.60}.")
+
+
 # Per field: the engine's check of a value that does not fit the schema, raising the
 # error (and message) the embedded engine gives for it.
 _CHECKS = {"text_a": _check_text("Text A"), "text_b": _check_text("Text B"),
            "eps_values": _check_values("eps_values", LATTICE_MAX_VALUES, check_eps),
            "steps": _check_values("steps", LATTICE_MAX_VALUES, _check_step),
            "id": _check_id, "max_bytes": _check_max_bytes, "candidates": _check_candidates,
-           "model": _check_model}
+           "model": _check_model, "method": _check_method}
 
 
 def engine_error(model: type[BaseModel], errors: list[dict]) -> SinkscopeError:
@@ -309,6 +315,12 @@ def engine_error(model: type[BaseModel], errors: list[dict]) -> SinkscopeError:
             kind = {"dict": "object", "NoneType": "null", "str": "string"}.get(kind, kind)
             return SettingsError(f"The body must be a JSON object with the fields {fields}; "
                                  f"got a JSON {kind}.")
+    for loc, e in located:  # inside one of a list's items (the pairs to align)
+        if len(loc) > 2 and isinstance(loc[1], int):
+            what = {"missing": "is required", "extra_forbidden": "is not a field"}.get(
+                e.get("type"), e.get("msg", "is not allowed").lower())
+            return SettingsError(f"{loc[0]}[{loc[1]}].{loc[2]} {what}: each pair is "
+                                 '{"text_a": "…", "text_b": "…", "gold": "0-0 1-1"?}.')
     unknown = [str(loc[0]) for loc, e in located if e.get("type") == "extra_forbidden"]
     if unknown:
         names = ", ".join(repr(k if len(k) <= 40 else k[:40] + "…") for k in unknown[:5])
@@ -355,3 +367,59 @@ def engine_error_for(model: type[BaseModel], errors: list[dict], body: Any) -> S
 def max_body() -> int:
     """The largest request body read (``SINKSCOPE_MAX_BODY``), read at call time."""
     return _settings.CONFIG.max_body
+
+
+# --------------------------------------------------------------------------- alignment
+try:  # word alignment is its own sub-package (engine.align)
+    from ..align.extract import METHODS as ALIGN_METHODS
+except ImportError:  # pragma: no cover - a tree without engine.align serves no /v1/align
+    ALIGN_METHODS = ()
+
+MAX_ALIGN_PAIRS = 256
+
+
+class AlignPair(_Request):
+    """One pair of texts to align, with its gold links when they are known."""
+
+    text_a: str = Field(description="Text A (its whitespace words are aligned).")
+    text_b: str = Field(description="Text B.")
+    gold: Optional[str] = Field(None, description="Gold links as 0-based Pharaoh text "
+                                "(\"0-0 1-2\", \"ipj\" for possible links): the pair is then "
+                                "scored.")
+
+
+class AlignRequest(_Request):
+    """POST /v1/align: word alignments of many pairs, solved in batches on the replica."""
+
+    pairs: list[AlignPair] = Field(min_length=1, max_length=MAX_ALIGN_PAIRS,
+                                   description=f"1 to {MAX_ALIGN_PAIRS} pairs.")
+    model: setting("model")
+    method: Literal[ALIGN_METHODS or ("unbalanced",)] = Field(  # type: ignore[valid-type]
+        "unbalanced", description="How links are read off the relation "
+        "(engine.align.extract.METHODS).")
+    source: Optional[Literal["attention", "hidden"]] = Field(
+        None, description="What relates the words: hidden states or attention scores "
+        "(default: the benchmark's best).")
+    layer: Optional[int] = Field(None, description="The source's layer (default: its own).")
+    head: Optional[Union[int, Literal["mean"]]] = Field(None, description="The attention "
+                                                        "source's head, or \"mean\".")
+    center: Optional[StrictBool] = Field(None, description="Centre hidden states on the "
+                                         "request's mean.")
+    threshold: Optional[float] = Field(None, ge=0, le=1, description="Link threshold θ on "
+                                       "the scaled values (default: the method's).")
+    tau: Optional[float] = Field(None, gt=0, description="Unbalanced transport's τ.")
+    mass: Optional[float] = Field(None, gt=0, le=1, description="Partial transport's mass m.")
+    eps: Optional[Eps] = Field(None, description="The solver's ε (default: the method's).")
+    lowercase: StrictBool = Field(False, description="Lower-case the texts first.")
+    values: StrictBool = Field(True, description="Send each pair's value matrix too.")
+
+    def settings(self) -> Settings:
+        return Settings(model=self.model).check()
+
+
+class AlignmentsDocument(Document):
+    """POST /v1/align: one alignment per pair, in order
+    (``engine.align.api.Alignment.to_dict``)."""
+
+    model: str
+    alignments: list[dict[str, Any]]
