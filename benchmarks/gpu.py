@@ -1212,7 +1212,10 @@ def bundle(dest: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.gpu", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.gpu",
+        description="Check and time the engine on a GPU: CUDA float32 against CPU float64, "
+                    "Sinkhorn speed and bandwidth, batching (see docs/gpu.md).")
     p.add_argument("--out", default=os.environ.get("OUT") or "out/gpu",
                    help="folder for report.md and figures.json (default $OUT or out/gpu)")
     p.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
