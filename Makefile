@@ -17,7 +17,7 @@ export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export NUMBA_THREADING_LAYER := omp
 export PYTHONUNBUFFERED := 1
 
-.PHONY: install chromium run engine test test-fast bench fuzz load screenshots clean
+.PHONY: install chromium run engine test test-fast bench fuzz load screenshots gpu-bundle clean
 
 install: $(VENV)/.installed
 
@@ -67,6 +67,14 @@ load: install chromium
 screenshots: install chromium
 	SINKSCOPE_SCREENSHOTS=docs/screenshots $(PY) -m pytest -q -p no:cacheprovider tests/test_browser.py \
 	  tests/test_learn_browser.py tests/test_browser_models.py
+
+# What travels to a machine with a GPU and no network (docs/gpu.md): POT's and scipy's
+# wheels for CPython 3.12 and the model's configuration and tokenizer files (no weights).
+gpu-bundle: install
+	rm -rf .gpu
+	$(PY) -m pip download -q POT scipy --only-binary=:all: --python-version 3.12 \
+	  --platform manylinux2014_x86_64 --no-deps -d .gpu/wheels
+	$(PY) -m benchmarks.gpu --bundle .gpu
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
