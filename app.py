@@ -250,6 +250,12 @@ except SinkscopeError as e:
     st.stop()
 except EngineUnavailable:
     pass  # the sliders' fragment says so below, and keeps the sliders
+else:  # a text the model mostly cannot read (another language, emoji): say so plainly
+    for name, text in (("Text A", ctx.a), ("Text B", ctx.b)):
+        notice = compute.vocabulary_notice(getattr(enc, "tokenizer", None), text, name,
+                                           ctx.model)
+        if notice:
+            st.warning(notice)
 
 
 # --------------------------------------------------------------------------- main area
@@ -330,9 +336,11 @@ def explore(ctx: views.Ctx) -> None:
     with export:
         stem, url = report.slug(r), _share_url()
         if view == "sentences":  # the ranking the view shows, with its settings
-            def ranking():
-                return compute.ranking(ctx.model, ctx.a, ss["cands"], float(ss["eps"]))
-            rstem = f"sinkscope_ranking_{report.texts_hash(r)}_eps{float(ss['eps']):g}"
+            cands, eps = str(ss.get("cands", "")), float(ss["eps"])  # read now: the files
+
+            def ranking():  # are made on a click, outside this run
+                return compute.ranking(ctx.model, ctx.a, cands, eps)
+            rstem = f"sinkscope_ranking_{report.texts_hash(r)}_eps{eps:g}"
             st.download_button("Sentences ranking (CSV)",
                                lambda: report.ranking_csv(ranking(), url=url),
                                f"{rstem}.csv", "text/csv", key="dl_ranking_csv",

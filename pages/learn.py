@@ -114,10 +114,20 @@ with st.sidebar:
         ss["ex"] = "custom"
     st.selectbox(ui["example"], list(titles), format_func=titles.get, key="ex",
                  on_change=on_example)
-    st.text_area(ui["text_a"], key="a", max_chars=settings.CONFIG.max_chars, height=90,
-                 on_change=on_text, help=ui["text_help"])
-    st.text_area(ui["text_b"], key="b", max_chars=settings.CONFIG.max_chars, height=90,
-                 on_change=on_text, help=ui["text_help"])
+    # No max_chars: Streamlit's browser side drops a whole paste that is too long, without
+    # a word; the text is cut here instead, with a notice.
+    for key in ("a", "b"):
+        text = valid_text(ss.get(key))
+        limit = settings.CONFIG.max_chars
+        if len(text) > limit:
+            note = ui.get("text_pasted_cut", ui["text_cut"])
+            ss.setdefault("_learn_warnings", []).append(
+                note.format(name=key.upper(), n=f"{len(text):,}", kept=f"{limit:,}"))
+            text = text[:limit]
+        if ss.get(key) != text:
+            ss[key] = text
+    st.text_area(ui["text_a"], key="a", height=90, on_change=on_text, help=ui["text_help"])
+    st.text_area(ui["text_b"], key="b", height=90, on_change=on_text, help=ui["text_help"])
     st.caption(ui["model_note"])
 
 # --------------------------------------------------------------------------- header

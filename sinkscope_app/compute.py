@@ -381,3 +381,49 @@ logging.getLogger("streamlit.runtime.state.query_params").addHandler(_DROPPED)
 def link_was_dropped(within_s: float = 5.0) -> bool:
     """True when Streamlit ignored an over-long link in the last ``within_s`` seconds."""
     return time.monotonic() - _DROPPED.last < within_s
+
+
+PIECES_PER_WORD_MAX = 1.6  # English prose reads as ~1.0–1.3 pieces per word here
+UNK_SHARE_MAX = 0.1
+
+
+def vocabulary_notice(tokenizer, text: str, name: str, model: str) -> str | None:
+    """A notice when ``text`` is mostly outside the model's vocabulary, else None.
+
+    Measured on the model's own tokenizer: word pieces per word (words: runs of letters
+    or digits) and the share of pieces that are ``[UNK]``. A text in a language the model
+    did not learn falls apart into pieces that carry little meaning (Spanish "después" as
+    "des ##pu ##es", Hebrew letter by letter, emoji as [UNK]), and each word's partner in
+    the plans is then mostly chance.
+
+    Args:
+        tokenizer: a Hugging Face tokenizer (``Encoder.tokenizer``); None skips the check.
+        text: the text; name: how the page names it ("Text B"); model: the model's name.
+    """
+    if tokenizer is None or not text.strip():
+        return None
+    import re
+
+    try:
+        pieces = tokenizer.tokenize(text[:4000])
+    except Exception:  # a tokenizer that cannot say: no notice rather than a failure
+        return None
+    unk = getattr(tokenizer, "unk_token", None)
+    content = [p for p in pieces if re.search(r"\w", p)]
+    n_unk = sum(p == unk for p in pieces) if unk else 0
+    words = re.findall(r"\w+", text[:4000])
+    if len(pieces) < 3:
+        return None
+    per_word = (len(content) - n_unk) / max(len(words), 1)
+    unk_share = n_unk / len(pieces)
+    if unk_share < UNK_SHARE_MAX and (len(words) < 4 or per_word < PIECES_PER_WORD_MAX):
+        return None
+    shown = [p for p in content if p != unk][:4]
+    how = (f"{per_word:.1f} word pieces per word (English prose: about 1.1)"
+           + (f", and {unk_share:.0%} of its pieces are [UNK] (unknown)" if n_unk else ""))
+    sample = f", as in “{' '.join(shown)} …”" if shown else ""
+    return (f"{name} is mostly outside the vocabulary of {model}: {how}{sample}. Such "
+            "pieces carry little of a word's meaning, so the partners the plans give its "
+            "words are mostly chance. If the text is not in English, choose a multilingual "
+            "model (docs/models.md: paraphrase-multilingual-MiniLM-L12-v2 or "
+            "paraphrase-xlm-r-multilingual-v1, which an operator adds with SINKSCOPE_MODELS).")

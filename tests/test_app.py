@@ -662,3 +662,33 @@ def test_example_differences_in_words():
         "ε = 0.1", "words pooled"]
     assert example_differences(EXAMPLES["self"], dict(state, mode="separate"),
                                n_layers=L)[-1] == "self mode"
+
+
+def test_a_text_outside_the_model_s_vocabulary_gets_a_notice():
+    """Spanish text B falls apart into English word pieces; the page says so, names the
+    text and the model, and what to do. English texts get no such notice."""
+    at = run({"ex": "en-es"})
+    ok(at)
+    notes = [w.value for w in at.warning if "outside the vocabulary" in w.value]
+    assert len(notes) == 1 and notes[0].startswith("Text B is mostly outside the vocabulary "
+                                                   "of all-MiniLM-L6-v2")
+    assert "word pieces per word" in notes[0] and "multilingual" in notes[0]
+    assert "ga ##to" in notes[0]
+    at = run({"a": "🎉🎉🎉 🙂 🎶🎶", "b": "A party with music."})
+    assert any(w.value.startswith("Text A is mostly outside") and "[UNK]" in w.value
+               for w in at.warning)
+    at = run({"ex": "paraphrase"})
+    assert not [w for w in at.warning if "outside the vocabulary" in w.value]
+
+
+def test_vocabulary_notice_thresholds():
+    from engine.relation.relate import default_encoder
+    from sinkscope_app.compute import vocabulary_notice
+
+    tok = default_encoder().tokenizer
+    assert vocabulary_notice(tok, "I sat on the bank of the river and watched the water.",
+                             "Text A", "m") is None
+    assert vocabulary_notice(tok, "   ", "Text A", "m") is None
+    assert vocabulary_notice(None, "שלום עולם מה שלומך", "Text A", "m") is None
+    hebrew = vocabulary_notice(tok, "שלום עולם מה שלומך היום", "Text A", "m")
+    assert hebrew and "Text A is mostly outside the vocabulary of m" in hebrew

@@ -529,3 +529,16 @@ def test_main_page_links_to_learn():
     at = AppTest.from_file(APP, default_timeout=120).run()
     links = [el.proto for el in at.get("page_link")]
     assert any("Learn" in p.label and "learn" in p.page for p in links), links
+
+
+def test_a_paste_over_the_limit_is_cut_with_a_notice_in_the_page_s_language():
+    """Learn's text boxes keep the first SINKSCOPE_MAX_CHARS characters of a long paste and
+    say so (max_chars used to drop the whole paste without a word)."""
+    from engine.settings import CONFIG
+
+    at = learn({"step": "1", "lang": "es"})
+    paste = ("La orilla del río estaba tranquila. " * 700)[:23_456]
+    at.sidebar.text_area(key="b").input(paste).run()
+    assert not at.exception
+    assert at.session_state["b"] == paste[: CONFIG.max_chars]
+    assert any("23,456 caracteres" in w.value and "pegado" in w.value for w in at.warning)
