@@ -1,5 +1,6 @@
 """Lab: train a Sinkhorn Transformer and its baselines to a coupling system, live.
-Served at ``/lab`` (``/lab?target=whitened&lang=es``).
+Served at ``/lab`` (``/lab?target=whitened&lang=es``; ``models``, ``width`` and ``steps``
+can be set in the link too).
 
 This file only wires the page: the settings, Train (a progress bar and live held-out
 curves; Stop, or any other click, stops it and keeps the weights reached), the held-out
@@ -48,6 +49,14 @@ if "_lab_init" not in ss:
         ss["lab_lang"] = q["lang"]
     if q.get("target") in NAMES:
         ss["lab_target"] = q["target"]
+    # A shared link may also set the models, the width and the steps (?models=sinkhorn,softmax)
+    picked = [m for m in str(q.get("models", "")).split(",") if m in MODELS]
+    if picked:
+        ss["lab_models"] = picked
+    for key, lo, hi in (("width", 1, 64), ("steps", 1, 4000)):
+        v = str(q.get(key, ""))
+        if v.isdigit() and lo <= int(v) <= hi:
+            ss[f"lab_{key}"] = int(v)
     ss["_lab_init"] = True
 for k in DEFAULTS:  # keep every key across runs (Streamlit forgets undrawn widgets)
     ss[k] = ss[k] if k in ss else DEFAULTS[k]
@@ -128,7 +137,8 @@ def run_training(s0: LabSettings, models: list[str]) -> None:
     res = {"status": "training", "target": s0.target, "steps": s0.steps, "settings": {},
            "models": {}, "runs": {}, "curves": {m: ([], []) for m in models}, "seconds": 0.0}
     ss["_lab_results"] = res
-    progress = bar.progress(0.0)
+    progress = bar.progress(0.0, text=ui["training"].format(
+        model=ui["models"][models[0]], step=0, steps=s0.steps))
     draws = [0]
     for i, m in enumerate(models):
         s = replace(s0, model=m)

@@ -123,7 +123,7 @@ def test_targets_are_what_they_say():
     exact = TARGETS["exact"](pairs)
     for k in range(len(pairs)):
         assert np.isclose((C[k] * exact[k]).sum(), ot.emd2(pairs.a[k], pairs.b[k], C[k]))
-        ref = ot.sinkhorn(pairs.a[k], pairs.b[k], C[k], 0.1, numItermax=100000, stopThr=1e-12,
+        ref = ot.sinkhorn(pairs.a[k], pairs.b[k], C[k], 0.1, numItermax=20000, stopThr=1e-10,
                           method="sinkhorn_log")
         np.testing.assert_allclose(TARGETS["sq-euclid"](pairs.take([k]))[0], ref, atol=1e-5)
     # The whitened target ignores where a cloud is and how large it is; sq-euclid does not.
@@ -219,12 +219,13 @@ def test_save_and_load_give_the_same_plans(tmp_path):
         load(tmp_path / "other.safetensors")
 
 
+@pytest.mark.slow
 def test_on_sq_euclid_sinkhorn_beats_softmax_by_a_wide_margin():
     base = dict(TINY, target="sq-euclid", steps=60, lr=1e-2)
     sk = train(LabSettings(model="sinkhorn", **base))
     sm = train(LabSettings(model="softmax", **base))
-    # Measured (seed 0, 60 steps): Sinkhorn 0.24, softmax 0.68 (ratio 0.35); softmax's
-    # columns miss b by 0.48, Sinkhorn's marginals by 0.08 in all.
+    # Measured (seed 0, 60 steps): Sinkhorn 0.19, softmax 0.73 (ratio 0.26); softmax's
+    # columns miss b by 0.53, Sinkhorn's marginals by 0.013 in all.
     assert sk.heldout_l1 < 0.5 * sm.heldout_l1
     assert sm.col_err > 4 * (sk.col_err + sk.row_err)
 

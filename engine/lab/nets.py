@@ -160,7 +160,7 @@ class CouplingModel(nn.Module):
     """
 
     def __init__(self, kind: str = "sinkhorn", *, width: int = 16, depth: int = 2,
-                 heads: int = 2, eps: float = 0.1, half_steps: int = 20) -> None:
+                 heads: int = 2, eps: float = 0.5, half_steps: int = 40) -> None:
         super().__init__()
         check_model(kind, width, depth, heads, eps, half_steps)
         self.kind = kind
@@ -183,8 +183,8 @@ class CouplingModel(nn.Module):
 class SinkhornTransformer(CouplingModel):
     """The Sinkhorn Transformer: measure encoders Q, K, cost −⟨Q, K⟩, Sinkhorn final layer."""
 
-    def __init__(self, *, width: int = 16, depth: int = 2, heads: int = 2, eps: float = 0.1,
-                 half_steps: int = 20) -> None:
+    def __init__(self, *, width: int = 16, depth: int = 2, heads: int = 2, eps: float = 0.5,
+                 half_steps: int = 40) -> None:
         super().__init__("sinkhorn", width=width, depth=depth, heads=heads, eps=eps,
                          half_steps=half_steps)
 

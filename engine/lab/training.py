@@ -50,11 +50,11 @@ class LabSettings:
     width: int = 16
     depth: int = 2
     heads: int = 2
-    eps: float = 0.1
-    half_steps: int = 20
+    eps: float = 0.5
+    half_steps: int = 40
     steps: int = 400
     batch: int = 64
-    lr: float = 3e-3
+    lr: float = 6e-3
     points: int = 8
     spread: float = 1.0
     weights: str = "uniform"
@@ -79,7 +79,7 @@ class LabSettings:
                                f"got {v!r}{hint}.")
         if not (isinstance(self.lr, (int, float)) and np.isfinite(self.lr)
                 and 0 < self.lr <= 1):
-            raise LabError(f"lr must be in (0, 1], got {self.lr!r}: try 3e-3.")
+            raise LabError(f"lr must be in (0, 1], got {self.lr!r}: try 6e-3.")
         self.family  # validates points, spread, weights
 
     @property
