@@ -448,6 +448,40 @@ def test_sixteen_slider_moves_are_solved_together(url, encoder):
     assert max(max(map(int, s["relate_batch_sizes"]), default=0) for s in stats) > 1
 
 
+def test_overload_answers_503_with_retry_after_and_the_client_waits(service):
+    """A deployment that holds one request and queues one more: a burst gets 503 with
+    Retry-After from Serve (not an unbounded queue), and the same burst through
+    EngineClient succeeds, every call, by waiting as told."""
+    from ray import serve
+
+    svc = service["svc"]
+    # (no CPU of its own: the module's two replicas hold the instance's two)
+    serve.run(svc.build(replicas=1, cpus_per_replica=0.0, max_ongoing_requests=1,
+                        max_queued_requests=1), name="tight", route_prefix="/tight")
+    tight = service["url"] + "/tight"
+    try:
+        body = {"text_a": LONG, "text_b": A, "layer": 2, "head": 1, "half_steps": 400}
+        start = threading.Barrier(12)
+
+        def raw(_):
+            start.wait()
+            r = HTTP.request("POST", tight + "/v1/relate", body=json.dumps(body).encode(),
+                             headers={"Content-Type": "application/json"})
+            return r.status, r.headers.get("Retry-After")
+
+        with cf.ThreadPoolExecutor(12) as pool:
+            answers = list(pool.map(raw, range(12)))
+        assert {s for s, _ in answers} <= {200, 503} and (503, "1") in answers, answers
+        clients = [EngineClient(tight, timeout=120) for _ in range(6)]
+        with cf.ThreadPoolExecutor(6) as pool:
+            out = list(pool.map(lambda c: c.relate(LONG, A, layer=2, head=1, half_steps=400),
+                                clients))
+        assert all(r.sinkhorn_plan.shape == out[0].sinkhorn_plan.shape for r in out)
+        assert sum(c.retried for c in clients) > 0
+    finally:
+        serve.delete("tight")
+
+
 def test_two_replicas_both_answer(url):
     seen = set()
     for _ in range(200):

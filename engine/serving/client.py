@@ -44,7 +44,7 @@ from .. import errors
 
 from . import wire
 from ..io.export import ranking_from_dict, relation_from_dict
-from ..settings import DEFAULT_MODEL
+from ..settings import DEFAULT_MODEL, Settings
 from ..types import Ranking, Relation
 
 _ERRORS = {"TextError": errors.TextError, "SettingsError": errors.SettingsError,
@@ -155,12 +155,14 @@ class EngineClient:
                                     f"{type(e).__name__} {e}", 200) from None
         return sorted(infos, key=lambda m: m.name != d.get("default"))
 
-    def relate(self, text_a: str, text_b: str | None = None, *, model: str = DEFAULT_MODEL,
-               **settings: Any) -> Relation:
-        """``POST /v1/relate``: what :func:`engine.relation.relate` returns for the same arguments
-        (layer, head, eps, half_steps, mode, weights, pool_words, tol)."""
-        doc = self._call("POST", "/v1/relate",
-                         {"text_a": text_a, "text_b": text_b, "model": model, **settings})
+    def relate(self, text_a: str, text_b: str | None = None, *,
+               settings: Settings | None = None, **overrides: Any) -> Relation:
+        """``POST /v1/relate``: what :func:`engine.relation.relate.relate` returns for the
+        same arguments: a :class:`engine.settings.Settings` and/or its fields as keywords
+        (layer, head, eps, half_steps, mode, weights, pool_words, tol, model)."""
+        s = Settings.of(settings, **overrides)
+        doc = self._call("POST", "/v1/relate", {"text_a": text_a, "text_b": text_b,
+                                                **s.to_dict()})
         try:
             return relation_from_dict(doc)
         except (KeyError, TypeError, ValueError) as e:

@@ -162,7 +162,8 @@ def build_api(engine) -> FastAPI:
                                  f" at character {pos}")
             if err.get("type") == "missing" and loc == ("body",):
                 return _not_json("the body is empty")
-        model = BODIES.get(request.url.path, RelateRequest)
+        model = next((m for p, m in BODIES.items() if request.url.path.endswith(p)),
+                     RelateRequest)  # (behind a route prefix too)
         return await _engine_error(request, engine_error_for(model, errors, e.body))
 
     @api.exception_handler(StarletteHTTPException)
