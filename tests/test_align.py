@@ -80,14 +80,16 @@ def test_exact_plan_leaves_the_extra_word_to_threshold():
 
 def test_unbalanced_large_tau_is_balanced_and_partial_full_mass_is_balanced():
     rng = np.random.default_rng(1)
-    S = [rng.normal(size=(n, m)) for n, m in ((3, 5), (6, 4), (5, 5))]
-    batch = make_batch(S, [np.ones(s.shape[0], bool) for s in S],
-                       [np.ones(s.shape[1], bool) for s in S])
-    bal = extract.plans(Method("sinkhorn-threshold"), batch)[0]
-    big = extract.plans(Method("unbalanced", tau=1e9), batch)[0]
-    full = extract.plans(Method("partial", mass=1.0), batch)[0]
+    shapes = ((3, 5), (6, 4), (5, 5))
+    C, a, b = transport.pad([rng.uniform(size=s) for s in shapes],
+                            [np.ones(s[0], bool) for s in shapes],
+                            [np.ones(s[1], bool) for s in shapes])
+    bal = transport.balanced(C, a, b, 0.1, 2000)
+    big = transport.unbalanced(C, a, b, [1e9], 0.1, 2000)[0]
+    full = transport.partial(C, a, b, [1.0], 0.1, 2000)[0]
     assert torch.allclose(big, bal, atol=1e-7)
-    assert torch.allclose(full, bal, atol=1e-4)  # both within 400 half-steps of the optimum
+    assert torch.allclose(full, bal, atol=1e-6)
+    assert torch.allclose(bal.sum(-1), a, atol=1e-6)  # zero-weight padding gets no mass
 
 
 def test_padded_batch_equals_each_pair_alone():
@@ -99,9 +101,10 @@ def test_padded_batch_equals_each_pair_alone():
     batch = make_batch(S, va, vb)
     for name, grid in (("unbalanced", [0.05, 1.0]), ("partial", [0.5, 0.9]),
                        ("sinkhorn-threshold", None)):
-        P = extract.plans(Method(name), batch, grid)
+        P = extract.plans(Method(name), batch, grid, dtype=torch.float64)
         for k, s in enumerate(S):
-            alone = extract.plans(Method(name), make_batch([s], [va[k]], [vb[k]]), grid)
+            alone = extract.plans(Method(name), make_batch([s], [va[k]], [vb[k]]), grid,
+                                  dtype=torch.float64)
             n, m = s.shape
             # the same problem; zero-weight padding only changes the path of the
             # iterates (partial converges slowest), not the optimum

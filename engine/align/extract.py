@@ -201,16 +201,22 @@ def _argmax_mask(X: torch.Tensor, valid: torch.Tensor, dim: int) -> torch.Tensor
     return M & valid
 
 
-def plans(method: Method, batch: Batch, grid: Sequence[float] | None = None) -> torch.Tensor:
+def plans(method: Method, batch: Batch, grid: Sequence[float] | None = None, *,
+          dtype: torch.dtype | None = None) -> torch.Tensor:
     """The plans behind a transport method, (T, N, n, m), one per value of ``grid`` (τ for
-    ``unbalanced``, m for ``partial``; the method's own value when None)."""
+    ``unbalanced``, m for ``partial``; the method's own value when None), solved in
+    ``dtype`` (:data:`~engine.align.transport.DTYPE` by default; ``exact`` is float64)."""
     valid = batch.valid
+    dt = dtype or transport.DTYPE
     C = torch.stack([torch.from_numpy(transport.cost_of(
         batch.S[k].numpy(), batch.valid_a[k].numpy(), batch.valid_b[k].numpy()))
         for k in range(len(batch.S))])
     C = torch.where(valid, C, 0.0)
-    a = batch.valid_a.to(torch.float64)
-    b = batch.valid_b.to(torch.float64)
+    if method.name == "exact":
+        dt = torch.float64
+    C = C.to(dt)
+    a = batch.valid_a.to(dt)
+    b = batch.valid_b.to(dt)
     a = a / a.sum(-1, keepdim=True).clamp_min(1)
     b = b / b.sum(-1, keepdim=True).clamp_min(1)
     if method.name in ("sinkhorn-argmax", "sinkhorn-threshold"):
