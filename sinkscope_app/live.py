@@ -7,14 +7,21 @@ key and calls ``Plotly.react`` on it, which redraws only what changed. A chart g
 ``bind`` also takes frames of the ε × half-step lattice from the live sliders
 (:mod:`.scrub`) without a server round trip.
 
-All of it is one JavaScript module, ``live.js``, shared by the three components
-(``sinkscope_live_chart``, ``sinkscope_scrub``, ``sinkscope_lattice``). plotly.js is the
-copy bundled with the installed ``plotly`` package, served by Streamlit's component file
-route, so nothing is fetched from the network.
+The JavaScript lives in ``js/``, one ES module per job: ``format.js`` (numbers and text,
+as the Python side writes them), ``lattice.js`` (decoding the frames), ``patch.js`` (a
+frame swapped into a figure's data, no DOM), ``paint.js`` (canvases and Plotly.react),
+``axes.js`` (token ticks and hover), ``chart.js`` (the chart component) and ``scrub.js``
+(the sliders). :func:`bundle` joins them, in :data:`JS_FILES` order and without their
+``import`` lines, into the one module the three components share
+(``sinkscope_live_chart``, ``sinkscope_scrub``, ``sinkscope_lattice``); the tests import
+the files one by one under Node (``tests/js``). plotly.js is the copy bundled with the
+installed ``plotly`` package, served by Streamlit's component file route, so nothing is
+fetched from the network.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import plotly
@@ -24,11 +31,28 @@ import streamlit as st
 import streamlit.components.v1 as components_v1
 
 _PLOTLY_DIR = Path(plotly.__file__).resolve().parent / "package_data"
-JS = Path(__file__).with_name("live.js").read_text(encoding="utf-8")
+JS_DIR = Path(__file__).with_name("js")
+# Each file only uses what an earlier one defines at its top level (or, inside functions,
+# any): state, then pure helpers, then the DOM, then the entry point.
+JS_FILES = ("state", "format", "lattice", "patch", "paint", "axes", "chart", "scrub", "main")
+_IMPORT = re.compile(r'^import\s*\{[^}]*\}\s*from\s*"\./[\w-]+\.js";[ \t]*\n', re.M)
+
+
+def bundle(names: tuple[str, ...] = JS_FILES) -> str:
+    """The files of ``js/`` as one ES module: each file's text without its imports of the
+    others (they are all in the bundle), in order. Its only default export is main.js's."""
+    parts = []
+    for name in names:
+        text = (JS_DIR / f"{name}.js").read_text(encoding="utf-8")
+        parts.append(f"// ---- js/{name}.js\n" + _IMPORT.sub("", text))
+    return "\n".join(parts)
+
+
+JS = bundle()
 
 
 def component(name: str):
-    """The mounting command of one of live.js's components.
+    """The mounting command of one of the bundle's components.
 
     Registering is cheap and idempotent; doing it on every call keeps it right for every
     server (and every AppTest runtime) in the process. The same JS text for every name

@@ -4,7 +4,7 @@ The engine solves every (ε, t) frame of the current relation in one batched cal
 (:mod:`engine.relation.lattice`); :func:`encode` packs a display copy of them (quantised plans,
 float32 marginals, float64 metric numbers) into one compressed binary payload, sent to the
 browser once per texts / model view / layer / head. A client-side component
-(:func:`sliders`, JavaScript in ``live.js``) owns both sliders and, on every input event,
+(:func:`sliders`, JavaScript in ``js/scrub.js``) owns both sliders and, on every input event,
 swaps the frame's arrays into the charts that viz built (``Plotly.react``), and rewrites
 the metric strip, without a round trip. When a slider is released the value goes to the
 server, which writes the URL, recomputes the exact relation (exports, other views) and
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.relation.frames import MAGIC, METRICS, decode, encode  # noqa: F401  (the payload)
-from engine.relation.summary import HELP, ZERO_MASS, Metric
+from engine.relation.summary import HELP, ZERO_MASS, Metric, half_steps_text
 
 from .live import component
 
@@ -79,6 +79,28 @@ def too_large_note(n: int, m: int, max_cells: int) -> str:
 
 
 # --------------------------------------------------------------------------- components
+# Every word the sliders show; the browser fills the {fields} (js/format.js, fill).
+WORDS = {
+    "eps_label": "ε — entropy (log scale)",
+    "steps_label": "half-steps (1 = softmax)",
+    "eps_value": "ε = {value}",
+    "step_one": "1 half-step = softmax",
+    "about": "About {label}",
+    "metrics": "Metrics of the Sinkhorn plan shown",
+    "release": "Release the slider to recompute on the server.",
+    "nearest": "Showing the nearest precomputed frame (ε = {eps}, {steps}); ε = {want_eps} "
+               "with {want_steps} is computed on the server when you let go.",
+    "softmax_note": "Half-step 1: the Sinkhorn plan is softmax, diag(a)·softmax(S/ε) — rows "
+                    "right, columns off by the softmax column error.",
+}
+URL_KEYS = {"eps": "eps", "steps": "steps"}  # the URL's names of the two values
+
+
+def step_labels(step_stops, words: dict[str, str] = WORDS) -> list[str]:
+    """What the half-step slider says at each stop: "1 half-step = softmax", "2 half-steps"…"""
+    return [words["step_one"] if int(t) == 1 else half_steps_text(int(t)) for t in step_stops]
+
+
 def metric_dicts(rows: list[Metric]) -> list[dict]:
     """The metric strip's rows as JSON for the component."""
     return [{"key": r.key, "label": r.label, "value": r.value, "detail": r.detail,
@@ -86,7 +108,9 @@ def metric_dicts(rows: list[Metric]) -> list[dict]:
 
 
 def sliders(*, key: str, eps: float, steps: int, eps_stops, step_stops, lattice: str | None,
-            metrics: list[Metric], note: str, help: dict[str, str], on_change) -> dict | None:
+            metrics: list[Metric], note: str, help: dict[str, str], on_change,
+            words: dict[str, str] | None = None,
+            url_keys: dict[str, str] | None = None) -> dict | None:
     """Both sliders and the metric strip, drawn and driven in the browser.
 
     Args:
@@ -99,19 +123,26 @@ def sliders(*, key: str, eps: float, steps: int, eps_stops, step_stops, lattice:
         note: a sentence shown under the sliders (why they are not live), or "".
         help: help texts of the two sliders, {"eps": ..., "steps": ...}.
         on_change: called (before the rerun) when a slider is released on a new value.
+        words: the sliders' words (:data:`WORDS`, the default; another language's table
+            has the same keys).
+        url_keys: the URL's names of ε and t (:data:`URL_KEYS`), which the browser keeps
+            up to date while a slider moves.
 
     Returns:
         The component's state: {"frame": {"eps": ε, "steps": t}} once a slider was
         released, else empty. (Not "value": Streamlit unwraps a state holding only a
         dict named "value" and would call callbacks per field.)
     """
+    words = {**WORDS, **(words or {})}
     data = {
         "role": "scrub", "lattice": lattice, "eps": float(eps), "steps": int(steps),
         "eps_stops": [float(e) for e in eps_stops],
         "eps_labels": [f"{e:g}" for e in eps_stops],
         "step_stops": [int(t) for t in step_stops],
+        "step_labels": step_labels(step_stops, words),
         "metrics": metric_dicts(metrics), "note": note, "help": help,
-        "zero_mass": ZERO_MASS, "metric_help": HELP,
+        "zero_mass": ZERO_MASS, "metric_help": HELP, "words": words,
+        "url": dict(url_keys or URL_KEYS),
     }
     return component("sinkscope_scrub")(key=key, data=data, on_frame_change=on_change)
 

@@ -447,7 +447,6 @@ def test_graph_scales_each_panel_to_its_own_heaviest_edge():
                             coupling=dataclasses.replace(r.coupling, plan=flat / flat.sum()))
     assert r.softmax_plan.max() > 3 * r.coupling.plan.max()
     fig = bipartite.graph(r)
-    assert fig.layout.meta["edge_scale"] == "per_plan"
     for plan in ("softmax", "sinkhorn"):
         bins = [t for t in fig.data if t.meta and t.meta.get("part") == "edges"
                 and t.meta["plan"] == plan]

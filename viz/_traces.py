@@ -39,7 +39,7 @@ def map_trace(z: np.ndarray, la: list[str], lb: list[str], *, zname: str,
     Above ``LARGE`` cells (e.g. two 512-token texts) hover shows positions A[i], B[j]
     and the value only, sent as a float32 typed array: per-cell token strings and extra
     fields would make the figure tens of megabytes. The app's charts name the tokens
-    anyway, from :func:`hover_meta` in the layout's ``meta`` (``live.js``).
+    anyway, from :func:`hover_meta` in the layout's ``meta`` (``sinkscope_app/js/axes.js``).
 
     Args:
         z: (n, m) values; la, lb: n and m escaped labels; zname: what z holds;
@@ -71,7 +71,7 @@ def hover_meta(tokens_a: Sequence[object], tokens_b: Sequence[object], size: int
                names: tuple[str, str] = ("A", "B")) -> dict:
     """What the browser needs to name the tokens under the pointer of a map above
     ``LARGE`` cells (whose hover shows positions only): {"hover": {"names", "rows",
-    "cols"}} with the raw token strings (``live.js`` writes them as text, never HTML);
+    "cols"}} with the raw token strings (``js/axes.js`` writes them as text, never HTML);
     {} for smaller maps, whose hover names them already."""
     if size <= LARGE:
         return {}
@@ -115,7 +115,7 @@ def class_bars(sums: np.ndarray, target: np.ndarray, k: int) -> dict[str, np.nda
 
     Above and on target a bar rises from 0 to the sum; below target it rises from the sum
     to the target (a box of the missing mass, standing on what the token does get), so it
-    is visible however little the token receives. ``live.js`` (``patchCompare``) draws the
+    is visible however little the token receives. ``js/patch.js`` (``patchCompare``) draws the
     same bars on every frame of the live sliders.
 
     Returns:

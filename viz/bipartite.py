@@ -141,7 +141,7 @@ def edge_scale(plan: np.ndarray) -> float:
 
     Each panel is scaled to its own range, so a nearly flat coupling (ε = 1) still shows
     which of its pairs are heavier, instead of every edge at the faintest width of a scale
-    set by softmax's peaks. ``live.js`` (``patchGraph``) follows the same rule.
+    set by softmax's peaks. ``js/patch.js`` (``patchGraph``) follows the same rule.
     """
     hi = float(np.max(plan)) if plan.size else 0.0
     return hi if hi > 0 else 1.0
@@ -246,6 +246,5 @@ def graph(relation: Relation, *, which: str = "both", top_k: int | None = 3,
         hovermode="closest", showlegend=False, margin=dict(t=MARGIN_T, b=MARGIN_B),
         meta=dict(kind="graph", plans=keys, titles=[TITLES[k] for k in keys], top_k=top_k or 0,
                   threshold=float(threshold), min_edge=MIN_EDGE, max_edges=int(max_edges),
-                  edge_scale="per_plan",
                   highlight=None if highlight is None else [highlight[0], int(highlight[1])]))
     return th.apply(fig, theme, height=height, width=width)

@@ -45,7 +45,7 @@ def compare_limits(soft: np.ndarray, sink: np.ndarray, a: np.ndarray, b: np.ndar
     Each plan's peak is taken over the cells of tokens that carry weight (a_i > 0 and
     b_j > 0): a weight-0 token such as [CLS], where softmax may pile up mass, saturates
     instead of darkening every other cell. "shared" gives both maps the larger peak,
-    "per_plan" each its own. The browser (``live.js``, ``compareLimits``) follows this
+    "per_plan" each its own. The browser (``js/patch.js``, ``compareLimits``) follows this
     rule on every frame of the live sliders.
 
         hi(π) = max{π_ij : a_i > 0, b_j > 0}  (all cells when no token has weight)
@@ -78,7 +78,7 @@ def difference_limit(soft: np.ndarray, sink: np.ndarray) -> tuple[float, bool]:
 
     Identical means max|Δ| ≤ :data:`IDENTICAL` · peak, with peak the largest mass shown
     in either map (half-step 1 is softmax: Δ is rounding noise, ~1e-17). Then the scale
-    is ±peak, so the noise stays pale; otherwise ±max|Δ|. ``live.js``
+    is ±peak, so the noise stays pale; otherwise ±max|Δ|. ``js/patch.js``
     (``differenceLimit``) follows the same rule.
 
     Returns:
@@ -257,6 +257,9 @@ AXES = {"softmax": (("x", "y"), ("x3", "y3"), ("x5", "y5")),
 COLORAXES = {"shared": {"softmax": "coloraxis", "sinkhorn": "coloraxis"},
              "per_plan": {"softmax": "coloraxis", "sinkhorn": "coloraxis2"}}
 LEGEND_PX = 34  # the legend's row at the bottom of compare's figure
+# The mass axes of the column bars and of the row bars (layout names), which the browser
+# rescales on every frame; the other plan's bars match them.
+BAR_AXES = {"cols": "yaxis" + AXES["softmax"][1][1][1:], "rows": "xaxis" + AXES["softmax"][2][0][1:]}
 
 
 def _colorbars(scale: str, zlabel: str) -> dict:
@@ -330,7 +333,7 @@ def compare(relation: Relation, *, view: str = "joint", scale: str = "shared",
         title=top_title(f"How text A relates to {what} · {_settings(relation)}"),
         meta=dict(kind="compare", view=view, scale=scale, titles=list(COMPARE_TITLES),
                   not_converged=NOT_CONVERGED, labels_a=la, labels_b=lb,
-                  coloraxes=axes_of,
+                  coloraxes=axes_of, bar_axes=BAR_AXES,
                   **hover_meta(relation.tokens_a, relation.tokens_b, n * m,
                                names=hover_names(relation.mode))),
         # fixed margins (sized for the colour bar and legend): a colour bar whose tick

@@ -1,0 +1,110 @@
+// The ε × half-step lattice: every frame of one relation, decoded once (scrub.py's
+// payload, engine.relation.frames's layout).
+import {SK} from "./state.js";
+
+export class Lattice {
+  constructor(h, buf) {
+    Object.assign(this, {id: h.id, n: h.n, m: h.m, eps: h.eps, steps: h.steps, tol: h.tol,
+                         a: Float64Array.from(h.a), b: Float64Array.from(h.b), keys: h.metrics,
+                         zeroMass: h.zero_mass});
+    const view = (name, Type) => {
+      const [off, len] = h.sections[name];
+      return new Type(buf, off, len / Type.BYTES_PER_ELEMENT);
+    };
+    const Q = h.bits === 16 ? Uint16Array : Uint8Array;
+    this.E = h.eps.length; this.T = h.steps.length; this.nm = h.n * h.m;
+    this.q = view("plans", Q);
+    this.qa = view("attention", Q);
+    this.planScale = view("plan_scale", Float64Array);
+    this.attScale = view("attention_scale", Float64Array);
+    this.metrics = view("metrics", Float64Array);
+    this.rowDiff = view("row_diff", Float32Array);
+    this.colDiff = view("col_diff", Float32Array);
+    const {E, T, nm, q} = this;  // undo the delta coding along t (modulo 2^bits)
+    for (let i = 0; i < E; i++) {
+      for (let k = 1; k < T; k++) {
+        const base = (i * T + k) * nm, prev = base - nm;
+        for (let c = 0; c < nm; c++) q[base + c] += q[prev + c];
+      }
+    }
+    this.cache = new Map();
+  }
+  epsIndex(e) {  // exact, else null
+    const i = this.eps.findIndex((x) => Math.abs(x - e) <= 1e-9 * Math.abs(e));
+    return i < 0 ? null : i;
+  }
+  nearestEps(e) {
+    let best = 0;
+    for (let i = 1; i < this.E; i++) {
+      if (Math.abs(Math.log(this.eps[i] / e)) < Math.abs(Math.log(this.eps[best] / e))) best = i;
+    }
+    return best;
+  }
+  nearestStep(t) {  // the largest held count ≤ t (the frame nearest on the way there)
+    let best = 0;
+    for (let k = 0; k < this.T; k++) if (this.steps[k] <= t) best = k;
+    return best;
+  }
+  frame(i, k) {
+    const key = i * this.T + k;
+    if (this.cache.has(key)) return this.cache.get(key);
+    const {n, m, nm, T} = this;
+    const plan = (ii, kk) => {
+      const out = new Float64Array(nm), s = this.planScale[ii], off = (ii * T + kk) * nm;
+      for (let c = 0; c < nm; c++) out[c] = this.q[off + c] * s;
+      return out;
+    };
+    const sums = (diff, target, ii, kk, size) => {
+      const out = new Float64Array(size), off = (ii * T + kk) * size;
+      for (let c = 0; c < size; c++) out[c] = target[c] + diff[off + c];
+      return out;
+    };
+    const att = new Float64Array(nm), sa = this.attScale[i];
+    for (let c = 0; c < nm; c++) att[c] = this.qa[i * nm + c] * sa;
+    const met = {};
+    this.keys.forEach((name, j) => { met[name] = this.metrics[key * this.keys.length + j]; });
+    const f = {
+      i, k, eps: this.eps[i], steps: this.steps[k], att, metrics: met,
+      soft: plan(i, 0), sink: k === 0 ? null : plan(i, k),
+      softRows: sums(this.rowDiff, this.a, i, 0, n), softCols: sums(this.colDiff, this.b, i, 0, m),
+      sinkRows: sums(this.rowDiff, this.a, i, k, n), sinkCols: sums(this.colDiff, this.b, i, k, m),
+    };
+    if (f.sink === null) f.sink = f.soft;  // half-step 1 is softmax
+    if (this.cache.size > 64) this.cache.delete(this.cache.keys().next().value);
+    this.cache.set(key, f);
+    return f;
+  }
+}
+
+export async function decodeLattice(bytes) {
+  const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+  if (String.fromCharCode(u8[0], u8[1], u8[2], u8[3]) !== "SKL1") {
+    throw new Error("not a sinkscope lattice");
+  }
+  const size = new DataView(u8.buffer, u8.byteOffset, u8.byteLength).getUint32(4, true);
+  const h = JSON.parse(new TextDecoder().decode(u8.subarray(8, 8 + size)));
+  const stream = new Blob([u8.subarray(8 + size)]).stream()
+    .pipeThrough(new DecompressionStream("deflate"));
+  return new Lattice(h, await new Response(stream).arrayBuffer());
+}
+
+export function mountLattice({data}) {
+  const u8 = data instanceof Uint8Array ? data : new Uint8Array(data);
+  const size = new DataView(u8.buffer, u8.byteOffset, u8.byteLength).getUint32(4, true);
+  let id;
+  try {
+    id = JSON.parse(new TextDecoder().decode(u8.subarray(8, 8 + size))).id;
+  } catch (err) {
+    return;
+  }
+  if (!SK.lattices.has(id)) {
+    const entry = {lattice: null, error: null};
+    entry.promise = decodeLattice(u8).then((L) => {
+      entry.lattice = L;
+      if (SK.scrub) SK.scrub.latticeReady(id);
+      return L;
+    }).catch((err) => { entry.error = err; });
+    SK.lattices.set(id, entry);
+    while (SK.lattices.size > 3) SK.lattices.delete(SK.lattices.keys().next().value);
+  }
+}

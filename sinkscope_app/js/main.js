@@ -1,0 +1,28 @@
+// sinkscope's client side: charts updated in place, and the live ε / half-step sliders.
+//
+// One module (live.py bundles js/*.js) for three st.components.v2 components (live.py,
+// scrub.py), told apart by their data:
+//   chart    {spec, src, config, height, bind?}  one plotly div per key, Plotly.react;
+//            "bind" names the lattice whose frames may be swapped into the figure.
+//   lattice  raw bytes (scrub.py's payload): every (ε, half-step) frame, decoded once.
+//   scrub    {role: "scrub", ...}: both sliders and the metric strip. On every input
+//            event it redraws the bound charts from the lattice (no server round trip);
+//            on release it sends the value to the server (URL, exports, other views).
+// The figures' structure comes from viz: traces and layouts carry "meta" naming their
+// parts (and the axes to rescale), and the JS only swaps arrays, ranges and titles in
+// them. Every word the sliders show comes in their data; every number is written by
+// format.js, tested against the Python functions it follows (tests/js).
+import {fmt} from "./format.js";
+import {mountChart} from "./chart.js";
+import {mountLattice} from "./lattice.js";
+import {mountScrub} from "./scrub.js";
+import {SK} from "./state.js";
+
+SK.fmt = fmt;
+
+export default function (component) {
+  const {data} = component;
+  if (data instanceof Uint8Array || data instanceof ArrayBuffer) return mountLattice(component);
+  if (data && data.role === "scrub") return mountScrub(component);
+  return mountChart(component);
+}

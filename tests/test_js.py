@@ -1,0 +1,267 @@
+"""The browser's numbers and labels against the Python functions they follow.
+
+The live sliders redraw figures in the browser (``sinkscope_app/js``) from frames the
+server precomputed, so the JavaScript re-implements a few Python functions: number
+formatting, marginal classes, colour limits, the graph's edges and hover, the metric
+strip, and the figure patches. This test writes fixtures from the Python side (inputs and
+what Python makes of them) and runs ``node --test tests/js`` on them: each JS function
+must give what its Python twin gives. Node (≥ 20) is needed to run the tests, not the app.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import math
+import os
+import re
+import shutil
+import string
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from engine.relation.summary import HELP, ZERO_MASS, fmt, half_steps_text, rows
+from engine.solver import references
+from engine.types import Summary
+from tests.test_viz import make_relation, sinkhorn_np
+from viz import _axes, _data, _traces, bipartite, heatmaps, theme
+
+ROOT = Path(__file__).resolve().parent.parent
+NODE = shutil.which("node")
+
+
+def num(x: float):
+    """A float for JSON: ±inf and NaN as strings the JS side turns back."""
+    x = float(x)
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x
+
+
+def _lists(node):
+    """plotly's typed arrays ({"dtype", "bdata", "shape"}) as nested lists."""
+    if isinstance(node, dict):
+        if set(node) >= {"dtype", "bdata"}:
+            arr = np.frombuffer(base64.b64decode(node["bdata"]), dtype=node["dtype"])
+            if "shape" in node:
+                arr = arr.reshape([int(x) for x in str(node["shape"]).split(",")])
+            return arr.tolist()
+        return {k: _lists(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_lists(v) for v in node]
+    return node
+
+
+def plain(obj):
+    """A figure, numpy arrays or dicts of them as plain JSON lists, as the browser holds
+    them once plotly.js has read a figure."""
+    if hasattr(obj, "to_plotly_json"):
+        obj = obj.to_plotly_json()
+    return _lists(json.loads(json.dumps(obj, default=lambda o: np.asarray(o).tolist())))
+
+
+def numbers(rng: np.random.Generator) -> list[float]:
+    """Numbers around every boundary of fmt: 1e-3, 1e5, rounding at 3 digits, signs."""
+    edges = [0.0, -0.0, 1.0, -1.0, 1e-3, 9.9949e-4, 9.9951e-4, 1e5, 99999.4, 99950.0, 99949.9,
+             0.1, 0.125, 0.0125, 1.005, 2.675, 12345.6, 1e-300, 5e-324, 1e300, 123.456,
+             0.99951, 0.9995, 9.995, 99.95, 999.5, 1e-7, -3.14159, float("inf"),
+             float("-inf"), float("nan")]
+    mags = 10.0 ** rng.uniform(-12, 12, 300)
+    signs = rng.choice([-1.0, 1.0], 300)
+    return edges + list(mags * signs) + list(np.round(rng.uniform(0, 2, 50), 4))
+
+
+def summaries(rng: np.random.Generator) -> list[dict]:
+    """Metric sets like a frame's, with the cases summary.rows treats apart."""
+    out = []
+    for k in range(12):
+        s = dict(softmax_col_err=rng.uniform(0, 2), sinkhorn_row_err=10.0 ** rng.uniform(-17, 0),
+                 sinkhorn_col_err=0.0 if k % 2 else 10.0 ** rng.uniform(-9, -1),
+                 cost=rng.normal(), entropy=rng.uniform(0, 5), kl_to_product=rng.uniform(0, 2),
+                 mutual_information=0.0, zero_weight_mass=0.0, exact_cost=rng.normal() - 1,
+                 l1_to_exact=rng.uniform(0, 2), l1_to_product=0.0, softmax_cost=rng.normal(),
+                 converged=bool(k % 3))
+        if k in (3, 4):  # π puts mass on weight-0 tokens: KL is infinite
+            s.update(kl_to_product=math.inf, zero_weight_mass=10.0 ** rng.uniform(-6, -1))
+        if k == 5:  # infinite KL but the mass there is rounding
+            s.update(kl_to_product=math.inf, zero_weight_mass=1e-15)
+        if k in (6, 7):  # cost below exact OT: not a coupling yet
+            s.update(cost=s["exact_cost"] - 0.5)
+        out.append(s)
+    return out
+
+
+def frame_of(r) -> dict:
+    """What the browser's lattice gives for relation r's frame (lattice.js, Lattice.frame)."""
+    soft, sink = r.softmax_plan, r.coupling.plan
+    return dict(
+        eps=float(r.eps), steps=int(r.coupling.half_steps_run), k=1,
+        soft=soft.ravel().tolist(), sink=sink.ravel().tolist(),
+        att=r.attention.ravel().tolist(),
+        softRows=soft.sum(1).tolist(), softCols=soft.sum(0).tolist(),
+        sinkRows=sink.sum(1).tolist(), sinkCols=sink.sum(0).tolist(),
+        metrics=dict(softmax_col_err=float(references.l1(soft.sum(0), r.b, axes=-1)),
+                     sinkhorn_row_err=float(references.l1(sink.sum(1), r.a, axes=-1)),
+                     sinkhorn_col_err=float(references.l1(sink.sum(0), r.b, axes=-1)),
+                     converged=bool(np.all(np.asarray(r.coupling.converged)))))
+
+
+def other_frame(r, *, eps: float, half_steps: int):
+    """The same relation (texts, weights, scores) at another ε and half-step count."""
+    z = r.scores / eps
+    att = np.exp(z - z.max(1, keepdims=True))
+    att /= att.sum(1, keepdims=True)
+    c = sinkhorn_np(r.scores, r.a, r.b, eps, half_steps)
+    return dataclasses.replace(r, eps=eps, half_steps=half_steps, attention=att,
+                               softmax_plan=r.a[:, None] * att, coupling=c)
+
+
+def patches(rng: np.random.Generator) -> list[dict]:
+    """Figures of frame 0, frame 1, and what the browser needs to patch 0 into 1."""
+    out = []
+    for seed, (n, m) in enumerate([(7, 9), (5, 4), (12, 10)]):
+        r0 = make_relation(n, m, seed=seed, eps=0.5, half_steps=20)
+        r1 = other_frame(r0, eps=float(rng.choice([0.1, 0.3, 2.0])), half_steps=int(rng.choice([3, 50])))
+        lat = dict(id="x", n=n, m=m, a=r0.a.tolist(), b=r0.b.tolist())
+        builds = {
+            "compare": lambda r: heatmaps.compare(r),
+            "compare_conditional": lambda r: heatmaps.compare(r, view="conditional", scale="per_plan"),
+            "difference": lambda r: heatmaps.difference(r),
+            "graph": lambda r: bipartite.graph(r, top_k=2 + seed % 2),
+            "graph_highlight": lambda r: bipartite.graph(r, highlight=("b", 1), top_k=None),
+        }
+        for name, build in builds.items():
+            out.append(dict(name=f"{name}/{seed}", kind=name.split("_")[0], L=lat,
+                            f=frame_of(r1), before=plain(build(r0)), after=plain(build(r1))))
+    return out
+
+
+def fixtures() -> dict:
+    rng = np.random.default_rng(19)
+    xs = numbers(rng)
+    labels = ["the", "W", "&lt;b&gt;", "R&amp;D", "中文", "한국어", "ｆｕｌｌ", "😀 ok", "naïve",
+              "Ελληνικά", "ﬁ", "…", "[CLS]", "##ing", "かな", "‽", "⌚", "𠀀"]
+    cls_cases = []
+    for k in range(40):
+        m = int(rng.integers(1, 12))
+        target = rng.dirichlet(np.ones(m)) if k % 4 else np.zeros(m)
+        sums = target * rng.uniform(0.8, 1.2, m) if k % 3 else rng.dirichlet(np.ones(m))
+        cls_cases.append(dict(sums=sums.tolist(), target=target.tolist(),
+                              classes=[c.tolist() for c in _traces.classes(sums, target)],
+                              bars=[plain(_traces.class_bars(sums, target, j)) for j in range(3)]))
+    lim_cases = []
+    for k in range(30):
+        n, m = int(rng.integers(1, 7)), int(rng.integers(1, 7))
+        soft, sink = rng.uniform(size=(n, m)) ** 3, rng.uniform(size=(n, m)) ** 3
+        a, b = rng.uniform(size=n) * (rng.uniform(size=n) > 0.3), rng.uniform(size=m) * (rng.uniform(size=m) > 0.3)
+        if k % 5 == 0:
+            sink = soft + 1e-15 * rng.normal(size=(n, m))  # identical up to rounding
+        if k == 1:
+            soft = sink = np.zeros((n, m))
+        for scale in heatmaps.SCALES:
+            lims = heatmaps.compare_limits(soft, sink, a, b, scale=scale)
+            lim, same = heatmaps.difference_limit(soft, sink)
+            lim_cases.append(dict(n=n, m=m, soft=soft.ravel().tolist(), sink=sink.ravel().tolist(),
+                                  a=a.tolist(), b=b.tolist(), scale=scale,
+                                  compare={k2: v[1] for k2, v in lims.items()},
+                                  difference=dict(lim=lim, identical=same)))
+    edge_cases = []
+    for k in range(30):
+        n, m = int(rng.integers(1, 9)), int(rng.integers(1, 9))
+        plan = rng.uniform(size=(n, m)) ** 4 * (rng.uniform(size=(n, m)) > 0.2)
+        if k % 6 == 0:
+            plan = np.round(plan, 1)  # ties: the order must be stable in both
+        top_k = [None, 0, 1, 2, 3][k % 5]
+        thr = [0.0, 0.05][k % 2]
+        max_edges = [None, 5, 600][k % 3]
+        i, j, mass = _data.top_edges(plan, top_k=top_k, threshold=thr, max_edges=max_edges)
+        scale = bipartite.edge_scale(plan)
+        w = rng.uniform(size=n) * (rng.uniform(size=n) > 0.2)
+        la, lb = [f"a{q}" for q in range(n)], [f"b{q}" for q in range(m)]
+        edge_cases.append(dict(
+            n=n, m=m, plan=plan.ravel().tolist(), top_k=top_k, threshold=thr, max_edges=max_edges,
+            edges=dict(i=i.tolist(), j=j.tolist(), mass=mass.tolist()), scale=scale,
+            bins=[x.tolist() for x in _data.bin_edges(mass, scale, bipartite.N_BINS)],
+            hover_a=[bipartite.node_hover(q, "a", la, lb, w, plan) for q in range(n)],
+            w=w.tolist(), la=la, lb=lb))
+    metric_cases = []
+    for s in summaries(rng):
+        steps = int(rng.choice([1, 2, 99, 1000, 12345]))
+        r = SimpleNamespace(summary=Summary(**s), coupling=SimpleNamespace(half_steps_run=steps))
+        got = rows(r)
+        metric_cases.append(dict(s={k: num(v) if isinstance(v, float) else v for k, v in s.items()},
+                                 steps=steps, label={x.key: x.label for x in got},
+                                 rows=[dataclasses.asdict(x) for x in got]))
+    thin = []
+    for k in range(30):
+        size = int(rng.integers(2, 80))
+        text = [labels[int(q)] * int(rng.integers(1, 3)) for q in rng.integers(0, len(labels), size)]
+        axis = dict(tickvals=list(range(size)), ticktext=text, range=[-0.5, size - 0.5],
+                    tickangle=[0, -45, -90, 30][k % 4])
+        horizontal, length, font = bool(k % 2), float(rng.uniform(80, 1200)), [11, 13, 18][k % 3]
+        out = dict(axis)
+        theme._thin_axis(out, length, font, horizontal=horizontal)
+        thin.append(dict(axis=axis, horizontal=horizontal, length=length, font=font,
+                         vals=out["tickvals"], text=out["ticktext"]))
+    return dict(
+        thin=thin,
+        fmt=[dict(x=num(x), out=fmt(x)) for x in xs],
+        half_steps=[dict(t=t, out=half_steps_text(t)) for t in (1, 2, 10, 999, 1000, 123456)],
+        fill=[dict(template=t, values=v, out=_axes.fill(t, **v)) for t, v in (
+            ("ε={eps}, {steps}", {"eps": "0.5", "steps": "2 half-steps"}),
+            ("{a}{a} {b} {missing}", {"a": "x", "b": "{a}"}),
+            ("no fields", {"eps": "1"}))],
+        text_px=[dict(label=s, size=size, out=theme.text_px(s, size)) for s in labels
+                 for size in (11, 13)],
+        classes=cls_cases, limits=lim_cases, tolerance=heatmaps.IDENTICAL, edges=edge_cases,
+        n_bins=bipartite.N_BINS, metrics=metric_cases, help=HELP, zero_mass=ZERO_MASS,
+        patches=patches(rng))
+
+
+@pytest.mark.slow
+def test_browser_functions_match_their_python_twins(tmp_path):
+    assert NODE, "Node ≥ 20 (`node`) is needed to test the browser code; apt-get install nodejs"
+    path = tmp_path / "fixtures.json"
+    path.write_text(json.dumps(fixtures(), allow_nan=False), encoding="utf-8")
+    run = subprocess.run([NODE, "--test", "--test-reporter=tap", str(ROOT / "tests" / "js")],
+                         env={**os.environ, "SINKSCOPE_JS_FIXTURES": str(path)},
+                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out[-6000:]
+    assert "# fail 0" in out and re.search(r"^# pass [1-9]", out, re.M), out[-2000:]
+
+
+def test_the_bundle_is_the_js_files_without_their_imports():
+    from sinkscope_app import live
+    assert "import {" not in live.JS and live.JS.count("export default") == 1
+    for name in live.JS_FILES:
+        assert f"// ---- js/{name}.js" in live.JS
+    for path in (ROOT / "sinkscope_app" / "js").glob("*.js"):  # what a file imports is bundled
+        for name in re.findall(r'^import\s*\{[^}]*\}\s*from\s*"\./([\w-]+)\.js";',
+                               path.read_text(encoding="utf-8"), re.M):
+            assert name in live.JS_FILES, (path.name, name)
+
+
+def test_the_sliders_words_come_from_python():
+    from sinkscope_app import scrub
+    assert scrub.step_labels([1, 2, 1000]) == ["1 half-step = softmax", "2 half-steps",
+                                               "1,000 half-steps"]
+    fields = {k: {f for _, f, _, _ in string.Formatter().parse(v) if f}
+              for k, v in scrub.WORDS.items()}
+    # the fields scrub.js fills in each text
+    assert fields["nearest"] == {"eps", "steps", "want_eps", "want_steps"}
+    assert fields["about"] == {"label"} and fields["eps_value"] == {"value"}
+    js = (ROOT / "sinkscope_app" / "js" / "scrub.js").read_text(encoding="utf-8")
+    used = set(re.findall(r"words\.(\w+)|\bw\.(\w+)", js))
+    assert {a or b for a, b in used} <= set(scrub.WORDS)  # no word the payload lacks
+    for text in scrub.WORDS.values():
+        assert text not in js  # and none written in the JS itself
+    assert scrub.URL_KEYS == {"eps": "eps", "steps": "steps"}
+    assert "searchParams.set(keys.eps" in js  # the URL's names come with the payload
