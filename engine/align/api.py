@@ -216,14 +216,15 @@ def _batch(scored: Scored, idx: Sequence[int], gold: bool = True) -> extract.Bat
                                if gold and scored.pairs[k].has_gold else None for k in idx])
 
 
-def extract_links(scored: Scored, method: Method, *, null_gold: str = "sure"
-                  ) -> list[Alignment]:
-    """Links of every pair by one method, in input order (pairs solved in batches)."""
+def extract_links(scored: Scored, method: Method, *, null_gold: str = "sure",
+                  device=None) -> list[Alignment]:
+    """Links of every pair by one method, in input order (pairs solved in batches on
+    ``device``, the CPU by default)."""
     out: list[Alignment | None] = [None] * len(scored.pairs)
     shapes = [s.shape for s in scored.S]
     for idx in _chunks(shapes):
         batch = _batch(scored, idx, gold=False)
-        V = extract.values(method, batch)[0]
+        V = extract.values(method, batch, device=device)[0]
         links = extract.links_of(V, method.theta, batch.shapes)
         for pos, k in enumerate(idx):
             p = scored.pairs[k]
@@ -249,7 +250,8 @@ def align_pairs(pairs: Sequence, *, method: str | Method = DEFAULT_METHOD,
                 threshold: float | None = None, tau: float | None = None,
                 mass: float | None = None, eps: float | None = None,
                 lowercase: bool = False, encoder=None, batch_size: int = 32,
-                progress: Callable[[int, int], None] | None = None) -> list[Alignment]:
+                progress: Callable[[int, int], None] | None = None,
+                device=None) -> list[Alignment]:
     """Align many pairs in batches; one :class:`Alignment` per pair, in input order.
 
     Args:
@@ -259,6 +261,7 @@ def align_pairs(pairs: Sequence, *, method: str | Method = DEFAULT_METHOD,
             benchmark's best by default.
         threshold, tau, mass, eps: override the method's settings.
         lowercase: lower-case the texts first (the gold sets' convention).
+        device: where the transport is solved ("cuda" on a GPU replica); CPU by default.
 
     Returns:
         JSON-friendly results (``Alignment.to_dict`` / ``from_dict``); pairs with gold
@@ -268,7 +271,7 @@ def align_pairs(pairs: Sequence, *, method: str | Method = DEFAULT_METHOD,
     m = method_of(method, src.kind, threshold=threshold, tau=tau, mass=mass, eps=eps)
     scored = score_corpus(pairs, encoder=encoder, source=src, lowercase=lowercase,
                           batch_size=batch_size, progress=progress)
-    return extract_links(scored, m)
+    return extract_links(scored, m, device=device)
 
 
 def source_of(source: str | Source | None = None, layer=None, head=None, center=None) -> Source:
@@ -315,12 +318,14 @@ class GridResult:
 
 
 def evaluate_grid(scored: Scored, method: str | Method, *, folds: np.ndarray | None = None,
-                  grid: Sequence | None = None, null_gold: str = "sure") -> GridResult:
+                  grid: Sequence | None = None, null_gold: str = "sure",
+                  device=None) -> GridResult:
     """Every (τ or m, θ) setting of a method on every pair with gold, in batched solves.
 
     Args:
         folds: (N,) fold of each pair (0 … K−1) for cross-validation; one fold by default.
         grid: τ or m values (the method's grid by default).
+        device: where the plans are solved (the CPU by default).
     """
     m = method_of(method, scored.source.kind)
     grid = tuple(grid) if grid is not None else grid_of(m)
@@ -333,7 +338,7 @@ def evaluate_grid(scored: Scored, method: str | Method, *, folds: np.ndarray | N
     shapes = [s.shape for s in scored.S]
     for idx in _chunks(shapes, T if grid != (None,) else 1):
         batch = _batch(scored, idx)
-        V = extract.values(m, batch, None if grid == (None,) else grid)
+        V = extract.values(m, batch, None if grid == (None,) else grid, device=device)
         c = extract.grid_counts(V, batch, null_gold).numpy()  # (T, n, G, 7)
         per = metrics_from_counts(c)
         f = folds[idx]

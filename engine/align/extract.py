@@ -202,10 +202,17 @@ def _argmax_mask(X: torch.Tensor, valid: torch.Tensor, dim: int) -> torch.Tensor
 
 
 def plans(method: Method, batch: Batch, grid: Sequence[float] | None = None, *,
-          dtype: torch.dtype | None = None) -> torch.Tensor:
+          dtype: torch.dtype | None = None, device=None) -> torch.Tensor:
     """The plans behind a transport method, (T, N, n, m), one per value of ``grid`` (τ for
     ``unbalanced``, m for ``partial``; the method's own value when None), solved in
-    ``dtype`` (:data:`~engine.align.transport.DTYPE` by default; ``exact`` is float64)."""
+    ``dtype`` (:data:`~engine.align.transport.DTYPE` by default; ``exact`` is float64) on
+    ``device`` (the CPU by default; "cuda" solves there and brings the plans back)."""
+    if device is None or torch.device(device).type == "cpu" or method.name == "exact":
+        return _plans(method, batch, grid, dtype)
+    return _plans(method, batch, grid, dtype, device).cpu()
+
+
+def _plans(method, batch, grid, dtype, device=None):
     valid = batch.valid
     dt = dtype or transport.DTYPE
     C = torch.stack([torch.from_numpy(transport.cost_of(
@@ -214,9 +221,9 @@ def plans(method: Method, batch: Batch, grid: Sequence[float] | None = None, *,
     C = torch.where(valid, C, 0.0)
     if method.name == "exact":
         dt = torch.float64
-    C = C.to(dt)
-    a = batch.valid_a.to(dt)
-    b = batch.valid_b.to(dt)
+    C = C.to(dtype=dt, device=device)
+    a = batch.valid_a.to(dtype=dt, device=device)
+    b = batch.valid_b.to(dtype=dt, device=device)
     a = a / a.sum(-1, keepdim=True).clamp_min(1)
     b = b / b.sum(-1, keepdim=True).clamp_min(1)
     if method.name in ("sinkhorn-argmax", "sinkhorn-threshold"):
@@ -233,7 +240,8 @@ def plans(method: Method, batch: Batch, grid: Sequence[float] | None = None, *,
     raise SettingsError(f"{method.name} does not come from a plan.")
 
 
-def values(method: Method, batch: Batch, grid: Sequence[float] | None = None) -> torch.Tensor:
+def values(method: Method, batch: Batch, grid: Sequence[float] | None = None, *,
+           device=None) -> torch.Tensor:
     """V (T, N, n, m): links are V > θ; −1 where a word takes no part (see the module
     docstring for each method's V)."""
     valid = batch.valid
@@ -251,10 +259,10 @@ def values(method: Method, batch: Batch, grid: Sequence[float] | None = None) ->
     elif name == "similarity-threshold":
         V = _minmax(S, valid)
     elif name == "sinkhorn-argmax":
-        P = plans(method, batch)[0]
+        P = plans(method, batch, device=device)[0]
         V = (_argmax_mask(P, valid, -1) & _argmax_mask(P, valid, -2)).to(torch.float64)
     else:
-        return _minmax(plans(method, batch, grid), valid.unsqueeze(0))
+        return _minmax(plans(method, batch, grid, device=device), valid.unsqueeze(0))
     return torch.where(valid, V, -1.0).unsqueeze(0)
 
 
