@@ -1,0 +1,685 @@
+"""The Align page's logic: URL state, cached calls into ``engine.align``, and the two views.
+
+**Pair** aligns the words of two texts with one method, draws the plan the links came from
+beside the links (gold over them), the bipartite graph, and, with gold, a table of every
+method's scores. **Corpus** reads a file of pairs (the formats of ``engine.align.readers``),
+aligns every pair with every method (a progress bar), and shows a sortable table, corpus
+scores with bootstrap intervals and exports; a row click opens that pair in Pair.
+
+Word scores S come from one cached encoding per pair (``st.cache_data`` on the texts), so a
+slider move (θ, τ, m) re-runs only the extraction on S: no text is encoded again and no
+model reloaded. With ``SINKSCOPE_ENGINE`` set to a URL the served engine aligns
+(``POST /v1/align``) and nothing is encoded here.
+
+Every string the page shows is in :data:`TEXT`, one dict per language.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+from dataclasses import dataclass
+from typing import Any, Mapping
+from urllib.parse import urlencode
+
+import numpy as np
+import streamlit as st
+
+from engine import settings
+from engine.errors import SinkscopeError
+from engine.settings import DEFAULT_MODEL
+from sinkscope_app import compute
+from sinkscope_app.state import valid_text
+
+log = logging.getLogger("sinkscope.align")
+
+METHODS = ("softmax-argmax", "softmax-both", "similarity-threshold", "sinkhorn-argmax",
+           "sinkhorn-threshold", "exact", "partial", "unbalanced")
+THRESHOLDED = ("softmax-both", "similarity-threshold", "sinkhorn-threshold", "exact",
+               "partial", "unbalanced")
+SOFTMAX_METHOD, TRANSPORT_METHOD = "softmax-argmax", "unbalanced"
+TAU_OPTIONS = tuple(float(f"{x:.3g}") for x in np.logspace(-2, 2, 41))
+MASS_OPTIONS = tuple(float(f"{x:.2f}") for x in np.linspace(0.1, 1.0, 19))
+MAX_UPLOAD_MB = 2
+MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 2**20
+MAX_CORPUS_PAIRS = 2000
+
+TEXT: dict[str, dict[str, str]] = {"en": {
+    "page_title": "sinkscope · Align",
+    "heading": "Align: word links from softmax and from transport",
+    "subtitle": "Which words of B each word of A is aligned to, which are left unaligned, and "
+                "how that compares with a gold alignment.",
+    "main_link": "Back to sinkscope",
+    "view": "View", "view_pair": "Pair", "view_corpus": "Corpus",
+    "text_a": "Text A", "text_b": "Text B",
+    "gold": "Gold links (Pharaoh, 0-based: i-j sure, ipj possible)",
+    "gold_help": "Word i of A with word j of B, counted from 0 over whitespace words, e.g. "
+                 "“0-0 1-2 3p4”. Leave empty for no gold.",
+    "lower": "lower-case and split on whitespace (the gold sets' convention)",
+    "lower_help": "Gold alignments index whitespace words; the gold sets were made on "
+                  "lower-cased text.",
+    "tokenisation": "Gold indexes whitespace words (str.split()), 0-based{lower}: {words}",
+    "lower_on": ", texts lower-cased",
+    "method": "Method", "threshold": "threshold θ on the method's values",
+    "threshold_help": "A link where the value exceeds θ. Plans are min-max scaled per pair "
+                      "(OTAlign), so one θ means the same for pairs of any length.",
+    "threshold_none": "{method} reads links by argmax: it has no threshold.",
+    "tau": "τ (KL strength of the marginals; large τ is balanced)",
+    "mass": "m (share of the mass moved)",
+    "empty": "Type both texts to align them.",
+    "bad_gold": "The gold links were not used: {error}",
+    "bad_text": "These texts cannot be aligned: {error}",
+    "text_cut": "{name} had {n} characters; only the first {kept} are kept.",
+    "plan_title": {},
+    "links_title": "Links of {method}",
+    "scores": "This pair's scores, every method (the chosen one at the sliders' settings, "
+              "the others at their defaults)",
+    "scores_none": "Type gold links to score this pair against them.",
+    "pair_scores": "{method}: F1 {f1}, AER {aer}, null F1 {null_f1}, total F1 {total_f1}",
+    "links_line": "Links (Pharaoh, 0-based): {links}",
+    "open_compare": "Open this pair in Compare on the main page",
+    "upload": "A file of pairs (TSV, CSV, JSONL, MultiMWA or awesome-align “a ||| b”)",
+    "upload_help": "text_a, text_b and optional gold (Pharaoh) per line. At most {mb} MB and "
+                   "{pairs} pairs; the file stays on this machine.",
+    "one_based": "gold links are 1-based",
+    "too_big": "The file is {size:.1f} MB, more than {mb} MB: split it into smaller files.",
+    "too_many": "The file holds {n:,} pairs, more than {limit:,}: split it into smaller files.",
+    "bad_file": "This file cannot be read: {error}",
+    "no_file": "Upload a file of pairs to align every pair with every method.",
+    "computing": "Aligning {done} of {total} texts…",
+    "extracting": "Links of {method}…",
+    "corpus_done": "{n} pairs, {gold} with gold, aligned by {k} methods.",
+    "table_help": "Click a row to open that pair in the Pair view. Click a column's header "
+                  "to sort.",
+    "disagree": "Where softmax ({soft}) and transport ({ot}) disagree most: pairs {pairs}.",
+    "corpus_scores": "Corpus scores per method (macro: per-pair averages, as OTAlign; micro: "
+                     "counts summed, as the AER literature; 95 % bootstrap intervals)",
+    "no_gold": "No pair has gold links, so there are no scores; the table lists the links.",
+    "export_csv": "Download the table (CSV)", "export_links": "Download the links of {method} "
+                  "(Pharaoh, 0-based)",
+    "opened": "Pair {k} of the corpus, opened from the table.",
+    "error": "Something went wrong: {error}",
+    "served_note": "Aligned by the served engine at {url}.",
+}}
+TEXT["en"]["plan_title"] = {  # what the left panel shows, per method
+    "softmax-argmax": "softmax over B, softmax(S/0.1) (links: mutual argmax)",
+    "softmax-both": "min of both softmaxes (log scale, links above θ)",
+    "similarity-threshold": "similarity S, min-max scaled",
+    "sinkhorn-argmax": "balanced Sinkhorn plan π (links: mutual argmax)",
+    "sinkhorn-threshold": "balanced Sinkhorn plan π",
+    "exact": "exact OT plan π (ot.emd)",
+    "partial": "partial OT plan π (mass m)",
+    "unbalanced": "unbalanced OT plan π (KL strength τ)",
+}
+
+# Page state: session key → (URL name, default). The URL names are readable words.
+DEFAULTS: dict[str, Any] = {
+    "align_view": "pair",
+    "align_a": "the cat sat on the mat",
+    "align_b": "a cat was sitting on the mat",
+    "align_gold": "0p0 1-1 2-2 2-3 3-4 4-5 5-6",
+    "align_method": "unbalanced",
+    "align_threshold": 0.3,
+    "align_tau": 1.0,
+    "align_mass": 0.8,
+    "align_lower": False,
+}
+URL_NAMES = {"align_view": "view", "align_a": "text_a", "align_b": "text_b",
+             "align_gold": "gold", "align_method": "method", "align_threshold": "threshold",
+             "align_tau": "tau", "align_mass": "mass", "align_lower": "lower"}
+VIEWS = ("pair", "corpus")
+
+
+def ui(lang: str = "en") -> dict:
+    """The page's strings in ``lang`` (English when it has none)."""
+    return TEXT.get(lang, TEXT["en"])
+
+
+def method_defaults(name: str) -> dict[str, float]:
+    """The threshold θ (on V), τ and m a method starts from (engine.align's defaults)."""
+    from engine.align.api import DEFAULTS as ENGINE_DEFAULTS
+
+    m = ENGINE_DEFAULTS["hidden"][name]
+    return {"align_threshold": round(m.theta, 2), "align_tau": nearest(TAU_OPTIONS, m.tau),
+            "align_mass": nearest(MASS_OPTIONS, m.mass)}
+
+
+def nearest(options: tuple[float, ...], x: float) -> float:
+    return min(options, key=lambda o: abs(np.log(o) - np.log(max(x, 1e-12))))
+
+
+def parse_query(params: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Page state from the URL's (untrusted) values, and warnings for the ones refused."""
+    p = {k: (v[-1] if isinstance(v, (list, tuple)) and v else v) for k, v in params.items()}
+    out: dict[str, Any] = {}
+    warn: list[str] = []
+    for key, name in URL_NAMES.items():
+        if name not in p:
+            continue
+        raw = str(p[name])
+        if key in ("align_a", "align_b", "align_gold"):
+            out[key] = valid_text(raw)[:settings.CONFIG.max_chars]
+        elif key == "align_view":
+            if raw in VIEWS:
+                out[key] = raw
+            else:
+                warn.append(f"Unknown view {raw[:20]!r} in the link; showing the pair.")
+        elif key == "align_method":
+            if raw in METHODS:
+                out[key] = raw
+            else:
+                warn.append(f"Unknown method {raw[:30]!r} in the link; using "
+                            f"{DEFAULTS[key]}.")
+        elif key == "align_lower":
+            out[key] = raw.lower() in ("1", "true", "on", "yes")
+        else:
+            try:
+                x = float(raw)
+                if not np.isfinite(x):
+                    raise ValueError
+            except ValueError:
+                warn.append(f"{name}={raw[:20]!r} in the link is not a number; ignored.")
+                continue
+            if key == "align_threshold":
+                out[key] = float(min(max(round(x, 2), 0.0), 0.99))
+            elif key == "align_tau":
+                out[key] = nearest(TAU_OPTIONS, max(x, 1e-6))
+            else:
+                out[key] = nearest(MASS_OPTIONS, min(max(x, 0.1), 1.0))
+    if "align_method" in out and "align_threshold" not in out:
+        out.update({k: v for k, v in method_defaults(out["align_method"]).items()
+                    if k not in out})
+    return out, warn
+
+
+def to_query(state: Mapping[str, Any]) -> dict[str, str]:
+    """The URL for the current state (the corpus file is never in it)."""
+    q = {}
+    for key, name in URL_NAMES.items():
+        v = state.get(key, DEFAULTS[key])
+        if key in ("align_tau",) and state.get("align_method") != "unbalanced":
+            continue
+        if key in ("align_mass",) and state.get("align_method") != "partial":
+            continue
+        if key == "align_threshold" and state.get("align_method") not in THRESHOLDED:
+            continue
+        q[name] = ("true" if v else "false") if isinstance(v, bool) else (
+            f"{v:g}" if isinstance(v, float) else str(v))
+    return q
+
+
+def compare_link(text_a: str, text_b: str) -> str:
+    """The main page's Compare view of a pair (its URL names ``a``, ``b``, ``view``)."""
+    return "/?" + urlencode({"a": text_a, "b": text_b, "ex": "custom", "view": "compare"})
+
+
+# --------------------------------------------------------------------------- computing
+@dataclass(frozen=True)
+class PairResult:
+    """One pair aligned by one method: links, unaligned words, the plan and the scores."""
+
+    words_a: tuple[str, ...]
+    words_b: tuple[str, ...]
+    links: tuple[tuple[int, int], ...]
+    null_a: tuple[int, ...]
+    null_b: tuple[int, ...]
+    plan: np.ndarray | None
+    scores: dict | None
+    pharaoh: str
+
+
+def served_align() -> bool:
+    """Whether a served engine that has ``POST /v1/align`` computes the alignments."""
+    return compute.served() and hasattr(compute.EngineClient, "align")
+
+
+def model_name() -> str:
+    m = st.session_state.get("model")
+    try:
+        return m if m in compute.model_names() else DEFAULT_MODEL
+    except Exception:
+        return DEFAULT_MODEL
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def pair_scores(text_a: str, text_b: str, lowercase: bool, model: str
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Word scores S (n, m) of a pair and which words the model read (embedded engine).
+
+    The only step that encodes text; every slider move reuses it.
+    """
+    from engine.align.api import score_corpus
+
+    enc = compute.encoder(model)
+    sc = score_corpus([(text_a, text_b)], encoder=enc, lowercase=lowercase)
+    return sc.S[0], sc.valid_a[0], sc.valid_b[0]
+
+
+def _method(name: str, threshold: float, tau: float, mass: float):
+    from engine.align.api import method_of
+
+    m = method_of(name, "hidden")
+    if name in THRESHOLDED:
+        m = m.with_theta(float(threshold))
+    over = {"tau": float(tau)} if name == "unbalanced" else {
+        "mass": float(mass)} if name == "partial" else {}
+    return method_of(m, **over)
+
+
+def _plan(method, S: np.ndarray, va: np.ndarray, vb: np.ndarray) -> np.ndarray:
+    """The matrix a method reads its links from (see ``TEXT[...]["plan_title"]``)."""
+    from engine.align import extract
+
+    batch = extract.make_batch([S], [va], [vb])
+    if method.name in ("softmax-argmax", "softmax-both"):
+        St = batch.S / method.temperature
+        fwd = extract._masked_softmax(St, batch.valid, -1)
+        P = fwd if method.name == "softmax-argmax" else extract.values(method, batch)[0]
+    elif method.name == "similarity-threshold":
+        P = extract.values(method, batch)[0]
+    else:
+        P = extract.plans(method, batch)[0]
+    P = P[0].numpy().astype(np.float64)
+    valid = np.outer(va, vb)
+    return np.where(valid, P, np.nan)
+
+
+def _result(al, plan) -> PairResult:
+    return PairResult(tuple(al.words_a), tuple(al.words_b), tuple(al.links), tuple(al.null_a),
+                      tuple(al.null_b), plan, al.scores, al.pharaoh)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def align_pair(text_a: str, text_b: str, gold: str | None, method: str, threshold: float,
+               tau: float, mass: float, lowercase: bool, model: str) -> PairResult:
+    """One pair aligned by one method at these settings (the extraction only, on cached S).
+
+    Raises:
+        SinkscopeError: empty or too long texts, gold links that do not fit the words.
+    """
+    from engine.align.api import Scored, extract_links
+    from engine.align.readers import make_pair
+
+    m = _method(method, threshold, tau, mass)
+    if served_align():
+        al = compute.client(settings.CONFIG.engine).align(
+            [(text_a, text_b, gold)], model=model, lowercase=lowercase, **m.to_dict())[0]
+        return _result(al, None if al.values is None else np.where(
+            al.values >= 0, al.values, np.nan))
+    pair = make_pair(text_a, text_b, gold)
+    if lowercase:
+        pair = pair.lower()
+    S, va, vb = pair_scores(text_a, text_b, lowercase, model)
+    from engine.align.api import DEFAULT_SOURCE
+
+    scored = Scored((pair,), (S,), (va,), (vb,), DEFAULT_SOURCE)
+    al = extract_links(scored, m)[0]
+    return _result(al, _plan(m, S, va, vb))
+
+
+def method_table(text_a: str, text_b: str, gold: str, chosen: str, threshold: float,
+                 tau: float, mass: float, lowercase: bool, model: str) -> list[dict]:
+    """Every method's scores for this pair (the chosen one at the sliders' settings)."""
+    rows = []
+    for name in METHODS:
+        d = method_defaults(name)
+        if name == chosen:
+            d = {"align_threshold": threshold, "align_tau": tau, "align_mass": mass}
+        r = align_pair(text_a, text_b, gold, name, d["align_threshold"], d["align_tau"],
+                       d["align_mass"], lowercase, model)
+        s = r.scores or {}
+        rows.append({"method": name + (" ◀" if name == chosen else ""),
+                     "links": len(r.links), "precision": s.get("precision"),
+                     "recall": s.get("recall"), "F1": s.get("f1"), "AER": s.get("aer"),
+                     "null F1": s.get("null_f1"), "total F1": s.get("total_f1")})
+    return rows
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """A corpus aligned by every method.
+
+    Attributes:
+        key: the file's hash and settings. pairs: each pair as a dict (text_a, text_b,
+        gold?). links: method → per pair Pharaoh text. f1: method → per pair F1 (None
+        without gold). null_ratio: per pair, the share of words without a (gold, else
+        predicted by the transport method) link. disagreement: per pair, 1 − Jaccard of the
+        softmax and transport links. scores: method → {"macro", "micro", "macro_ci",
+        "micro_ci"} over the pairs with gold (empty without gold).
+    """
+
+    key: str
+    pairs: tuple[dict, ...]
+    links: dict
+    f1: dict
+    null_ratio: tuple[float, ...]
+    disagreement: tuple[float, ...]
+    scores: dict
+    n_gold: int
+
+
+def read_file(raw: bytes, name: str, one_based: bool, t: dict) -> tuple:
+    """Pairs from an uploaded file's bytes (checked: size, binary, format, pair count).
+
+    Raises:
+        SinkscopeError: with a message that says what to change.
+    """
+    from engine.align.readers import AlignFileError, decode, parse_pairs
+
+    if len(raw) > MAX_UPLOAD_BYTES:
+        raise AlignFileError(t["too_big"].format(size=len(raw) / 2**20, mb=MAX_UPLOAD_MB))
+    text = decode(raw, name)
+    pairs = parse_pairs(text, name=name, one_based=one_based)
+    if len(pairs) > MAX_CORPUS_PAIRS:
+        raise AlignFileError(t["too_many"].format(n=len(pairs), limit=MAX_CORPUS_PAIRS))
+    return pairs
+
+
+def _jaccard_distance(x, y) -> float:
+    x, y = set(x), set(y)
+    return 0.0 if not (x | y) else 1.0 - len(x & y) / len(x | y)
+
+
+def align_corpus(pairs, key: str, lowercase: bool, model: str, progress) -> Corpus:
+    """Every pair by every method at its defaults; ``progress(share, text)`` reports."""
+    from engine.align.api import extract_links, method_of, score_corpus
+    from engine.align.readers import links_text
+    from engine.align.score import score
+
+    t = ui()
+    total = len(pairs)
+    als: dict[str, list] = {}
+    if served_align():
+        cl = compute.client(settings.CONFIG.engine)
+        for k, name in enumerate(METHODS):
+            progress(k / len(METHODS), t["extracting"].format(method=name))
+            als[name] = cl.align(list(pairs), model=model, values=False, lowercase=lowercase,
+                                 **method_of(name).to_dict())
+    else:
+        enc = compute.encoder(model)
+
+        def report(done: int, n: int) -> None:
+            progress(0.8 * done / max(n, 1), t["computing"].format(done=done, total=n))
+
+        scored = score_corpus(pairs, encoder=enc, lowercase=lowercase, progress=report)
+        for k, name in enumerate(METHODS):
+            progress(0.8 + 0.2 * k / len(METHODS), t["extracting"].format(method=name))
+            als[name] = extract_links(scored, method_of(name))
+    progress(1.0, t["extracting"].format(method="…"))
+    gold_idx = [k for k, p in enumerate(pairs) if p.has_gold]
+    scores = {}
+    if gold_idx:
+        gp = [pairs[k] for k in gold_idx]
+        for name in METHODS:
+            cs = score([als[name][k].links for k in gold_idx], gp, bootstrap=1000)
+            scores[name] = {"macro": cs.macro, "micro": cs.micro, "macro_ci": cs.macro_ci,
+                            "micro_ci": cs.micro_ci}
+    null_ratio = []
+    for k, p in enumerate(pairs):
+        n, m = p.shape
+        if p.has_gold:
+            la = {i for i, _ in p.sure}
+            lb = {j for _, j in p.sure}
+            nulls = (n - len(la)) + (m - len(lb))
+        else:
+            al = als[TRANSPORT_METHOD][k]
+            nulls = len(al.null_a) + len(al.null_b)
+        null_ratio.append(nulls / max(n + m, 1))
+    dis = tuple(_jaccard_distance(als[SOFTMAX_METHOD][k].links, als[TRANSPORT_METHOD][k].links)
+                for k in range(total))
+    return Corpus(key, tuple(p.to_dict() for p in pairs),
+                  {name: tuple(links_text(a.links) for a in als[name]) for name in METHODS},
+                  {name: tuple(None if a.scores is None else a.scores["f1"] for a in als[name])
+                   for name in METHODS},
+                  tuple(null_ratio), dis, scores, len(gold_idx))
+
+
+def corpus_table(c: Corpus):
+    """The corpus as a table: one row per pair (pandas DataFrame)."""
+    import pandas as pd
+
+    rows = []
+    for k, p in enumerate(c.pairs):
+        row = {"pair": k + 1, "text A": p["text_a"], "text B": p["text_b"],
+               "gold": p.get("gold", "")}
+        for name in METHODS:
+            f = c.f1[name][k]
+            row[f"F1 {name}"] = None if f is None else round(float(f), 4)
+        row["null ratio"] = round(c.null_ratio[k], 4)
+        row["disagreement"] = round(c.disagreement[k], 4)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def corpus_key(raw: bytes, name: str, lowercase: bool, one_based: bool, model: str) -> str:
+    h = hashlib.sha256(raw).hexdigest()[:16]
+    return f"{h}:{name}:{lowercase}:{one_based}:{model}:{settings.CONFIG.engine}"
+
+
+def table_csv(df) -> bytes:
+    buf = io.StringIO()
+    df.to_csv(buf, index=False)
+    return buf.getvalue().encode("utf-8")
+
+
+def links_file(c: Corpus, method: str) -> bytes:
+    """The predicted links of ``method``, one line per pair in input order (0-based)."""
+    return ("\n".join(c.links[method]) + "\n").encode("utf-8")
+
+
+def most_disagreeing(c: Corpus, k: int = 3) -> list[int]:
+    """1-based numbers of the pairs where softmax and transport disagree most."""
+    order = sorted(range(len(c.pairs)), key=lambda t: (-c.disagreement[t], t))
+    return [t + 1 for t in order[:k] if c.disagreement[t] > 0]
+
+
+# --------------------------------------------------------------------------- the views
+def on_method() -> None:
+    """A new method starts from its own defaults (θ, τ, m)."""
+    st.session_state.update(method_defaults(st.session_state["align_method"]))
+
+
+def _words_line(words: list[str]) -> str:
+    return " · ".join(f"{k} {w}" for k, w in enumerate(words))
+
+
+def _fmt(x) -> str:
+    return "–" if x is None else f"{float(x):.3f}"
+
+
+def pair_view(t: dict, theme: str) -> None:
+    """The Pair view: texts, gold, method and sliders; matrix, graph and scores."""
+    import viz.align as va
+    from engine.align.readers import AlignFileError, make_pair
+
+    ss = st.session_state
+    for key, name in (("align_a", t["text_a"]), ("align_b", t["text_b"])):
+        text = valid_text(ss.get(key))
+        limit = settings.CONFIG.max_chars
+        if len(text) > limit:
+            st.warning(t["text_cut"].format(name=name, n=f"{len(text):,}", kept=f"{limit:,}"))
+            text = text[:limit]
+        if ss.get(key) != text:
+            ss[key] = text
+    left, right = st.columns(2)
+    left.text_area(t["text_a"], key="align_a", height=80)
+    right.text_area(t["text_b"], key="align_b", height=80)
+    st.text_input(t["gold"], key="align_gold", help=t["gold_help"])
+    c1, c2, c3 = st.columns([2, 3, 3])
+    c1.selectbox(t["method"], METHODS, key="align_method", on_change=on_method)
+    method = ss["align_method"]
+    if method in THRESHOLDED:
+        c2.slider(t["threshold"], 0.0, 0.99, step=0.01, key="align_threshold",
+                  help=t["threshold_help"])
+    else:
+        c2.caption(t["threshold_none"].format(method=method))
+    if method == "unbalanced":
+        c3.select_slider(t["tau"], TAU_OPTIONS, key="align_tau")
+    elif method == "partial":
+        c3.select_slider(t["mass"], MASS_OPTIONS, key="align_mass")
+
+    text_a, text_b = ss["align_a"], ss["align_b"]
+    lower = bool(ss["align_lower"])
+    if not text_a.strip() or not text_b.strip():
+        st.info(t["empty"])
+        return
+    gold = ss.get("align_gold", "").strip() or None
+    try:
+        make_pair(text_a, text_b, where="these texts")
+    except AlignFileError as e:
+        st.warning(t["bad_text"].format(error=e))
+        return
+    pair = None
+    if gold is not None:
+        try:
+            pair = make_pair(text_a, text_b, gold, where="gold")
+        except AlignFileError as e:
+            st.warning(t["bad_gold"].format(error=e))
+            gold = None
+    shown_a = (text_a.lower() if lower else text_a).split()
+    shown_b = (text_b.lower() if lower else text_b).split()
+    st.text(t["tokenisation"].format(lower=t["lower_on"] if lower else "", words="")
+            + "\nA: " + _words_line(shown_a) + "\nB: " + _words_line(shown_b))
+    model = model_name()
+    with st.spinner():
+        r = align_pair(text_a, text_b, gold, method, float(ss["align_threshold"]),
+                       float(ss["align_tau"]), float(ss["align_mass"]), lower, model)
+    sure = possible = None
+    if pair is not None:
+        sure, possible = sorted(pair.sure), sorted(pair.possible)
+    fig = va.matrix(r.words_a, r.words_b, r.links, plan=r.plan,
+                    plan_title=t["plan_title"][method], sure=sure, possible=possible,
+                    method=method, title=t["links_title"].format(method=method), theme=theme)
+    st.plotly_chart(fig, key="align_matrix", width="stretch")
+    if r.scores:
+        st.markdown("**" + t["pair_scores"].format(
+            method=method, **{k: _fmt(r.scores.get(k)) for k in
+                              ("f1", "aer", "null_f1", "total_f1")}) + "**")
+    st.text(t["links_line"].format(links=r.pharaoh or "∅"))
+    g_col, s_col = st.columns([2, 3])
+    g_col.plotly_chart(va.graph(r.words_a, r.words_b, r.links, sure=sure, possible=possible,
+                                theme=theme), key="align_graph", width="stretch")
+    if pair is not None:
+        s_col.caption(t["scores"])
+        rows = method_table(text_a, text_b, gold, method, float(ss["align_threshold"]),
+                            float(ss["align_tau"]), float(ss["align_mass"]), lower, model)
+        s_col.dataframe(rows, key="align_pair_scores", hide_index=True, width="stretch",
+                        column_config=_number_columns(rows[0]))
+    else:
+        s_col.info(t["scores_none"])
+    st.page_link("app.py", label=t["open_compare"], icon=":material/compare:",
+                 query_params={"a": text_a, "b": text_b, "view": "compare"})
+
+
+def _number_columns(row: Mapping[str, Any]) -> dict:
+    return {k: st.column_config.NumberColumn(k, format="%.3f") for k, v in row.items()
+            if k not in ("method", "links", "pair", "text A", "text B", "gold")
+            and (v is None or isinstance(v, float))}
+
+
+def open_row(c: Corpus, event) -> bool:
+    """A row click opens that pair in the Pair view; True when it did (rerun then).
+
+    The same selection is acted on once, so coming back to the table does not reopen it.
+    """
+    ss = st.session_state
+    try:
+        rows = [int(r) for r in event["selection"]["rows"]]
+    except (KeyError, TypeError, ValueError):
+        rows = []
+    mark = (c.key, tuple(rows))
+    if not rows or ss.get("_align_row_done") == mark or not 0 <= rows[0] < len(c.pairs):
+        return False
+    ss["_align_row_done"] = mark
+    k = rows[0]
+    p = c.pairs[k]
+    # applied by the page before its widgets are drawn (see :func:`apply_pending`)
+    ss["_align_pending"] = {"align_a": p["text_a"], "align_b": p["text_b"],
+                            "align_gold": p.get("gold", ""), "align_view": "pair",
+                            "_align_opened": k + 1}
+    return True
+
+
+def apply_pending() -> None:
+    """State set by the last run for this one (a row opened), before any widget exists."""
+    st.session_state.update(st.session_state.pop("_align_pending", None) or {})
+
+
+def corpus_view(t: dict, theme: str) -> None:
+    """The Corpus view: upload, align every pair, table, scores, exports."""
+    import viz.align as va
+    from engine.align.readers import AlignFileError
+
+    ss = st.session_state
+    f = st.file_uploader(t["upload"], key="align_file", max_upload_size=MAX_UPLOAD_MB,
+                         help=t["upload_help"].format(mb=MAX_UPLOAD_MB,
+                                                      pairs=f"{MAX_CORPUS_PAIRS:,}"))
+    st.checkbox(t["one_based"], key="align_one_based")
+    if f is None:
+        st.info(t["no_file"])
+        return
+    raw = f.getvalue()
+    lower, one_based = bool(ss["align_lower"]), bool(ss.get("align_one_based"))
+    model = model_name()
+    key = corpus_key(raw, f.name, lower, one_based, model)
+    c = ss.get("_align_corpus")
+    if c is None or c.key != key:
+        try:
+            pairs = read_file(raw, f.name, one_based, t)
+        except (AlignFileError, SinkscopeError) as e:
+            st.error(t["bad_file"].format(error=e))
+            return
+        bar = st.progress(0.0, text=t["computing"].format(done=0, total=2 * len(pairs)))
+        c = align_corpus(pairs, key, lower, model,
+                         lambda share, text: bar.progress(float(min(max(share, 0), 1)),
+                                                          text=text))
+        bar.empty()
+        ss["_align_corpus"] = c
+    if served_align():
+        st.caption(t["served_note"].format(url=settings.CONFIG.engine))
+    st.success(t["corpus_done"].format(n=len(c.pairs), gold=c.n_gold, k=len(METHODS)))
+    df = corpus_table(c)
+    st.caption(t["table_help"])
+    event = st.dataframe(df, key="align_table", on_select="rerun", selection_mode="single-row",
+                 hide_index=True, width="stretch",
+                 column_config=_number_columns(df.iloc[0].to_dict() | {
+                     f"F1 {m}": None for m in METHODS} | {"null ratio": None,
+                                                          "disagreement": None}))
+    if open_row(c, event):
+        st.rerun()
+    worst = most_disagreeing(c)
+    if worst:
+        st.caption(t["disagree"].format(soft=SOFTMAX_METHOD, ot=TRANSPORT_METHOD,
+                                        pairs=", ".join(map(str, worst))))
+    d1, d2, d3 = st.columns([2, 2, 3])
+    d1.download_button(t["export_csv"], table_csv(df), file_name="alignments.csv",
+                       mime="text/csv", key="align_csv")
+    d3.selectbox(t["method"], METHODS, key="align_method", on_change=on_method)
+    d2.download_button(t["export_links"].format(method=ss["align_method"]),
+                       links_file(c, ss["align_method"]),
+                       file_name=f"links-{ss['align_method']}.txt", mime="text/plain",
+                       key="align_links")
+    if not c.scores:
+        st.info(t["no_gold"])
+        return
+    st.markdown("**" + t["corpus_scores"] + "**")
+    rows = []
+    for name in METHODS:
+        s = c.scores[name]
+        row = {"method": name}
+        for metric, label in (("precision", "precision"), ("recall", "recall"), ("f1", "F1"),
+                              ("aer", "AER"), ("null_f1", "null F1"),
+                              ("total_f1", "total F1")):
+            lo, hi = s["macro_ci"].get(metric, (None, None))
+            row[label] = s["macro"][metric]
+            if metric in ("f1", "total_f1", "aer"):
+                row[f"{label} 95 %"] = "–" if lo is None else f"{lo:.3f} – {hi:.3f}"
+        row["micro F1"] = s["micro"]["f1"]
+        row["micro AER"] = s["micro"]["aer"]
+        rows.append(row)
+    st.dataframe(rows, key="align_corpus_scores", hide_index=True, width="stretch",
+                 column_config=_number_columns(rows[0]))
+    st.plotly_chart(va.corpus_scores({m: c.scores[m]["macro"] for m in METHODS},
+                                     {m: c.scores[m]["macro_ci"] for m in METHODS},
+                                     theme=theme), key="align_corpus_chart", width="stretch")

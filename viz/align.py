@@ -1,0 +1,282 @@
+"""Word-alignment figures: the plan a method read its links from, the links with gold drawn
+over them, a bipartite graph of the links, and corpus scores with their intervals.
+
+Links are 0-based (i, j) pairs over whitespace words (i in text A, j in text B). With gold,
+every cell is one of :data:`KINDS`, told apart by marker shape *and* colour (colour-blind
+safe, and readable in grey): a predicted link in the sure gold is a filled square, in the
+possible gold only a filled diamond, outside the gold an ×; a sure gold link that was
+missed is an open circle, a missed possible one an open diamond. Words left without a link
+are marked beside the matrix (▶ for a word of A, ▼ for a word of B) and drawn as open
+nodes in the graph.
+
+Builders are pure: words, links and arrays in, ``go.Figure`` out (no streamlit, no torch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from viz import theme as th
+
+#: Cell kinds, in drawing order (misses under predictions).
+KINDS = ("miss", "miss_possible", "link", "hit", "hit_possible", "false")
+SYMBOLS = {"hit": "square", "hit_possible": "diamond", "false": "x", "miss": "circle-open",
+           "miss_possible": "diamond-open", "link": "square"}
+COLORS = {"hit": "#009E73", "hit_possible": "#009E73", "false": "#D55E00",
+          "miss": "#0072B2", "miss_possible": "#56B4E9", "link": "#CC79A7"}
+NAMES = {"hit": "link in sure gold", "hit_possible": "link in possible gold",
+         "false": "link not in gold", "miss": "missed sure gold", "miss_possible":
+         "missed possible gold", "link": "predicted link"}
+NULL_SYMBOLS = {"a": "triangle-right", "b": "triangle-down"}
+NULL_NAMES = {"a": "unaligned word of A", "b": "unaligned word of B"}
+DASH = {"hit": "solid", "hit_possible": "solid", "false": "solid", "link": "solid",
+        "miss": "dot", "miss_possible": "dot"}
+
+
+def _links(links: Iterable, n: int, m: int, name: str = "links") -> set[tuple[int, int]]:
+    out = set()
+    for x in links:
+        i, j = (int(v) for v in x)
+        if not (0 <= i < n and 0 <= j < m):
+            raise ValueError(f"{name}: link {i}-{j} is outside a {n} × {m} pair; links are "
+                             "0-based word indices.")
+        out.add((i, j))
+    return out
+
+
+def classify(links: Iterable, n: int, m: int, *, sure: Iterable | None = None,
+             possible: Iterable | None = None) -> dict[str, list[tuple[int, int]]]:
+    """Each cell's kind (:data:`KINDS`): predicted links against sure and possible gold.
+
+    Without gold (``sure`` and ``possible`` None) every link is "link". Possible gold
+    includes the sure links (P ⊇ S).
+
+    Returns:
+        kind → sorted (i, j) cells; kinds that do not apply are empty.
+    """
+    A = _links(links, n, m)
+    out: dict[str, list[tuple[int, int]]] = {k: [] for k in KINDS}
+    if sure is None and possible is None:
+        out["link"] = sorted(A)
+        return out
+    S = _links(sure or (), n, m, "sure gold")
+    P = _links(possible or (), n, m, "possible gold") | S
+    out["hit"] = sorted(A & S)
+    out["hit_possible"] = sorted((A & P) - S)
+    out["false"] = sorted(A - P)
+    out["miss"] = sorted(S - A)
+    out["miss_possible"] = sorted((P - S) - A)
+    return out
+
+
+def unaligned(links: Iterable, n: int, m: int) -> tuple[list[int], list[int]]:
+    """Words of A and of B without a link: (rows, columns)."""
+    A = _links(links, n, m)
+    ra, rb = {i for i, _ in A}, {j for _, j in A}
+    return [i for i in range(n) if i not in ra], [j for j in range(m) if j not in rb]
+
+
+def _check_words(words_a: Sequence[str], words_b: Sequence[str]) -> tuple[list[str], list[str]]:
+    if not len(words_a) or not len(words_b):
+        raise ValueError("Both texts need at least one word to draw an alignment.")
+    return th.escape_all(words_a), th.escape_all(words_b)
+
+
+def _axis(labels: list[str], title: str, *, reverse: bool, rotate: bool,
+          null_room: bool) -> dict:
+    axis = th.token_axis(labels, title=title, rotate=rotate, reverse=reverse)
+    if null_room:  # room at −1 for the unaligned marks
+        lo, hi = -1.5, len(labels) - 0.5
+        axis["range"] = [hi, lo] if reverse else [lo, hi]
+    return axis
+
+
+def matrix(words_a: Sequence[str], words_b: Sequence[str], links: Iterable, *,
+           plan: np.ndarray | None = None, plan_title: str = "plan",
+           sure: Iterable | None = None, possible: Iterable | None = None,
+           title: str = "Word alignment", method: str = "", theme: str = "light",
+           height: int | None = None) -> go.Figure:
+    """The plan a method read its links from (left, a heatmap) beside the links (right),
+    with gold drawn over them and unaligned words marked on both sides.
+
+    Args:
+        words_a, words_b: the n and m whitespace words (shown escaped).
+        links: predicted (i, j) links, 0-based.
+        plan: (n, m) values the links came from (e.g. the min-max scaled plan, V > θ);
+            None draws the links alone.
+        plan_title: the left panel's title.
+        sure, possible: gold links (None: no gold).
+        method: the method's name, for the right panel's title.
+
+    Returns:
+        A figure; every scatter trace's ``meta`` is ``{"kind": k}`` with k in
+        :data:`KINDS` or "null_a" / "null_b". Links: π̃_ij > θ.
+
+    Raises:
+        ValueError: no words, a plan of the wrong shape, a link outside the pair.
+    """
+    la, lb = _check_words(words_a, words_b)
+    n, m = len(la), len(lb)
+    kinds = classify(links, n, m, sure=sure, possible=possible)
+    pred = [c for k in ("link", "hit", "hit_possible", "false") for c in kinds[k]]
+    null_a, null_b = unaligned(pred, n, m)
+    cols = 2 if plan is not None else 1
+    right = f"Links{' of ' + th.escape(method) if method else ''}"
+    fig = make_subplots(rows=1, cols=cols, horizontal_spacing=0.12,
+                        subplot_titles=[th.escape(plan_title), right][-cols:])
+    if plan is not None:
+        P = np.asarray(plan, dtype=np.float64)
+        if P.shape != (n, m):
+            raise ValueError(f"plan has shape {P.shape}, expected ({n}, {m}) (words of A × "
+                             "words of B).")
+        P = np.where(np.isfinite(P), P, np.nan)
+        hover = [[f"{la[i]} → {lb[j]}: {th.fmt(P[i, j])}" for j in range(m)] for i in range(n)]
+        fig.add_trace(go.Heatmap(z=P, x=list(range(m)), y=list(range(n)), colorscale=th.MASS_SCALE,
+                                 text=hover, hoverinfo="text", showscale=True,
+                                 colorbar=th.colorbar(x=0.44, len=0.9, thickness=12),
+                                 meta=dict(kind="plan")), row=1, col=1)
+    col = cols
+    size = max(6, min(16, int(360 / max(n, m))))
+    for k in KINDS:
+        cells = kinds[k]
+        if not cells and k != "link":
+            continue
+        if k == "link" and not cells and sure is not None:
+            continue
+        i = [c[0] for c in cells]
+        j = [c[1] for c in cells]
+        fig.add_trace(go.Scatter(
+            x=j, y=i, mode="markers", name=NAMES[k], legendgroup=k,
+            marker=dict(symbol=SYMBOLS[k], size=size, color=COLORS[k],
+                        line=dict(width=2, color=COLORS[k])),
+            text=[f"{la[a]} – {lb[b]}: {NAMES[k]}" for a, b in cells], hoverinfo="text",
+            meta=dict(kind=k)), row=1, col=col)
+    for side, idx in (("a", null_a), ("b", null_b)):
+        if not idx:
+            continue
+        x, y = ([-1] * len(idx), idx) if side == "a" else (idx, [-1] * len(idx))
+        names = la if side == "a" else lb
+        fig.add_trace(go.Scatter(
+            x=x, y=y, mode="markers", name=NULL_NAMES[side], legendgroup="null_" + side,
+            marker=dict(symbol=NULL_SYMBOLS[side], size=size,
+                        color=th.text_color(side, theme)),
+            text=[f"{names[t]}: unaligned" for t in idx], hoverinfo="text",
+            meta=dict(kind="null_" + side)), row=1, col=col)
+    for c in range(1, cols + 1):
+        links_panel = c == cols
+        fig.update_xaxes(_axis(lb, "text B", reverse=False, rotate=True,
+                               null_room=links_panel), row=1, col=c)
+        fig.update_yaxes(_axis(la, "text A", reverse=True, rotate=False,
+                               null_room=links_panel), row=1, col=c)
+    note = None
+    if sure is not None or possible is not None:
+        note = ("■ sure hit · ◆ possible hit · × not in gold · ○ missed sure · ◇ missed "
+                "possible · ▶ ▼ unaligned")
+    else:
+        note = "■ predicted link · ▶ ▼ unaligned (no gold given)"
+    fig.update_layout(title=th.title(th.escape(title), note), showlegend=True,
+                      legend=dict(orientation="h", y=-0.25, x=0),
+                      margin=dict(l=110, r=30, t=110, b=150))
+    return th.apply(fig, theme, height=height or max(420, 260 + 22 * max(n, m)))
+
+
+def graph(words_a: Sequence[str], words_b: Sequence[str], links: Iterable, *,
+          sure: Iterable | None = None, possible: Iterable | None = None,
+          title: str = "Links as a bipartite graph", theme: str = "light",
+          height: int | None = None) -> go.Figure:
+    """Text A's words on the left, text B's on the right, one line per link (and, with
+    gold, dotted lines for missed gold links); unaligned words are open nodes.
+
+    Returns:
+        A figure; line traces have ``meta={"kind": k}`` (:data:`KINDS`), node traces
+        ``meta={"kind": "nodes_a" | "nodes_b" | "null_a" | "null_b"}``.
+    """
+    la, lb = _check_words(words_a, words_b)
+    n, m = len(la), len(lb)
+    kinds = classify(links, n, m, sure=sure, possible=possible)
+    pred = [c for k in ("link", "hit", "hit_possible", "false") for c in kinds[k]]
+    null_a, null_b = unaligned(pred, n, m)
+    span = max(n, m)
+    ya = np.linspace(0, span - 1, n) if n > 1 else np.array([(span - 1) / 2])
+    yb = np.linspace(0, span - 1, m) if m > 1 else np.array([(span - 1) / 2])
+    fig = go.Figure()
+    for k in KINDS:
+        cells = kinds[k]
+        if not cells:
+            continue
+        x: list = []
+        y: list = []
+        for i, j in cells:
+            x += [0, 1, None]
+            y += [float(ya[i]), float(yb[j]), None]
+        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=NAMES[k], hoverinfo="skip",
+                                 line=dict(color=COLORS[k], width=2.5 if k != "false" else 2,
+                                           dash=DASH[k]),
+                                 meta=dict(kind=k)))
+    for side, labels, ys, nulls in (("a", la, ya, null_a), ("b", lb, yb, null_b)):
+        x0 = 0 if side == "a" else 1
+        color = th.text_color(side, theme)
+        keep = [t for t in range(len(labels)) if t not in set(nulls)]
+        for kind, idx in (("nodes_" + side, keep), ("null_" + side, nulls)):
+            if not idx:
+                continue
+            null = kind.startswith("null")
+            fig.add_trace(go.Scatter(
+                x=[x0] * len(idx), y=[float(ys[t]) for t in idx], mode="markers+text",
+                text=[(labels[t] + " ∅" if side == "a" else "∅ " + labels[t]) if null
+                      else labels[t] for t in idx],
+                textposition="middle left" if side == "a" else "middle right",
+                marker=dict(size=12, symbol="circle-open" if null else "circle",
+                            color=color, line=dict(width=2, color=color)),
+                name=NULL_NAMES[side] if null else f"words of {side.upper()}",
+                hovertext=[f"{labels[t]}{': unaligned' if null else ''}" for t in idx],
+                hoverinfo="text", meta=dict(kind=kind)))
+    fig.update_xaxes(range=[-0.6, 1.6], visible=False)
+    fig.update_yaxes(range=[span - 0.5, -0.5], visible=False)
+    fig.update_layout(title=th.title(th.escape(title),
+                                     "open nodes ∅: words left without a link"),
+                      legend=dict(orientation="h", y=-0.05, x=0),
+                      margin=dict(l=30, r=30, t=90, b=60))
+    return th.apply(fig, theme, height=height or max(360, 140 + 26 * span))
+
+
+def corpus_scores(scores: Mapping[str, Mapping[str, float]],
+                  intervals: Mapping[str, Mapping[str, Sequence[float]]] | None = None, *,
+                  metrics: Sequence[str] = ("f1", "null_f1", "total_f1"),
+                  title: str = "Corpus scores (macro, 95 % bootstrap intervals)",
+                  theme: str = "light", height: int | None = None) -> go.Figure:
+    """Grouped bars: each method's corpus scores, with error bars from the intervals.
+
+    Args:
+        scores: method → metric → value.
+        intervals: method → metric → (low, high); None draws no error bars.
+        metrics: which metrics to show, one bar group colour each.
+
+    Returns:
+        One bar trace per metric (``meta={"metric": name}``), x the methods.
+    """
+    if not scores:
+        raise ValueError("There are no corpus scores to draw; score a corpus with gold first.")
+    methods = list(scores)
+    fig = go.Figure()
+    palette = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00"]
+    for k, metric in enumerate(metrics):
+        vals = [float(scores[mth].get(metric, np.nan)) for mth in methods]
+        err = None
+        if intervals:
+            lo = [vals[t] - float(intervals.get(mth, {}).get(metric, (vals[t], vals[t]))[0])
+                  for t, mth in enumerate(methods)]
+            hi = [float(intervals.get(mth, {}).get(metric, (vals[t], vals[t]))[1]) - vals[t]
+                  for t, mth in enumerate(methods)]
+            err = dict(type="data", array=hi, arrayminus=lo, visible=True)
+        fig.add_trace(go.Bar(x=[th.escape(x) for x in methods], y=vals, name=metric,
+                             error_y=err, marker_color=palette[k % len(palette)],
+                             meta=dict(metric=metric)))
+    fig.update_layout(title=th.title(title), barmode="group", yaxis=dict(range=[0, 1]),
+                      legend=dict(orientation="h", y=-0.3, x=0),
+                      margin=dict(l=60, r=30, t=70, b=120))
+    return th.apply(fig, theme, height=height or 420)
