@@ -1,0 +1,104 @@
+"""viz.align's builders: trace types, shapes, marker symbols for hits, misses and false
+links, unaligned marks, escaped words, and the classification against sure/possible gold."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import viz.align as va
+
+A = ["the", "<b>cat</b>", "sat"]
+B = ["a", "cat", "was", "here"]
+LINKS = [(0, 0), (1, 1), (2, 3)]
+SURE = [(1, 1), (2, 2)]
+POSSIBLE = [(0, 0)]
+
+
+def _by_kind(fig) -> dict:
+    return {t.meta["kind"]: t for t in fig.data}
+
+
+def test_matrix_has_the_plan_beside_the_links_with_gold_kinds_by_shape():
+    plan = np.random.default_rng(0).random((3, 4))
+    fig = va.matrix(A, B, LINKS, plan=plan, sure=SURE, possible=POSSIBLE, method="unbalanced")
+    kinds = _by_kind(fig)
+    assert fig.data[0].type == "heatmap" and np.asarray(fig.data[0].z).shape == (3, 4)
+    assert set(kinds) == {"plan", "hit", "hit_possible", "false", "miss", "null_b"}
+    assert list(zip(kinds["hit"].y, kinds["hit"].x)) == [(1, 1)]
+    assert list(zip(kinds["hit_possible"].y, kinds["hit_possible"].x)) == [(0, 0)]
+    assert list(zip(kinds["false"].y, kinds["false"].x)) == [(2, 3)]
+    assert list(zip(kinds["miss"].y, kinds["miss"].x)) == [(2, 2)]
+    symbols = {k: kinds[k].marker.symbol for k in ("hit", "hit_possible", "false", "miss")}
+    assert symbols == {"hit": "square", "hit_possible": "diamond", "false": "x",
+                       "miss": "circle-open"}
+    assert len(set(symbols.values())) == 4  # told apart by shape, not only colour
+    assert kinds["hit"].marker.color != kinds["false"].marker.color
+    # B's word 2 ("was") has no link: marked above the matrix (y = −1), as ▼
+    nb = kinds["null_b"]
+    assert list(nb.x) == [2] and list(nb.y) == [-1] and nb.marker.symbol == "triangle-down"
+    assert all(t.xaxis == "x2" for t in fig.data[1:])  # links in the right panel
+    assert "&lt;b&gt;cat&lt;/b&gt;" in fig.layout.yaxis2.ticktext
+
+
+def test_matrix_without_gold_draws_plain_links_and_both_unaligned_sides():
+    fig = va.matrix(A, B, [(0, 1)])
+    kinds = _by_kind(fig)
+    assert set(kinds) == {"link", "null_a", "null_b"}
+    assert all(t.type == "scatter" for t in fig.data)
+    assert list(kinds["null_a"].y) == [1, 2] and list(kinds["null_a"].x) == [-1, -1]
+    assert kinds["null_a"].marker.symbol == "triangle-right"
+    assert list(kinds["null_b"].x) == [0, 2, 3]
+
+
+def test_matrix_refuses_bad_input_with_messages():
+    with pytest.raises(ValueError, match="outside a 3 × 4 pair"):
+        va.matrix(A, B, [(0, 99)])
+    with pytest.raises(ValueError, match="expected \\(3, 4\\)"):
+        va.matrix(A, B, LINKS, plan=np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="at least one word"):
+        va.matrix([], B, [])
+
+
+def test_graph_lines_per_kind_and_open_nodes_for_unaligned_words():
+    fig = va.graph(A, B, [(0, 0), (1, 1)], sure=SURE)
+    kinds = _by_kind(fig)
+    assert {"hit", "false", "miss", "nodes_a", "null_a", "nodes_b", "null_b"} == set(kinds)
+    assert kinds["miss"].line.dash == "dot" and kinds["hit"].line.dash == "solid"
+    assert kinds["hit"].mode == "lines" and len(kinds["hit"].x) == 3  # one segment + gap
+    assert kinds["null_a"].marker.symbol == "circle-open"
+    assert kinds["nodes_a"].marker.symbol == "circle"
+    assert list(kinds["null_a"].text) == ["sat ∅"]
+    assert list(kinds["null_b"].text) == ["∅ was", "∅ here"]
+    assert "&lt;b&gt;cat&lt;/b&gt;" in kinds["nodes_a"].text
+
+
+def test_corpus_scores_bars_with_intervals():
+    scores = {"softmax-argmax": {"f1": 0.5, "null_f1": 0.2, "total_f1": 0.4},
+              "unbalanced": {"f1": 0.6, "null_f1": 0.5, "total_f1": 0.55}}
+    ci = {m: {k: (v - 0.1, v + 0.05) for k, v in s.items()} for m, s in scores.items()}
+    fig = va.corpus_scores(scores, ci)
+    assert [t.type for t in fig.data] == ["bar"] * 3
+    assert list(fig.data[0].x) == ["softmax-argmax", "unbalanced"]
+    assert np.allclose(fig.data[0].error_y.array, [0.05, 0.05])
+    assert np.allclose(fig.data[0].error_y.arrayminus, [0.1, 0.1])
+    with pytest.raises(ValueError, match="no corpus scores"):
+        va.corpus_scores({})
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 6), st.data())
+def test_classify_partitions_links_and_gold(n, m, data):
+    cells = st.sets(st.tuples(st.integers(0, n - 1), st.integers(0, m - 1)))
+    links, sure, poss = data.draw(cells), data.draw(cells), data.draw(cells)
+    k = va.classify(links, n, m, sure=sure, possible=poss)
+    P = poss | sure
+    predicted = set(k["hit"]) | set(k["hit_possible"]) | set(k["false"])
+    assert predicted == links and not k["link"]
+    assert set(k["hit"]) == links & sure and set(k["false"]) == links - P
+    assert set(k["miss"]) | set(k["hit"]) == sure
+    assert set(k["miss_possible"]) == (P - sure) - links
+    na, nb = va.unaligned(links, n, m)
+    assert set(na) == set(range(n)) - {i for i, _ in links}
+    assert set(nb) == set(range(m)) - {j for _, j in links}
