@@ -106,7 +106,7 @@ def _line_traces(x, y, P, ref, color, row, col):
 def couplings(x: object, a: object, y: object, b: object, plans: Mapping[str, object], *,
               labels: Mapping[str, str] | None = None, notes: Mapping[str, str] | None = None,
               title: str = "", words: Mapping[str, str] | None = None, theme: str = "light",
-              height: int = 330) -> go.Figure:
+              height: int = 380) -> go.Figure:
     """Couplings of one pair of clouds, side by side: lines xᵢ–yⱼ as wide as πᵢⱼ is heavy.
 
     μ = Σ aᵢ δ_{xᵢ} (blue circles), ν = Σ bⱼ δ_{yⱼ} (orange diamonds), marker area ∝ mass.
@@ -135,8 +135,8 @@ def couplings(x: object, a: object, y: object, b: object, plans: Mapping[str, ob
     lo = np.minimum(x.min(0), y.min(0))
     hi = np.maximum(x.max(0), y.max(0))
     pad = 0.08 * (hi - lo).max() + 1e-9
-    sa = 6 + 22 * np.sqrt(a / a.max())
-    sb = 6 + 22 * np.sqrt(b / b.max())
+    sa = 5 + 11 * np.sqrt(a / a.max())
+    sb = 5 + 11 * np.sqrt(b / b.max())
     for c, name in enumerate(names, start=1):
         color = TARGET_COLOR if name == "target" else _color(name, c)
         for trace, r, cc in _line_traces(x, y, plans[name], ref, color, 1, c):
@@ -156,8 +156,8 @@ def couplings(x: object, a: object, y: object, b: object, plans: Mapping[str, ob
         fig.update_xaxes(range=[lo[0] - pad, hi[0] + pad], showticklabels=False, row=1, col=c)
         fig.update_yaxes(range=[lo[1] - pad, hi[1] + pad], showticklabels=False, row=1, col=c,
                          scaleanchor=f"x{'' if c == 1 else c}", scaleratio=1)
-    fig.update_layout(title=make_title(title), margin=dict(t=90, l=20, r=20, b=30),
-                      legend=dict(orientation="h", y=1.0, x=1, xanchor="right", yanchor="bottom"))
+    fig.update_layout(title=make_title(title), margin=dict(t=100, l=20, r=20, b=40),
+                      legend=dict(orientation="h", y=-0.02, x=0, yanchor="top"))
     return apply(fig, theme, height=height)
 
 
