@@ -12,7 +12,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from tests.support.server import ROOT
+from tests.support.server import ROOT, kill_group
 
 
 class EngineProcess:
@@ -31,10 +31,11 @@ class EngineProcess:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "engine", "serve", "--port", str(self.port),
                  *self.args], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True)  # its own process group, for a last-resort kill
+                start_new_session=True)  # its own process group: stop() kills all of it
         t0 = time.monotonic()
         while True:
             if self.proc.poll() is not None:
+                self.stop()  # Ray's processes may have outlived it
                 raise RuntimeError(f"the engine exited: {self.log.read_text()[-3000:]}")
             try:
                 with urllib.request.urlopen(self.url + "/v1/health", timeout=2) as r:
@@ -49,14 +50,19 @@ class EngineProcess:
             time.sleep(0.25)
 
     def stop(self, timeout: float = 60) -> None:
-        """SIGTERM (the engine shuts Serve and Ray down), then the process group if it
-        has not gone within ``timeout`` seconds."""
+        """SIGTERM (the engine shuts Serve and Ray down), then SIGKILL to whatever is left of
+        its process group: on every path, also when the engine had already exited or
+        crashed, since Ray's processes (GCS, raylet, workers, replicas) can outlive it."""
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
+        if proc is None:
             return
-        proc.send_signal(signal.SIGTERM)
         try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    pass
+        finally:
+            kill_group(proc)
+

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -62,13 +63,51 @@ def command(port: int) -> list[str]:
 
 
 def stop(proc: subprocess.Popen) -> None:
-    """Terminate a server, killing it if it does not stop within 10 s."""
-    proc.terminate()
+    """Terminate a server, killing it if it does not stop within 10 s; a server started in
+    its own process group (``start_new_session=True``) takes whatever is left of the group
+    with it."""
+    try:
+        own_group = os.getpgid(proc.pid) == proc.pid
+    except ProcessLookupError:
+        own_group = False
+    try:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+    finally:
+        if own_group:
+            kill_group(proc)
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL every process left in ``proc``'s group (``proc`` was started with
+    ``start_new_session=True``, so its pid is the group's id) and reap ``proc``."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is gone
     try:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=5)
+        pass
+    end = time.monotonic() + 5  # SIGKILL is delivered asynchronously: see it done
+    while group_alive(proc.pid) and time.monotonic() < end:
+        time.sleep(0.05)
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any live (not zombie) process is left in process group ``pgid``."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
 
 
 def wait_healthy(url: str, proc: subprocess.Popen, log: Path, timeout: float = 60) -> float:
@@ -98,7 +137,7 @@ def streamlit_server(env: dict | None = None) -> Iterator[tuple[str, subprocess.
                 "TRANSFORMERS_OFFLINE": "1", **(env or {})}
     with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=log,
-                                stderr=subprocess.STDOUT)
+                                stderr=subprocess.STDOUT, start_new_session=True)
         url = f"http://127.0.0.1:{port}"
         try:
             wait_healthy(url, proc, log_path)

@@ -1,0 +1,110 @@
+"""Playwright helpers shared by the browser tests (and the benchmarks that drive Chromium):
+timeouts, waits that keep talking to the page, and readers of what plotly drew.
+
+Headless Chromium left fully idle here was seen to hold incoming websocket messages until
+the next DevTools command, so every wait below polls the page; never plain-sleep while
+waiting for the app (use :func:`settle`).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import parse_qs, urlencode, urlparse
+
+# Screenshots go to SINKSCOPE_SCREENSHOTS (``make screenshots``: docs/screenshots) or to a
+# temporary folder, so ``make test`` leaves the tree as it found it.
+SHOTS = Path(os.environ.get("SINKSCOPE_SCREENSHOTS") or tempfile.mkdtemp(prefix="sinkscope-shots-"))
+VIEWPORT = {"width": 1400, "height": 2000}
+TIMEOUT = 90_000  # ms; the first page load includes the model load
+
+# The charts' titles (and subplot titles), read from plotly's own divs.
+JS_TITLES = """() => [...document.querySelectorAll('.js-plotly-plot')].map(g =>
+    [(g.layout && g.layout.title && g.layout.title.text) || '',
+     ...((g.layout && g.layout.annotations) || []).map(a => a.text || '')].join(' | '))"""
+# Every chart's layout as JSON, one line per chart (tick labels name the tokens).
+JS_LAYOUT = """() => [...document.querySelectorAll('.js-plotly-plot')].map(g =>
+    JSON.stringify(g.layout || {})).join('\\n')"""
+NOT_RUNNING = """() => !document.querySelector('[data-testid="stStatusWidget"]')"""
+
+
+def open_page(context, server: str, query: dict | None = None):
+    """A fresh page at ``server`` with the URL state ``query`` (each test states its own),
+    its charts drawn and the app idle."""
+    pg = context.new_page()
+    pg.set_default_timeout(TIMEOUT)
+    pg.goto(f"{server}/?{urlencode(query)}" if query else server)
+    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
+    wait_idle(pg)
+    return pg
+
+
+def no_errors(pg) -> None:
+    """No exception box, no error box and no traceback on the page."""
+    assert pg.locator('[data-testid="stException"]').count() == 0, pg.content()[-3000:]
+    errors = pg.locator('[data-testid="stAlertContentError"]')
+    assert errors.count() == 0, errors.all_inner_texts()
+    assert "Traceback" not in pg.inner_text("body")
+
+
+def settle(pg, seconds: float) -> None:
+    """Pass ``seconds`` while talking to the page (see the module's note)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pg.evaluate("1")
+        time.sleep(0.05)
+
+
+def wait_js(pg, expression: str, arg=None, *, polling: int = 100) -> None:
+    """Wait until the JavaScript ``expression`` (called with ``arg``) is truthy."""
+    pg.wait_for_function(expression, arg=arg, timeout=TIMEOUT, polling=polling)
+
+
+def wait_idle(pg, pause: float = 0.4) -> None:
+    """Wait until Streamlit's 'running' indicator has gone and charts have drawn."""
+    wait_js(pg, NOT_RUNNING)
+    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
+    settle(pg, pause)
+
+
+def text_box(pg, which: str):
+    """The sidebar's Text A or Text B box, found by its label (not by position: the sidebar
+    re-renders while the app writes the address bar)."""
+    return pg.get_by_role("textbox", name="Text A (queries)" if which == "a" else "Text B (keys)",
+                          exact=True)
+
+
+def titles(pg) -> list[str]:
+    """Each chart's title and subplot titles, joined by `` | ``."""
+    return pg.evaluate(JS_TITLES)
+
+
+def choose_view(pg, label: str) -> None:
+    """Click the view selector's button named ``label``."""
+    pg.locator('[data-testid="stButtonGroup"] button', has_text=label).first.click()
+
+
+def wait_title(pg, needle: str) -> None:
+    """Wait until some chart's title contains ``needle``."""
+    wait_js(pg, f"""() => ({JS_TITLES})().some(t => t.includes({needle!r}))""")
+
+
+def wait_query(pg, key: str, value: str) -> None:
+    """Wait until the address bar says key=value (the app writes it at the end of a run)."""
+    wait_js(pg, f"""() => new URLSearchParams(location.search).get({key!r}) === {value!r}""")
+
+
+def query(pg) -> dict[str, str]:
+    """The page's URL state: parameter → its last value."""
+    return {k: v[-1] for k, v in parse_qs(urlparse(pg.url).query).items()}
+
+
+def shot(pg, name: str) -> Path:
+    """A screenshot of the viewport as ``SHOTS/name.png``; fails if it looks empty."""
+    path = SHOTS / f"{name}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pg.screenshot(path=str(path))
+    assert path.stat().st_size > 20_000, f"{name}.png looks empty"
+    return path

@@ -1,0 +1,78 @@
+"""The test helpers stop what they start: a served engine's or a server's whole process
+group goes, also when its leader had already exited (as Ray's processes outlive a crashed
+``python -m engine serve``)."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+
+from tests.support.engine_server import EngineProcess
+from tests.support.server import free_port, group_alive, kill_group, stop
+
+# A leader that leaves a child behind in its process group, and one that stays with it.
+LEAVES = ["sh", "-c", "sleep 60 & echo $!"]
+STAYS = ["sh", "-c", "sleep 60 & echo $!; wait"]
+
+
+def started(cmd: list[str]) -> tuple[subprocess.Popen, int]:
+    """``cmd`` in its own process group; returns it and its child's pid."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    child = int(proc.stdout.readline())
+    proc.stdout.close()
+    return proc, child
+
+
+def cleanup(proc: subprocess.Popen) -> None:
+    kill_group(proc)  # SIGKILL to the group, then wait until it is gone
+
+
+def test_engine_stop_kills_the_group_its_exited_leader_left_behind():
+    proc, child = started(LEAVES)
+    try:
+        proc.wait(timeout=10)  # the leader is gone, its child is not
+        assert group_alive(proc.pid)
+        engine = EngineProcess(free_port())
+        engine.proc = proc
+        engine.stop(timeout=5)
+        assert engine.proc is None
+        assert not group_alive(proc.pid), f"pid {child} outlived stop()"
+    finally:
+        cleanup(proc)
+
+
+def test_engine_stop_terminates_a_live_leader_and_its_group():
+    proc, child = started(STAYS)
+    try:
+        engine = EngineProcess(free_port())
+        engine.proc = proc
+        t0 = time.monotonic()
+        engine.stop(timeout=5)
+        assert proc.returncode is not None
+        assert not group_alive(proc.pid), f"pid {child} outlived stop()"
+        assert time.monotonic() - t0 < 8
+        engine.stop()  # a second stop is a no-op
+    finally:
+        cleanup(proc)
+
+
+def test_server_stop_takes_its_group_with_it():
+    proc, child = started(STAYS)
+    try:
+        stop(proc)
+        assert proc.returncode is not None
+        assert not group_alive(proc.pid), f"pid {child} outlived stop()"
+    finally:
+        cleanup(proc)
+
+
+@pytest.mark.parametrize("cmd", [LEAVES, STAYS], ids=["leader-exited", "leader-alive"])
+def test_group_alive_sees_only_live_members(cmd):
+    proc, _child = started(cmd)
+    try:
+        assert group_alive(proc.pid)
+    finally:
+        cleanup(proc)
+    assert not group_alive(proc.pid)
