@@ -1,0 +1,170 @@
+"""The Align page in Streamlit's AppTest: a pair with gold shows the matrix and every
+method's scores; a slider move changes the links; a 50-pair file fills the corpus table and
+a row selection opens that pair; bad input gets a message, never a traceback. The URL
+state and the file checks are tested without the model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from engine.align.readers import AlignFileError
+from sinkscope_app import align_page as ap
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+PAIRS = ROOT / "tests" / "data" / "align" / "pairs.tsv"
+
+
+def align(query: dict | None = None, **state) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.switch_page("pages/align.py")
+    if query:
+        at.query_params.update(query)
+    for k, v in state.items():
+        at.session_state[k] = v
+    return at.run()
+
+
+def ok(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert at.get("button_group") or at.checkbox, "nothing rendered: a syntax error?"
+
+
+def figures(at: AppTest) -> dict[str, dict]:
+    return {json.loads(el.proto.spec)["layout"]["title"]["text"]: json.loads(el.proto.spec)
+            for el in at.get("plotly_chart")}
+
+
+def kinds(fig: dict) -> dict[str, list]:
+    return {t["meta"]["kind"]: list(zip(t.get("y", []), t.get("x", []))) for t in fig["data"]}
+
+
+def table(at: AppTest, column: str):
+    """The first table with ``column`` (tables without selection carry no key)."""
+    for el in at.dataframe:
+        if column in el.value.columns:
+            return el.value
+    raise AssertionError(f"no table with a {column!r} column")
+
+
+def corpus_file(n: int = 50) -> bytes:
+    """n pairs cycled from the project's own hand-made gold set."""
+    lines = PAIRS.read_text(encoding="utf-8").splitlines()
+    body = [lines[1 + k % (len(lines) - 1)] for k in range(n)]
+    return ("\n".join([lines[0], *body]) + "\n").encode("utf-8")
+
+
+# ------------------------------------------------------------------ no model needed
+def test_url_state_round_trips_and_refuses_bad_values():
+    values, warn = ap.parse_query({"view": "corpus", "text_a": "a b", "text_b": "c",
+                                   "gold": "0-0", "method": "partial", "mass": "0.52",
+                                   "lower": "true"})
+    assert not warn
+    assert values["align_view"] == "corpus" and values["align_method"] == "partial"
+    assert values["align_mass"] == 0.5 and values["align_lower"] is True
+    q = ap.to_query({**ap.DEFAULTS, **values})
+    assert q["mass"] == "0.5" and "tau" not in q and q["text_a"] == "a b"
+    assert ap.parse_query(q)[0]["align_mass"] == 0.5
+    values, warn = ap.parse_query({"view": "nope", "method": "<b>", "tau": "nan"})
+    assert values == {} and len(warn) == 3
+    assert any("Unknown method" in w for w in warn)
+    link = ap.compare_link("the cat", "a & b")
+    assert link.startswith("/?") and "a=the+cat" in link and "b=a+%26+b" in link
+    assert "view=compare" in link
+
+
+def test_uploads_that_are_too_big_binary_or_malformed_are_refused_with_messages():
+    t = ap.ui()
+    with pytest.raises(AlignFileError, match="more than 2 MB: split it"):
+        ap.read_file(b"a\tb\n" * (ap.MAX_UPLOAD_BYTES // 4 + 1), "big.tsv", False, t)
+    with pytest.raises(AlignFileError, match="not a text file"):
+        ap.read_file(b"\x89PNG\x00\x00\x01", "x.png", False, t)
+    with pytest.raises(AlignFileError, match="out of range"):
+        ap.read_file(b"text_a\ttext_b\tgold\nthe cat\ta cat\t0-99\n", "bad.tsv", False, t)
+    assert len(ap.read_file(corpus_file(5), "ok.tsv", False, t)) == 5
+
+
+# ------------------------------------------------------------------ the real model
+@pytest.mark.model
+@pytest.mark.slow
+def test_a_pair_with_gold_shows_the_matrix_and_every_methods_scores():
+    at = align({"text_a": "the cat sat on the mat", "text_b": "a cat was sitting on the mat",
+                "gold": "0p0 1-1 2-2 2-3 3-4 4-5 5-6", "method": "unbalanced"})
+    ok(at)
+    figs = figures(at)
+    fig = figs["Links of unbalanced"]
+    z = fig["data"][0]["z"]  # plotly's typed array: {"dtype", "bdata", "shape"}
+    assert fig["data"][0]["type"] == "heatmap"
+    assert (z["shape"] if isinstance(z, dict) else f"{len(z)}, {len(z[0])}") == "6, 7"
+    k = kinds(fig)
+    assert k["hit"] and set(k) >= {"plan", "hit"}
+    assert any("bipartite" in title for title in figs)
+    tab = table(at, "AER")
+    assert len(tab) == len(ap.METHODS)
+    assert tab["F1"].between(0, 1).all() and tab["AER"].between(0, 1).all()
+    assert at.query_params["method"] == "unbalanced"
+    assert any("0 the · 1 cat" in e.value for e in at.text)  # the gold's tokenisation
+
+    # a slider move redraws the links (θ near 0 links far more cells)
+    before = sum(len(v) for key, v in k.items() if key in ("hit", "hit_possible", "false"))
+    at.slider(key="align_threshold").set_value(0.02).run()
+    ok(at)
+    k2 = kinds(figures(at)["Links of unbalanced"])
+    after = sum(len(v) for key, v in k2.items() if key in ("hit", "hit_possible", "false"))
+    assert after > before and k2.get("false")
+    assert at.query_params["threshold"] == "0.02"
+
+    # bad gold: a message, and the links are still drawn without it
+    at.text_input(key="align_gold").set_value("0-99").run()
+    assert not at.exception and not at.error
+    assert any("out of range" in w.value for w in at.warning)
+    assert "link" in kinds(figures(at)["Links of unbalanced"])
+    # HTML in a text stays text
+    at.text_area(key="align_a").set_value("<b>bold</b> cat").run()
+    ok(at)
+    ticks = figures(at)["Links of unbalanced"]["layout"]["yaxis2"]["ticktext"]
+    assert "&lt;b&gt;bold&lt;/b&gt;" in ticks
+    at.text_area(key="align_b").set_value("   ").run()
+    ok(at)
+    assert any("Type both texts" in i.value for i in at.info)
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_a_50_pair_file_fills_the_table_and_a_row_opens_the_pair():
+    at = align({"view": "corpus"})
+    ok(at)
+    at.file_uploader(key="align_file").set_value(("binary.tsv", b"\x00\x01\x02", "text/plain"))
+    at.run()
+    assert not at.exception and any("not a text file" in e.value for e in at.error)
+    at.file_uploader(key="align_file").set_value(("pairs.tsv", corpus_file(50),
+                                                  "text/tab-separated-values")).run()
+    ok(at)
+    df = at.dataframe(key="align_table").value
+    assert len(df) == 50
+    assert {f"F1 {m}" for m in ap.METHODS} <= set(df.columns)
+    assert {"null ratio", "disagreement"} <= set(df.columns)
+    assert df["F1 unbalanced"].between(0, 1).all()
+    scores = table(at, "F1 95 %")
+    assert list(scores["method"]) == list(ap.METHODS)
+    assert scores["F1 95 %"].str.contains(" – ").all()
+    assert any("Corpus scores" in title for title in figures(at))
+    c = at.session_state["_align_corpus"]
+    assert len(ap.links_file(c, "unbalanced").decode().splitlines()) == 50
+    assert ap.table_csv(ap.corpus_table(c)).decode().count("\n") == 51
+
+    at.session_state["align_table"] = {"selection": {"rows": [3], "columns": [],
+                                                     "cells": []}}
+    at.run()
+    ok(at)
+    want = PAIRS.read_text(encoding="utf-8").splitlines()[4].split("\t")
+    assert at.session_state["align_view"] == "pair"
+    assert at.text_area(key="align_a").value == want[0]
+    assert at.text_area(key="align_b").value == want[1]
+    assert any("Pair 4 of the corpus" in i.value for i in at.info)
+    assert table(at, "AER")["F1"].notna().all()
