@@ -31,6 +31,7 @@ import streamlit as st
 import streamlit.components.v1 as components_v1
 
 _PLOTLY_DIR = Path(plotly.__file__).resolve().parent / "package_data"
+FAILED = "This chart could not be drawn: {error}"  # what a chart says when plotly.js fails
 JS_DIR = Path(__file__).with_name("js")
 # Each file only uses what an earlier one defines at its top level (or, inside functions,
 # any): state, then pure helpers, then the DOM, then the entry point.
@@ -79,7 +80,7 @@ def chart(fig: go.Figure, *, key: str, config: dict, bind: dict | None = None) -
     """
     height = int(fig.layout.height or 450)
     data = {"spec": pio.to_json(fig, validate=False), "src": _plotly_src(), "config": config,
-            "height": height}
+            "height": height, "failed": FAILED}
     if bind:
         data["bind"] = bind
     component("sinkscope_live_chart")(key=key, data=data)

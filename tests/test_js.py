@@ -263,5 +263,9 @@ def test_the_sliders_words_come_from_python():
     assert {a or b for a, b in used} <= set(scrub.WORDS)  # no word the payload lacks
     for text in scrub.WORDS.values():
         assert text not in js  # and none written in the JS itself
+    chart = (ROOT / "sinkscope_app" / "js" / "chart.js").read_text(encoding="utf-8")
+    assert "fill(data.failed" in chart and "could not be drawn" not in chart
+    from sinkscope_app import live
+    assert "{error}" in live.FAILED
     assert scrub.URL_KEYS == {"eps": "eps", "steps": "steps"}
     assert "searchParams.set(keys.eps" in js  # the URL's names come with the payload

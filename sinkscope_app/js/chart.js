@@ -1,5 +1,6 @@
 // Charts updated in place: one plotly div per key, Plotly.react on every new figure.
 import {fitTicks, refitTicks, tokenHover, tokenTicks} from "./axes.js";
+import {fill} from "./format.js";
 import {displayed, hidePreview} from "./paint.js";
 import {SK} from "./state.js";
 
@@ -79,7 +80,7 @@ export function mountChart({parentElement, data}) {
         SK.charts.delete(gd);
       }
     } catch (err) {
-      gd.textContent = "This chart could not be drawn: " + err.message;
+      gd.textContent = fill(data.failed, {error: err.message});  // live.py, FAILED
     }
   };
   // The server's exact figure of the frame the browser already shows from the lattice
