@@ -1,5 +1,9 @@
 """Every setting in one place: the choices, the limits, the defaults and the environment.
 
+:class:`Settings` is one relation's settings (layer, head, ε, half-steps, mode, weights,
+word pooling, tolerance, model) with their defaults, limits and checks; :class:`Config` is
+the operator's environment.
+
 The engine, the command line, the app's URL parser, its help texts and the service import
 these names instead of repeating them. The operator's environment variables are read once,
 into :data:`CONFIG`; code reads ``settings.CONFIG`` at call time, so a test can swap it.
@@ -246,11 +250,6 @@ class Settings:
         checked against a model's shape where the model is known
         (:func:`engine.relation.scores.check_layer_head`)."""
         return Settings(**{k: check_setting(k, getattr(self, k)) for k in self.names()})
-
-    @property
-    def relation(self) -> dict:
-        """The fields that shape a relation of given encodings (all but ``model``)."""
-        return {k: v for k, v in self.to_dict().items() if k != "model"}
 
     @classmethod
     def _known(cls, d: Mapping) -> None:

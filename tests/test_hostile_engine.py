@@ -52,3 +52,26 @@ def test_cli(case):
     d = json.loads(out.getvalue(), parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
     assert len(d["tokens_a"]) == len(d["sinkhorn_plan"])
     assert all(v is not None for v in d["summary"].values())
+
+
+@pytest.mark.parametrize("kw, words", [
+    (dict(epsilon=1.0), "Unknown setting 'epsilon'"), (dict(eps=float("nan")), "ε must be"),
+    (dict(settings={"half_steps": 0}), "half_steps must be ≥ 1"),
+    (dict(settings={"mode": "both"}), "mode must be one of"),
+    (dict(settings=[1, 2]), "Settings must be a mapping"), (dict(layer="all"), 'layer="all"')])
+def test_hostile_settings(kw, words):
+    """Settings that are not settings: a SettingsError (a ValueError) saying what to change,
+    never a TypeError."""
+    with pytest.raises(SinkscopeError, match=words):
+        relate("The bank.", "A river bank.", encoder=default_encoder(), **kw)
+
+
+@pytest.mark.parametrize("flags, words", [
+    (["--eps", "nan"], "ε must be"), (["--eps", "-inf"], "ε must be"),
+    (["--half-steps", "0"], "half_steps must be ≥ 1"), (["--layer", "9"], "out of range"),
+    (["--head", "all"], 'layer="all"')])
+def test_hostile_cli_flags(flags, words):
+    err = io.StringIO()
+    with redirect_stdout(io.StringIO()), redirect_stderr(err):
+        code = cli_main(["relate", "The bank.", "A river bank.", *flags])
+    assert code == 2 and words in err.getvalue() and "Traceback" not in err.getvalue()

@@ -30,7 +30,7 @@ from . import answers, wire
 from .schemas import (AlignmentsDocument, AlignRequest, EpsPathDocument, EpsPathRequest, ErrorResponse, HealthResponse,
                       LatticeDocument, LatticeRequest, ModelsResponse, RankingDocument,
                       RankRequest, RelateRequest, RelationDocument, StatsResponse,
-                      engine_error_for, max_body)
+                      engine_error, max_body)
 
 log = logging.getLogger("ray.serve.sinkscope")
 
@@ -164,7 +164,7 @@ def build_api(engine) -> FastAPI:
                 return _not_json("the body is empty")
         model = next((m for p, m in BODIES.items() if request.url.path.endswith(p)),
                      RelateRequest)  # (behind a route prefix too)
-        return await _engine_error(request, engine_error_for(model, errors, e.body))
+        return await _engine_error(request, engine_error(model, errors, e.body))
 
     @api.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, e: StarletteHTTPException) -> JSONResponse:

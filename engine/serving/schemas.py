@@ -302,13 +302,14 @@ _CHECKS = {"text_a": _check_text("Text A"), "text_b": _check_text("Text B"),
            "model": _check_model, "method": _check_method}
 
 
-def engine_error(model: type[BaseModel], errors: list[dict]) -> SinkscopeError:
+def engine_error(model: type[BaseModel], errors: list[dict], body: Any = None
+                 ) -> SinkscopeError:
     """The engine's error for a body that does not fit ``model`` (pydantic's ``errors``,
-    as FastAPI reports them): the body is not an object, an unknown field, a missing
-    one, or the first field whose value is wrong, with the engine's message for it."""
+    as FastAPI reports them; ``body`` the decoded JSON): the body is not an object, an
+    unknown field, a missing one, or the first field whose value is wrong, with the
+    engine's message for that value."""
     fields = ", ".join(model.model_fields)
-    located = [((e.get("loc") or ())[1:] if (e.get("loc") or ())[:1] == ("body",)
-                else tuple(e.get("loc") or ()), e) for e in errors]
+    located = [(_field_loc(e), e) for e in errors]
     for loc, e in located:
         if not loc:
             kind = type(e.get("input")).__name__
@@ -335,33 +336,25 @@ def engine_error(model: type[BaseModel], errors: list[dict]) -> SinkscopeError:
     loc, e = min(located, key=lambda le: order.index(le[0][0]) if le[0][0] in order
                  else len(order))
     name = str(loc[0])
-    raw = e.get("input")
-    if len(loc) > 1 and name in ("eps_values", "steps"):
-        raw = None  # an element failed: check the whole list from the body instead
+    # The value the engine checks: the field's own, or the whole list an item is from.
+    raw = body.get(name) if isinstance(body, dict) and name in body else e.get("input")
+    check = _CHECKS.get(name)
+    if name == "eps_values" and model is EpsPathRequest:
+        check = _check_values("eps_values", EPS_PATH_MAX_VALUES, check_eps)
     try:
-        if name in Settings.names() and name != "model":
+        if check is not None:
+            check(raw)
+        elif name in Settings.names():
             check_setting(name, raw)
-        elif name in _CHECKS and raw is not None:
-            _CHECKS[name](raw)
-        elif name in _CHECKS:
-            pass
     except SinkscopeError as err:
         return err
     return SettingsError(f"{name}: {e.get('msg', 'not allowed')}.")
 
 
-def engine_error_for(model: type[BaseModel], errors: list[dict], body: Any) -> SinkscopeError:
-    """:func:`engine_error`, checking a list field as a whole from the decoded ``body``
-    when one of its elements is wrong (the engine's message names the list)."""
-    if isinstance(body, dict):
-        for e in errors:
-            loc = tuple(e.get("loc") or ())[1:]
-            if len(loc) > 1 and loc[0] in ("eps_values", "steps") and loc[0] in body:
-                try:
-                    _CHECKS[loc[0]](body[loc[0]])
-                except SinkscopeError as err:
-                    return err
-    return engine_error(model, errors)
+def _field_loc(e: dict) -> tuple:
+    """Where in the body an error is: (field, index, ...), () for the body itself."""
+    loc = tuple(e.get("loc") or ())
+    return loc[1:] if loc[:1] == ("body",) else loc
 
 
 def max_body() -> int:
