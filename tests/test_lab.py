@@ -190,6 +190,17 @@ def test_a_seeded_run_reproduces_its_numbers_and_reports_progress():
     assert r3.heldout_l1 != r1.heldout_l1
 
 
+def test_training_on_a_users_own_coupling_system():
+    def product(x, a, y, b):  # the independent coupling a ⊗ b: learnable with Q = 0
+        return np.outer(a, b)
+
+    r = train(LabSettings(steps=10, lr=1e-2, **TINY), target=custom_target(product))
+    assert math.isfinite(r.heldout_l1) and r.heldout_l1 < r.history[0].heldout_l1 + 1e-9
+    with pytest.raises(TargetError, match="not a coupling"):
+        train(LabSettings(steps=1, **TINY),
+              target=custom_target(lambda x, a, y, b: 2 * np.outer(a, b)))
+
+
 def test_a_stop_request_and_early_stop_end_the_run():
     calls = []
 

@@ -82,10 +82,12 @@ def run(args) -> int:
         print(f"{settings.model} on {settings.target} · width {settings.width} · depth "
               f"{settings.depth} · ε = {settings.eps:g} · {settings.points} points · "
               f"{r.steps_done} steps")
-        print(f"held-out L1 to the target plan     {out['heldout_l1']:.4f}")
-        print(f"  on clouds of {2 * settings.points} points          "
-              f"{out['heldout_l1_double']:.4f}")
-        print(f"row marginal error ‖π1 − a‖₁       {out['row_err']:.2e}")
-        print(f"column marginal error ‖πᵀ1 − b‖₁   {out['col_err']:.2e}")
-        print(f"training time                      {out['seconds']:.1f} s")
+        rows = [("held-out L1 to the target plan", f"{out['heldout_l1']:.4f}"),
+                (f"  on clouds of {2 * settings.points} points", f"{out['heldout_l1_double']:.4f}"),
+                ("row marginal error ‖π1 − a‖₁", f"{out['row_err']:.2e}"),
+                ("column marginal error ‖πᵀ1 − b‖₁", f"{out['col_err']:.2e}"),
+                ("training time", f"{out['seconds']:.1f} s")]
+        w = max(len(k) for k, _ in rows)
+        for k, v in rows:
+            print(f"{k:<{w}}  {v}")
     return 0

@@ -101,8 +101,8 @@ class MeasureEncoder(nn.Module):
 class PointEncoder(nn.Module):
     """A context-free encoder: the same MLP on every atom, blind to the rest of the cloud.
 
-    Shapes: x (B, n, dim), a (B, n) (ignored) → (B, n, D). ``depth`` hidden layers of
-    width 2D (at least 32), as many as the measure encoder's, and the same output width.
+    Shapes: x (B, n, dim), a (B, n) (ignored) → (B, n, D). ``depth`` hidden layers (at
+    least one) of width 2D (at least 32), and the measure encoder's output width.
     """
 
     def __init__(self, width: int, depth: int, heads: int = 2, dim: int = 2) -> None:
@@ -196,7 +196,7 @@ def check_model(kind: str, width: int, depth: int, heads: int, eps: float,
         raise LabError(f"Unknown model {kind!r}: choose one of {', '.join(MODELS)}.")
     for name, v, hi in (("width", width, MAX_WIDTH), ("depth", depth, MAX_DEPTH),
                         ("heads", heads, 16), ("half_steps", half_steps, 2000)):
-        lo = 0 if name == "depth" and kind != "context-free" else 1
+        lo = 0 if name == "depth" else 1  # depth 0: embedding and head only
         if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
             raise LabError(f"{name} must be a whole number from {lo} to {hi}, got {v!r}.")
     if not (isinstance(eps, (int, float)) and math.isfinite(eps) and 1e-3 <= eps <= 100):
