@@ -1,5 +1,6 @@
 """Sinkhorn and softmax: identities, limits, agreement with POT, robustness (hypothesis)."""
 
+import math
 import os
 
 import numpy as np
@@ -238,3 +239,57 @@ def test_auto_equals_log_with_zero_weights_including_error_history(eps):
     assert np.abs(auto.row_err - log.row_err).max() <= 1e-12
     assert np.abs(auto.col_err - log.col_err).max() <= 1e-12
     assert auto.col_err[0] > 0.5  # state 1 (softmax) puts mass on zero-weight columns
+
+
+@pytest.mark.parametrize("method", ["auto", "log"])
+def test_eps_per_problem_equals_one_by_one(method):
+    """ε may be an array over the batch: one call for a row of ε values (kernel path too)."""
+    rng = np.random.default_rng(9)
+    S = rng.normal(size=(3, 6, 5)) * 3
+    _, a, b = problem(6, 5, zeros_a=(0,), zeros_b=(4,))
+    eps = np.array([[0.05], [0.5], [5.0]])  # (3, 1) over 3 heads: a (3, 3) batch
+    c = sinkhorn(S, a, b, eps, 60, method=method, record=[1, 30])
+    assert c.plan.shape == (3, 3, 6, 5) and c.eps.shape == (3, 3)
+    for i in range(3):
+        for h in range(3):
+            one = sinkhorn(S[h], a, b, float(eps[i, 0]), 60, method=method, record=[1, 30])
+            assert np.abs(one.plan - c.plan[i, h]).max() <= 1e-12
+            on = np.isfinite(one.f)
+            assert np.abs(one.f[on] - c.f[i, h][on]).max() <= 1e-10
+            assert np.abs(one.row_err - c.row_err[i, h]).max() <= 1e-12
+            assert np.abs(one.history.cost - c.history.cost[i, h]).max() <= 1e-10
+
+
+def test_coupling_apply_and_select():
+    rng = np.random.default_rng(10)
+    S = torch.tensor(rng.normal(size=(2, 3, 4, 5)))
+    a, b = torch.full((4,), 0.25, dtype=torch.float64), torch.full((5,), 0.2, dtype=torch.float64)
+    c = sinkhorn(S, a, b, 0.5, 20, record=[1, 20], record_plans=True)
+    n = c.apply(lambda t: t.numpy())
+    assert isinstance(n.plan, np.ndarray) and isinstance(n.history.plans, np.ndarray)
+    assert n.eps == 0.5 and n.tau == math.inf and n.mass is None
+    one = n.select((1, 2))
+    ref = sinkhorn(S[1, 2].numpy(), a.numpy(), b.numpy(), 0.5, 20, record=[1, 20],
+                   record_plans=True)
+    assert one.plan.shape == (4, 5) and one.cost.shape == () and one.converged.shape == ()
+    assert one.history.plans.shape == (2, 4, 5) and one.history.steps.tolist() == [1, 20]
+    for k in ("plan", "f", "g", "row_err", "col_err", "cost", "entropy"):
+        np.testing.assert_allclose(getattr(one, k), getattr(ref, k), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(one.history.plans, ref.history.plans, atol=1e-15)
+    assert n.select(0).plan.shape == (3, 4, 5)
+
+
+def test_solver_package_exports_callables_whatever_was_imported_first():
+    import subprocess
+    import sys
+    code = ("import sys; import engine.solver.references;"
+            "assert 'torch' not in sys.modules, 'torch imported';"
+            "import engine.solver.sinkhorn as module;"
+            "from engine.solver import sinkhorn, partial, softmax_attention;"
+            "import numpy as np;"
+            "c = sinkhorn(np.zeros((2, 3)), np.full(2, .5), np.full(3, 1 / 3), 1.0, 3);"
+            "assert abs(c.plan - 1 / 6).max() < 1e-15;"
+            "assert callable(partial) and callable(softmax_attention);"
+            "assert module.check_eps(2) == 2.0")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr

@@ -12,7 +12,7 @@ function each (in units of the potentials over ε, α = f/ε, with lse_i = LSE_j
 
 - balanced (:func:`sinkhorn`):     α ← log a − lse                       (π1 = a)
 - KL-relaxed (``tau``):            α ← τ/(τ+ε) · (log a − lse)           (Chizat et al. 2018)
-- partial (:func:`partial`):       α ← min(0, log a − lse), then the mass (π1 ≤ a, Σπ = m)
+- partial (:func:`partial`):       α ← min(0, log a − lse − κ), κ so that Σπ = m (π1 ≤ a)
 
 Balanced problems also have a kernel-domain fast path (matrix–vector scaling, stabilised
 by absorbing large scalings into the potentials) that gives the same iterates.
@@ -209,7 +209,8 @@ def sinkhorn(
             transport; a float > 0, or an array broadcastable to the batch dimensions (e.g.
             (T, 1) for T values over a batch of problems, giving a (T, ...) batch).
         tol: tolerance on the final residuals for ``converged`` (and for ``early_stop``).
-        early_stop: stop once every problem in the batch is within ``tol``.
+        early_stop: stop once every problem in the batch is within ``tol`` (balanced:
+            judged on the state before the last; relaxed: on the last state itself).
         method: "log" (log-domain logsumexp steps) or "auto" (for balanced problems,
             stabilised kernel scaling with matrix–vector products, falling back to log
             steps where it would under- or overflow; same result, several times faster).
@@ -261,12 +262,14 @@ def partial(
     """Entropic partial transport: move only mass m between a and b for cost −S.
 
     π = argmin ⟨−S, π⟩ − ε H(π) over π ≥ 0 with π1 ≤ a, πᵀ1 ≤ b, Σ_ij π_ij = m, solved
-    by block coordinate ascent on its dual in the log domain: π_ij = exp((f_i + g_j +
-    S_ij)/ε) with f_i = ε κ + ε α_i, α ≤ 0 (α_i < 0 only where row i is saturated,
-    π1_i = a_i), likewise for g; each half-step is a capped row (or column) update
-    α ← min(0, log a − LSE_j(S_ij/ε + β_j + κ)) followed by the mass scaling
-    κ ← κ + log m − log Σπ. Its fixed point is POT's ``entropic_partial_wasserstein``
-    (Benamou et al. 2015's Bregman–Dykstra projections) plan.
+    by block coordinate ascent on its dual in the log domain: π_ij = exp(S_ij/ε + α_i +
+    β_j + κ) with α, β ≤ 0 the multipliers of π1 ≤ a, πᵀ1 ≤ b (α_i < 0 only where row i
+    is saturated, π1_i = a_i) and κ the one of Σπ = m. A row half-step maximises the dual
+    over (α, κ) together: with lse_i = LSE_j(S_ij/ε + β_j), κ is the level where
+    Σ_i min(a_i, e^{κ + lse_i}) = m (water-filling, by sorting) and α = min(0, log a −
+    lse − κ); a column half-step likewise. Its fixed point is the plan of Benamou et al.'s
+    Bregman–Dykstra projections (POT's ``entropic_partial_wasserstein``). The reported f
+    is ε(α + κ), g is ε β.
 
     Args:
         S: (..., n, m) scores; cost is −S. numpy or torch, float32 or float64.
@@ -284,9 +287,9 @@ def partial(
     Returns:
         A :class:`Coupling` (``mass`` set) whose plan has total mass m after every
         half-step; ``row_err``/``col_err`` are the fixed-point residuals ‖π1 − r‖₁ with
-        r_i = min(a_i, π1_i e^{−α_i}) the row marginal one more capped row update would
-        give (0 at the optimum). If it did not converge, run more half-steps or raise ε;
-        a mass close to min(Σa, Σb) converges like balanced Sinkhorn, a small mass faster.
+        r the row marginal one more row half-step would give (0 right after a row
+        half-step and at the optimum). If it did not converge, run more half-steps or
+        raise ε; it converges about as fast as balanced Sinkhorn at the same ε.
 
     References:
         Benamou, Carlier, Cuturi, Nenna, Peyré, "Iterative Bregman projections for
@@ -431,20 +434,55 @@ def _cost_entropy(log_plan: torch.Tensor, S: torch.Tensor,
 
 
 # ---- the marginal update: the one function that tells the three problems apart --------
+#
+# update(P, log_w, w, lse) → (x, kappa): the new potential x (over ε) of one side from the
+# log-sum-exp lse over the other side's potential, lse_i = LSE_j(S_ij/ε + β_j) for rows;
+# kappa is the new log-mass scaling of partial transport (None for the others). The
+# side's marginal afterwards is exp(x + lse (+ kappa)).
 
-def balanced(log_w: torch.Tensor, lse: torch.Tensor, rho: Any) -> torch.Tensor:
-    """Balanced update, π1 = a: α = log a − lse. (``rho`` is unused.)"""
-    return log_w - lse
+def balanced(P: Problem, log_w: torch.Tensor, w: torch.Tensor, lse: torch.Tensor):
+    """Balanced update, π1 = a: α = log a − lse."""
+    return log_w - lse, None
 
 
-def relaxed(log_w: torch.Tensor, lse: torch.Tensor, rho: Any) -> torch.Tensor:
-    """KL-relaxed update of strength τ: α = ρ (log a − lse), ρ = τ/(τ + ε) ((B, 1, 1) or float)."""
-    return rho * (log_w - lse)
+def relaxed(P: Problem, log_w: torch.Tensor, w: torch.Tensor, lse: torch.Tensor):
+    """KL-relaxed update of strength τ: α = ρ (log a − lse), ρ = τ/(τ + ε)."""
+    return P.rho * (log_w - lse), None
 
 
-def capped(log_w: torch.Tensor, lse: torch.Tensor, rho: Any) -> torch.Tensor:
-    """Partial-transport update, π1 ≤ a: α = min(0, log a − lse) (the multiplier of π1 ≤ a)."""
-    return torch.clamp(log_w - lse, max=0.0)
+def capped(P: Problem, log_w: torch.Tensor, w: torch.Tensor, lse: torch.Tensor):
+    """Partial-transport update, π1 ≤ a and Σπ = m, exact over (α ≤ 0, κ) together:
+    α = min(0, log a − lse − κ) with κ the level where Σ_i min(a_i, e^{κ + lse_i}) = m."""
+    kappa = _mass_level(log_w, w, lse, P.log_m)
+    return torch.clamp(log_w - lse - kappa, max=0.0), kappa
+
+
+def _mass_level(log_w: torch.Tensor, w: torch.Tensor, lse: torch.Tensor,
+                log_m: torch.Tensor) -> torch.Tensor:
+    """κ = log s with Σ_i min(w_i, s e^{lse_i}) = m (water-filling), (B, 1, 1).
+
+    F(s) = Σ_i min(w_i, s e^{lse_i}) is continuous and nondecreasing; rows saturate
+    (s e^{lse_i} ≥ w_i) in the order of their thresholds t_i = w_i e^{−lse_i}. With the
+    thresholds sorted, F(t_(k)) = Σ_{i<k} w_(i) + t_(k) Σ_{i≥k} e^{lse_(i)}; the first k*
+    thresholds have F ≤ m, and on [t_(k*−1), t_(k*)] F is linear, which gives s.
+    """
+    B = lse.shape[0]
+    lt = (log_w - lse).reshape(B, -1)  # log thresholds; −inf for zero weights
+    lt, order = torch.sort(lt, -1)
+    ws = w.reshape(B, -1).gather(-1, order)
+    ls = lse.reshape(B, -1).gather(-1, order)
+    before = torch.cumsum(ws, -1) - ws  # Σ_{i<k} w_(i)
+    tail = torch.logcumsumexp(ls.flip(-1), -1).flip(-1)  # log Σ_{i≥k} e^{lse_(i)}
+    m = torch.exp(log_m.reshape(B, 1))
+    F = before + torch.exp(lt + tail)
+    k = (F <= m).sum(-1, keepdim=True)  # (B, 1) saturated rows
+    n = lt.shape[-1]
+    inner = k.clamp(max=n - 1)
+    level = torch.log(torch.clamp(m - before.gather(-1, inner), min=0)) - tail.gather(-1, inner)
+    lo = torch.where(k > 0, lt.gather(-1, (k - 1).clamp(min=0)), -math.inf)
+    hi = torch.where(k < n, lt.gather(-1, inner), math.inf)
+    level = torch.where(k < n, torch.minimum(torch.maximum(level, lo), hi), lo)
+    return level.reshape(B, 1, 1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -469,7 +507,7 @@ class Problem:
     log_a: torch.Tensor
     b: torch.Tensor
     log_b: torch.Tensor
-    update: Callable[[torch.Tensor, torch.Tensor, Any], torch.Tensor]
+    update: Callable
     rho: Any
     log_m: torch.Tensor | None
     batch: torch.Size
@@ -477,14 +515,6 @@ class Problem:
     @property
     def is_balanced(self) -> bool:
         return self.update is balanced
-
-    def target(self, row: bool, lse: torch.Tensor) -> torch.Tensor:
-        """The marginal one update on this side would give, from its log-sum-exp lse:
-        a (or b) when balanced, exp(update(log a, lse) + lse) otherwise."""
-        w, log_w = (self.a, self.log_a) if row else (self.b, self.log_b)
-        if self.is_balanced:
-            return w
-        return torch.exp(self.update(log_w, lse, self.rho) + lse)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -515,46 +545,47 @@ def init_state(P: Problem) -> State:
                  kappa=None if P.log_m is None else zeros(B, 1, 1), t=0)
 
 
+def _side(P: Problem, st: State, row: bool):
+    """One side's update from state st: (old log marginal, new potential, new κ, new log
+    marginal, target marginal), the marginals (B, n, 1) for rows or (B, 1, m) for columns.
+    The target is what one update gives: a (or b) itself when balanced."""
+    x_old, other = (st.alpha, st.beta) if row else (st.beta, st.alpha)
+    log_w, w = (P.log_a, P.a) if row else (P.log_b, P.b)
+    lse = torch.logsumexp(P.Se + other, -1 if row else -2, keepdim=True)
+    x, kappa = P.update(P, log_w, w, lse)
+    log_old = x_old + lse if st.kappa is None else x_old + lse + st.kappa
+    log_new = x + lse if kappa is None else x + lse + kappa
+    target = w if P.is_balanced else torch.exp(log_new)
+    return log_old, x, kappa, log_new, target
+
+
 def half_step(P: Problem, st: State) -> tuple[State, torch.Tensor, torch.Tensor]:
     """Half-step t+1 in the log domain: a row update when t+1 is odd, else a column update.
 
-    Row update: lse_i = LSE_j(S_ij/ε + β_j) (+ κ); α ← update(log a, lse). For partial
-    transport the mass is then rescaled: κ ← κ + log m − LSE_i(α_i + lse_i).
+    Row update: lse_i = LSE_j(S_ij/ε + β_j); (α, κ) ← update(log a, lse).
 
     Returns:
         (new state, residual of the old state, residual of the new state) on the updated
-        side, each (B,): ‖π1 − target‖₁ where target is the marginal one more update on
-        that side would give (a itself when balanced).
+        side, each (B,): ‖π1 − target‖₁ where target is the marginal one update on that
+        side gives (a itself when balanced; for the others the new state's own marginal,
+        so its residual is 0).
     """
     row = st.t % 2 == 0
-    x, other = (st.alpha, st.beta) if row else (st.beta, st.alpha)
-    lse_dim, sum_dim = (-1, -2) if row else (-2, -1)
-    lse = torch.logsumexp(P.Se + other, lse_dim, keepdim=True)
-    if st.kappa is not None:
-        lse = lse + st.kappa
-    before = _err(torch.exp(x + lse), P.target(row, lse), sum_dim)
-    x = P.update(P.log_a if row else P.log_b, lse, P.rho)
-    kappa = st.kappa
-    if kappa is not None:
-        shift = P.log_m - torch.logsumexp(x + lse, sum_dim, keepdim=True)
-        kappa, lse = kappa + shift, lse + shift
-    after = _err(torch.exp(x + lse), P.target(row, lse), sum_dim)
+    log_old, x, kappa, log_new, target = _side(P, st, row)
+    dim = -2 if row else -1
+    before = _err(torch.exp(log_old), target, dim)
+    after = _err(torch.exp(log_new), target, dim)
+    kappa = st.kappa if kappa is None else kappa
     alpha, beta = (x, st.beta) if row else (st.alpha, x)
     return State(alpha, beta, kappa, st.t + 1), before, after
 
 
 def residual(P: Problem, st: State, row: bool, plan: torch.Tensor) -> torch.Tensor:
-    """(B,) the state's residual ‖π1 − target‖₁ (row) or ‖πᵀ1 − target‖₁ (column) from its
-    plan (B, n, m); see :func:`half_step`."""
-    sum_dim = -2 if row else -1
+    """(B,) the state's residual ‖π1 − target‖₁ (row) or ‖πᵀ1 − target‖₁ (column), its
+    marginal summed from its plan (B, n, m); see :func:`half_step`."""
     marginal = plan.sum(-1 if row else -2, keepdim=True)
-    if P.is_balanced:
-        return _err(marginal, P.a if row else P.b, sum_dim)
-    other = st.beta if row else st.alpha
-    lse = torch.logsumexp(P.Se + other, -1 if row else -2, keepdim=True)
-    if st.kappa is not None:
-        lse = lse + st.kappa
-    return _err(marginal, P.target(row, lse), sum_dim)
+    target = (P.a if row else P.b) if P.is_balanced else _side(P, st, row)[4]
+    return _err(marginal, target, -2 if row else -1)
 
 
 @dataclasses.dataclass
@@ -592,6 +623,15 @@ def _early_stop(tr: _Trace, t: int, tol: float) -> bool:
     return bool((err <= tol).all())
 
 
+def _within(P: Problem, st: State, tr: _Trace, tol: float) -> bool:
+    """True when state t itself is within tol on both sides (relaxed and partial problems,
+    whose residuals need not shrink at every half-step: the output reports state t)."""
+    row = st.t % 2 == 1  # the side the last half-step updated
+    last = (tr.rows if row else tr.cols)[-1][-1]
+    other = residual(P, st, not row, torch.exp(st.log_plan(P)))
+    return bool((torch.maximum(last, other) <= tol).all())
+
+
 def _log_steps(P, st, tr, half_steps, tol, early_stop, block, keep_plans) -> State:
     """Log-domain half-steps until ``half_steps`` (or an early stop); stops exactly at the
     states the history records."""
@@ -606,7 +646,8 @@ def _log_steps(P, st, tr, half_steps, tol, early_stop, block, keep_plans) -> Sta
         if tr.pending and tr.pending[0] == st.t:
             tr.pending.pop(0)
             tr.recorded.append(_cost_entropy(st.log_plan(P), P.S, keep_plans))
-        if early_stop and st.t < half_steps and _early_stop(tr, st.t, tol):
+        if early_stop and st.t < half_steps and _early_stop(tr, st.t, tol) and (
+                P.is_balanced or _within(P, st, tr, tol)):
             break
     return st
 
