@@ -22,6 +22,11 @@ class TextFileError(ValueError):
     """A page or language with no text file, or a file that is not valid JSON."""
 
 
+def pages() -> tuple[str, ...]:
+    """Every page with a text file, by name: ``("lab", "learn", …)``."""
+    return tuple(sorted({p.name.split(".")[0] for p in TEXT_DIR.glob("*.*.json")}))
+
+
 def languages(page: str) -> tuple[str, ...]:
     """The languages that ``page`` has a file for: the default first, then by code.
 

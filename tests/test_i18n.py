@@ -50,6 +50,13 @@ def test_every_language_has_every_key_and_the_same_fields():
     assert set(i18n.texts("learn", "es")["examples"]) == ids  # every title in Spanish
 
 
+@pytest.mark.parametrize("page", i18n.pages())
+def test_every_page_has_every_key_in_every_language(page):
+    # "examples" may be left to assets/examples.json by one language (English titles)
+    assert len(i18n.languages(page)) >= 2
+    assert all(not gap for gap in i18n.missing(page, optional=("examples",)).values())
+
+
 def test_missing_names_the_key_a_language_lacks(tmp_path, monkeypatch):
     (tmp_path / "demo.en.json").write_text('{"ui": {"back": "Back", "next": "Next"}}')
     (tmp_path / "demo.es.json").write_text('{"ui": {"back": "Atrás"}}')
@@ -57,6 +64,7 @@ def test_missing_names_the_key_a_language_lacks(tmp_path, monkeypatch):
     i18n.texts.cache_clear()
     try:
         assert i18n.missing("demo") == {"en": set(), "es": {"ui.next"}}
+        assert i18n.pages() == ("demo",)
         with pytest.raises(i18n.TextFileError, match="languages there are: en, es"):
             i18n.texts("demo", "fr")
         with pytest.raises(i18n.TextFileError, match="add nope.en.json"):
