@@ -9,6 +9,10 @@ import {fill, fmt, halfStepsText, metricRows, textPx} from "../../sinkscope_app/
 import {binEdges, classes, compareLimits, differenceLimit, edgeScale, nodeHover, patchCompare,
         patchDifference, patchGraph, topEdges} from "../../sinkscope_app/js/patch.js";
 
+if (!process.env.SINKSCOPE_JS_FIXTURES) {
+  throw new Error("no fixtures: run these through pytest tests/test_js.py, which writes them " +
+                  "from the Python functions and names the file in SINKSCOPE_JS_FIXTURES");
+}
 const FIX = JSON.parse(readFileSync(process.env.SINKSCOPE_JS_FIXTURES, "utf8"));
 const num = (x) => (x === "inf" ? Infinity : x === "-inf" ? -Infinity : x === "nan" ? NaN : x);
 const f64 = (a) => Float64Array.from(a);
