@@ -76,6 +76,9 @@ def parser() -> argparse.ArgumentParser:
                    help="most requests encoded in one forward pass (default 16; 1: no batching)")
     s.add_argument("--batch-wait-ms", type=float, default=5.0,
                    help="how long a batch waits to fill, in ms (default 5)")
+    s.add_argument("--max-queued", type=_positive_int, default=64,
+                   help="requests queued beyond those the replicas hold; above it the "
+                        "engine answers 503 with Retry-After (default 64)")
     for name in COMMANDS:
         if importlib.util.find_spec(name.rsplit(".", 1)[0]) and importlib.util.find_spec(name):
             importlib.import_module(name).add_parser(sub)
@@ -180,6 +183,7 @@ def _serve(args) -> int:
             app = service.build(replicas=args.replicas, gpus_per_replica=gpus,
                                 cpus_per_replica=min(1.0, (os.cpu_count() or 1) / args.replicas),
                                 max_batch_size=args.max_batch_size,
+                                max_queued_requests=args.max_queued,
                                 batch_wait_timeout_s=args.batch_wait_ms / 1000)
             try:
                 url = service.start(app, host=args.host, port=args.port)
