@@ -54,7 +54,9 @@ DEFAULTS: dict[str, dict[str, Method]] = {
 }
 #: The method with the best mean total F1 over the development sets (hidden, layer 3).
 DEFAULT_METHOD = "sinkhorn-threshold"
-MAX_CHUNK_ELEMENTS = 2_000_000
+#: Entries (τ values × pairs × n × m) per solver call: on this CPU a call of ~150k entries
+#: ran about 3× faster per entry than one of 720k (it stays in cache).
+MAX_CHUNK_ELEMENTS = 150_000
 
 
 @dataclass(frozen=True)
