@@ -65,10 +65,51 @@ def final_layer_times(repeat: int = 30) -> dict[str, float]:
     return out
 
 
+def text_relation(data: str, train_pairs: int) -> None:
+    """MTRef: trained Sinkhorn head vs trained softmax head vs the untrained default method.
+
+    The heads train on the first ``train_pairs`` training pairs less 100, θ is chosen on
+    those 100, and every figure is total F1 (macro, OTAlign's) on the development set."""
+    from pathlib import Path
+
+    from engine.align.api import align_pairs
+    from engine.align.readers import read_pairs
+    from engine.align.score import score
+    from engine.lab.text import TextSettings, links_at, text_plans, train_text, tune_theta, \
+        word_states
+    from engine.models.encoder import Encoder
+
+    root = Path(data)
+    train = read_pairs(root / "mtref-train.tsv", lowercase=True)[:train_pairs]
+    dev = read_pairs(root / "mtref-dev.tsv", lowercase=True)
+    enc = Encoder.default()
+    t = time.perf_counter()
+    st_train, st_dev = word_states(train, enc), word_states(dev, enc)
+    encode_s = time.perf_counter() - t
+    tune, fit = list(range(100)), list(range(100, len(train)))
+    print(f"\n## text relation · MTRef: {len(fit)} training pairs, θ on {len(tune)}, "
+          f"{len(dev)} dev pairs · frozen {enc.name}, layer {TextSettings().layer} · "
+          f"encoding {encode_s:.0f} s")
+    print(f"{'head':<34} {'dev total F1':>12} {'θ':>5} {'train s':>8}")
+    for final in ("sinkhorn", "softmax"):
+        r = train_text(st_train.take(fit), TextSettings(final=final))
+        theta, _ = tune_theta(text_plans(r.model, st_train.take(tune)),
+                              [train[i] for i in tune])
+        f1 = score(links_at(text_plans(r.model, st_dev), theta), dev,
+                   bootstrap=0).macro["total_f1"]
+        print(f"{'trained Q, K + ' + final:<34} {f1:>12.3f} {theta:>5.2f} {r.seconds:>8.1f}")
+    f1 = score(align_pairs(dev, encoder=enc), dev, bootstrap=0).macro["total_f1"]
+    print(f"{'untrained default (align_pairs)':<34} {f1:>12.3f} {'':>5} {'':>8}")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.lab", description=__doc__)
     p.add_argument("--targets", nargs="+", default=["whitened", "sq-euclid"])
     p.add_argument("--steps", type=int, default=None, help="override the default steps")
+    p.add_argument("--text", default=None, metavar="DIR",
+                   help="also train the text relation on DIR/mtref-{train,dev}.tsv")
+    p.add_argument("--text-pairs", type=int, default=800,
+                   help="MTRef training pairs to read (default 800)")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     print(f"# lab benchmark · {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} · "
@@ -99,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         if target == "whitened":
             print(f"default run: {wall:.1f} s (target ≤ {TARGET_RUN_S:g} s) "
                   f"{'ok' if wall <= TARGET_RUN_S else 'MISSED (CPU ' + f'{cpu:.1f} s)'}")
+    if args.text:
+        text_relation(args.text, args.text_pairs)
     print("\n## final layer: forward + backward, 40 half-steps, 64 pairs of 8 × 8 (median ms)")
     for name, ms in final_layer_times().items():
         print(f"{name:<28} {ms:6.2f}")

@@ -269,3 +269,38 @@ def test_cli_defaults_are_the_page_defaults():
     from engine.lab.nets import MODELS
 
     assert lab_cli.MODEL_NAMES == MODELS
+
+
+def test_a_text_head_learns_gold_links_on_frozen_states_sinkhorn_and_softmax():
+    """Word states built so that word i of A matches word π(i) of B through a hidden
+    linear map: the trained heads recover the links; a settings error says what to fix."""
+    from engine.align.readers import Pair
+    from engine.lab.text import TextSettings, WordStates, links_at, text_plans, train_text, \
+        tune_theta
+
+    rng = np.random.default_rng(0)
+    M = rng.normal(size=(6, 6)).astype(np.float32)
+    ha, hb, sure, pairs = [], [], [], []
+    for _ in range(40):
+        n = int(rng.integers(3, 6))
+        x = rng.normal(size=(n, 6)).astype(np.float32)
+        perm = rng.permutation(n)
+        ha.append(x)
+        hb.append((x @ M)[np.argsort(perm)])  # B's word perm[i] is A's word i, mapped by M
+        G = np.zeros((n, n), bool)
+        G[np.arange(n), perm] = True
+        sure.append(G)
+        links = frozenset((int(i), int(perm[i])) for i in range(n))
+        pairs.append(Pair(" ".join("a" * n), " ".join("b" * n), links, links, True))
+    states = WordStates(tuple(ha), tuple(hb), tuple(sure))
+    f1 = {}
+    for final in ("sinkhorn", "softmax"):
+        r = train_text(states.take(range(30)), TextSettings(final=final, width=6, steps=150,
+                                                             lr=3e-2, batch=16))
+        assert r.losses[-1] < 0.5 * r.losses[0]
+        plans = text_plans(r.model, states.take(range(30, 40)))
+        np.testing.assert_allclose([P.sum() for P in plans], 1.0, atol=1e-4)
+        f1[final] = tune_theta(plans, pairs[30:])[1]
+    assert f1["sinkhorn"] > 0.9 and f1["softmax"] > 0.6
+    with pytest.raises(LabError, match="final must be one of sinkhorn, softmax"):
+        TextSettings(final="argmax")
