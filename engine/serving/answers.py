@@ -150,7 +150,7 @@ def check_request(req, enc: Encoder) -> None:
 ALIGN_SCHEMA = "sinkscope.alignments/1"
 
 
-def align_answer(enc: Encoder, req: AlignRequest) -> dict:
+def align_answer(enc: Encoder, req: AlignRequest, device=None) -> dict:
     """POST /v1/align: :func:`engine.align.api.align_pairs` on the replica's encoder (the
     pairs in padded batches), one alignment document per pair."""
     from ..align.api import align_pairs
@@ -158,6 +158,7 @@ def align_answer(enc: Encoder, req: AlignRequest) -> dict:
     pairs = [{"text_a": p.text_a, "text_b": p.text_b, "gold": p.gold} for p in req.pairs]
     out = align_pairs(pairs, method=req.method, source=req.source, layer=req.layer,
                       head=req.head, center=req.center, threshold=req.threshold, tau=req.tau,
-                      mass=req.mass, eps=req.eps, lowercase=req.lowercase, encoder=enc)
+                      mass=req.mass, eps=req.eps, lowercase=req.lowercase, encoder=enc,
+                      device=device)
     return {"schema": ALIGN_SCHEMA, "model": enc.name,
             "alignments": [a.to_dict(values=req.values) for a in out]}

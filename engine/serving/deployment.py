@@ -233,7 +233,7 @@ class Engine:
         answers.check_request(req, enc)
         media = wire.media_type(accept)
         body = await asyncio.to_thread(
-            lambda: wire.dumps(answers.align_answer(enc, req), media))
+            lambda: wire.dumps(answers.align_answer(enc, req, self.on_device), media))
         return Response(body, media_type=media, headers={"X-Sinkscope-Replica": self.replica})
 
     def encoder(self, name: Any) -> Encoder:

@@ -364,9 +364,10 @@ def max_body() -> int:
 
 # --------------------------------------------------------------------------- alignment
 try:  # word alignment is its own sub-package (engine.align)
+    from ..align.api import DEFAULT_METHOD as ALIGN_DEFAULT
     from ..align.extract import METHODS as ALIGN_METHODS
 except ImportError:  # pragma: no cover - a tree without engine.align serves no /v1/align
-    ALIGN_METHODS = ()
+    ALIGN_METHODS, ALIGN_DEFAULT = (), "unbalanced"
 
 MAX_ALIGN_PAIRS = 256
 
@@ -387,9 +388,9 @@ class AlignRequest(_Request):
     pairs: list[AlignPair] = Field(min_length=1, max_length=MAX_ALIGN_PAIRS,
                                    description=f"1 to {MAX_ALIGN_PAIRS} pairs.")
     model: setting("model")
-    method: Literal[ALIGN_METHODS or ("unbalanced",)] = Field(  # type: ignore[valid-type]
-        "unbalanced", description="How links are read off the relation "
-        "(engine.align.extract.METHODS).")
+    method: Literal[ALIGN_METHODS or (ALIGN_DEFAULT,)] = Field(  # type: ignore[valid-type]
+        ALIGN_DEFAULT, description="How links are read off the relation "
+        "(engine.align.extract.METHODS; the default is engine.align's).")
     source: Optional[Literal["attention", "hidden"]] = Field(
         None, description="What relates the words: hidden states or attention scores "
         "(default: the benchmark's best).")
