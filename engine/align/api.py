@@ -14,13 +14,12 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
-import torch
 
 from ..errors import SettingsError
 from . import extract
 from .extract import GRID, MASS_GRID, METHODS, TAU_GRID, Method
 from .readers import Pair, links_text, make_pair
-from .score import COUNTS, METRICS, CorpusScore, corpus_score, macro_from_metrics, \
+from .score import COUNTS, METRICS, CorpusScore, macro_from_metrics, \
     metrics_from_counts, pair_counts, score
 from .sources import Source, corpus_mean, encode_words, scores as source_scores
 

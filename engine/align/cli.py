@@ -9,7 +9,6 @@ command runs.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
