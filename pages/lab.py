@@ -4,7 +4,8 @@ can be set in the link too).
 
 This file only wires the page: the settings, Train (a progress bar and live held-out
 curves; Stop, or any other click, stops it and keeps the weights reached), the held-out
-pairs drawn as couplings and matrices, and the "Error vs width" sweep. The numbers come
+pairs drawn as couplings and matrices, the "Error vs width" sweep, and heads trained on a
+user's file of gold word alignments over the frozen sentence model. The numbers come
 from ``engine.lab``, the figures from ``viz.lab``, every word from
 ``sinkscope_app/text/lab.<lang>.json``.
 """
@@ -127,6 +128,29 @@ bar = st.empty()
 curves_slot = st.empty()
 
 
+@st.cache_data(max_entries=4, show_spinner=False)
+def text_pairs_of(text: str, name: str):
+    from engine.align.readers import parse_pairs
+
+    return parse_pairs(text, name=name, lowercase=True)
+
+
+@st.cache_resource(show_spinner=False)
+def _default_encoder():
+    from engine.models.encoder import Encoder
+
+    return Encoder.default()
+
+
+def text_encoder():
+    """The packaged sentence model, shared with the main page when it runs embedded."""
+    from sinkscope_app import compute
+
+    if not compute.served():
+        return compute.encoder(compute.model_names()[0])
+    return _default_encoder()
+
+
 def curves_figure(res: dict):
     return vlab.loss_curves(res["curves"], labels=ui["models"], title=ui["curves_title"],
                             words=words, total_steps=res["steps"], theme=theme)
@@ -223,6 +247,34 @@ try:
         st.plotly_chart(vlab.error_vs_width(SWEEP_WIDTHS, sweep["errors"], labels=ui["models"],
                                             title=ui["sweep_title"], words=words, theme=theme),
                         key="lab_sweep_chart", width="stretch")
+
+    # ----------------------------------------------------------------- text relation
+    st.markdown(f"#### {ui['text_heading']}")
+    st.caption(ui["text_intro"])
+    up = st.file_uploader(ui["text_file"], key="lab_text_upload",
+                          type=["tsv", "txt", "json", "jsonl", "csv"])
+    if up is not None:
+        from engine.align.readers import decode
+
+        ss["lab_text_data"], ss["lab_text_name"] = decode(up.getvalue(), up.name), up.name
+    if ss.get("lab_text_data"):
+        text_pairs = text_pairs_of(ss["lab_text_data"], ss.get("lab_text_name", "file"))
+        st.caption(ui["text_loaded"].format(n=sum(p.has_gold for p in text_pairs)))
+        if st.button(ui["text_train"], key="lab_text_train"):
+            from engine.lab.text import compare_heads
+
+            note = st.empty()
+            ss["_lab_text_scores"] = compare_heads(
+                text_pairs, text_encoder(),
+                progress=lambda what: note.info(ui["text_running"].format(
+                    what=ui["text_names"].get(what, what))))
+            note.empty()
+    if ss.get("_lab_text_scores"):
+        st.dataframe([{ui["text_head"]: ui["text_names"][h.name],
+                       ui["text_f1"]: round(h.total_f1, 3),
+                       ui["text_theta"]: "" if h.theta is None else f"{h.theta:.2f}",
+                       ui["text_seconds"]: round(h.seconds, 1)}
+                      for h in ss["_lab_text_scores"]], hide_index=True, key="lab_text_table")
 except SinkscopeError as e:
     st.error(ui["error"].format(error=e))
 except Exception as e:  # never show a traceback to a visitor; log it for operators
