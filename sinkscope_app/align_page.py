@@ -107,10 +107,10 @@ TEXT["en"]["plan_title"] = {  # what the left panel shows, per method
     "softmax-both": "min of both softmaxes (log scale, links above θ)",
     "similarity-threshold": "similarity S, min-max scaled",
     "sinkhorn-argmax": "balanced Sinkhorn plan π (links: mutual argmax)",
-    "sinkhorn-threshold": "balanced Sinkhorn plan π",
-    "exact": "exact OT plan π (ot.emd)",
-    "partial": "partial OT plan π (mass m)",
-    "unbalanced": "unbalanced OT plan π (KL strength τ)",
+    "sinkhorn-threshold": "balanced Sinkhorn plan π, min-max scaled",
+    "exact": "exact OT plan π (ot.emd), min-max scaled",
+    "partial": "partial OT plan π (mass m), min-max scaled",
+    "unbalanced": "unbalanced OT plan π (KL strength τ), min-max scaled",
 }
 
 # Page state: session key → (URL name, default). The URL names are readable words.
@@ -252,6 +252,7 @@ def pair_scores(text_a: str, text_b: str, lowercase: bool, model: str
     from engine.align.api import score_corpus
 
     enc = compute.encoder(model)
+    _one_thread()
     sc = score_corpus([(text_a, text_b)], encoder=enc, lowercase=lowercase)
     return sc.S[0], sc.valid_a[0], sc.valid_b[0]
 
@@ -267,22 +268,51 @@ def _method(name: str, threshold: float, tau: float, mass: float):
     return method_of(m, **over)
 
 
-def _plan(method, S: np.ndarray, va: np.ndarray, vb: np.ndarray) -> np.ndarray:
-    """The matrix a method reads its links from (see ``TEXT[...]["plan_title"]``)."""
+def _softmax_rows(S: np.ndarray, valid: np.ndarray, temperature: float) -> np.ndarray:
+    """softmax_j(S_ij / T) over each row's valid words (0 elsewhere)."""
+    X = np.where(valid, S / temperature, -np.inf)
+    mx = np.max(X, axis=-1, keepdims=True)
+    E = np.where(valid, np.exp(X - np.where(np.isfinite(mx), mx, 0.0)), 0.0)
+    Z = E.sum(-1, keepdims=True)
+    return E / np.where(Z > 0, Z, 1.0)
+
+
+def _one_thread() -> None:
+    """torch's thread count in this script thread (OpenMP's setting is per thread, and each
+    run is a new thread): with other work on the cores, 2 threads made small solves ~10×
+    slower than 1."""
+    if settings.CONFIG.torch_threads > 0:
+        import torch
+
+        if torch.get_num_threads() != settings.CONFIG.torch_threads:
+            torch.set_num_threads(settings.CONFIG.torch_threads)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def method_values(text_a: str, text_b: str, method: str, tau: float, mass: float,
+                  lowercase: bool, model: str) -> tuple[np.ndarray, np.ndarray]:
+    """(V, shown) for a pair and a method: V (n, m) the values links are read from
+    (V > θ; −1 where a word takes no part) and the matrix the left panel shows.
+
+    One solve per method and τ (or m); a threshold move reuses it. Transport methods show
+    their plan min-max scaled (what θ is compared with); argmax methods the matrix whose
+    maxima they take.
+    """
     from engine.align import extract
 
+    S, va, vb = pair_scores(text_a, text_b, lowercase, model)
+    _one_thread()
+    m = _method(method, 0.5, tau, mass)
     batch = extract.make_batch([S], [va], [vb])
-    if method.name in ("softmax-argmax", "softmax-both"):
-        St = batch.S / method.temperature
-        fwd = extract._masked_softmax(St, batch.valid, -1)
-        P = fwd if method.name == "softmax-argmax" else extract.values(method, batch)[0]
-    elif method.name == "similarity-threshold":
-        P = extract.values(method, batch)[0]
-    else:
-        P = extract.plans(method, batch)[0]
-    P = P[0].numpy().astype(np.float64)
+    V = extract.values(m, batch)[0, 0].numpy().astype(np.float64)
     valid = np.outer(va, vb)
-    return np.where(valid, P, np.nan)
+    if method == "softmax-argmax":
+        shown = _softmax_rows(S, valid, m.temperature)
+    elif method == "sinkhorn-argmax":
+        shown = extract.plans(m, batch)[0, 0].numpy().astype(np.float64)
+    else:
+        shown = V
+    return V, np.where(valid, shown, np.nan)
 
 
 def _result(al, plan) -> PairResult:
@@ -293,13 +323,14 @@ def _result(al, plan) -> PairResult:
 @st.cache_data(show_spinner=False, max_entries=256)
 def align_pair(text_a: str, text_b: str, gold: str | None, method: str, threshold: float,
                tau: float, mass: float, lowercase: bool, model: str) -> PairResult:
-    """One pair aligned by one method at these settings (the extraction only, on cached S).
+    """One pair aligned by one method at these settings: links V > θ on the cached values
+    (:func:`method_values`), unaligned words, and the scores when gold is given.
 
     Raises:
         SinkscopeError: empty or too long texts, gold links that do not fit the words.
     """
-    from engine.align.api import Scored, extract_links
-    from engine.align.readers import make_pair
+    from engine.align.readers import links_text, make_pair
+    from engine.align.score import METRICS, metrics_from_counts, pair_counts
 
     m = _method(method, threshold, tau, mass)
     if served_align():
@@ -310,12 +341,19 @@ def align_pair(text_a: str, text_b: str, gold: str | None, method: str, threshol
     pair = make_pair(text_a, text_b, gold)
     if lowercase:
         pair = pair.lower()
-    S, va, vb = pair_scores(text_a, text_b, lowercase, model)
-    from engine.align.api import DEFAULT_SOURCE
-
-    scored = Scored((pair,), (S,), (va,), (vb,), DEFAULT_SOURCE)
-    al = extract_links(scored, m)[0]
-    return _result(al, _plan(m, S, va, vb))
+    V, shown = method_values(text_a, text_b, method, float(tau), float(mass), lowercase, model)
+    ii, jj = np.nonzero(V > m.theta)
+    links = tuple((int(i), int(j)) for i, j in zip(ii, jj))
+    n, k = V.shape
+    la, lb = {i for i, _ in links}, {j for _, j in links}
+    scores = None
+    if pair.has_gold:
+        per = metrics_from_counts(pair_counts(links, pair))
+        scores = {name: float(per[name]) for name in METRICS}
+    return PairResult(tuple(pair.words_a), tuple(pair.words_b), links,
+                      tuple(i for i in range(n) if i not in la),
+                      tuple(j for j in range(k) if j not in lb), shown, scores,
+                      links_text(links))
 
 
 def method_table(text_a: str, text_b: str, gold: str, chosen: str, threshold: float,
@@ -398,6 +436,7 @@ def align_corpus(pairs, key: str, lowercase: bool, model: str, progress) -> Corp
                                  **method_of(name).to_dict())
     else:
         enc = compute.encoder(model)
+        _one_thread()
 
         def report(done: int, n: int) -> None:
             progress(0.8 * done / max(n, 1), t["computing"].format(done=done, total=n))
@@ -645,7 +684,12 @@ def corpus_view(t: dict, theme: str) -> None:
                  hide_index=True, width="stretch",
                  column_config=_number_columns(df.iloc[0].to_dict() | {
                      f"F1 {m}": None for m in METHODS} | {"null ratio": None,
-                                                          "disagreement": None}))
+                                                          "disagreement": None}) | {
+                     "text A": st.column_config.TextColumn("text A", width="medium"),
+                     "text B": st.column_config.TextColumn("text B", width="medium"),
+                     "gold": st.column_config.TextColumn("gold", width="small")},
+                 column_order=["pair", "text A", "text B", "disagreement", "null ratio",
+                               *[f"F1 {m}" for m in METHODS], "gold"])
     if open_row(c, event):
         st.rerun()
     worst = most_disagreeing(c)

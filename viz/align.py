@@ -31,6 +31,8 @@ COLORS = {"hit": "#009E73", "hit_possible": "#009E73", "false": "#D55E00",
 NAMES = {"hit": "link in sure gold", "hit_possible": "link in possible gold",
          "false": "link not in gold", "miss": "missed sure gold", "miss_possible":
          "missed possible gold", "link": "predicted link"}
+METRIC_NAMES = {"f1": "F1", "null_f1": "null F1", "total_f1": "total F1", "aer": "AER",
+                "precision": "precision", "recall": "recall"}
 NULL_SYMBOLS = {"a": "triangle-right", "b": "triangle-down"}
 NULL_NAMES = {"a": "unaligned word of A", "b": "unaligned word of B"}
 DASH = {"hit": "solid", "hit_possible": "solid", "false": "solid", "link": "solid",
@@ -126,7 +128,7 @@ def matrix(words_a: Sequence[str], words_b: Sequence[str], links: Iterable, *,
     null_a, null_b = unaligned(pred, n, m)
     cols = 2 if plan is not None else 1
     right = f"Links{' of ' + th.escape(method) if method else ''}"
-    fig = make_subplots(rows=1, cols=cols, horizontal_spacing=0.12,
+    fig = make_subplots(rows=1, cols=cols, horizontal_spacing=0.2,
                         subplot_titles=[th.escape(plan_title), right][-cols:])
     if plan is not None:
         P = np.asarray(plan, dtype=np.float64)
@@ -137,7 +139,8 @@ def matrix(words_a: Sequence[str], words_b: Sequence[str], links: Iterable, *,
         hover = [[f"{la[i]} → {lb[j]}: {th.fmt(P[i, j])}" for j in range(m)] for i in range(n)]
         fig.add_trace(go.Heatmap(z=P, x=list(range(m)), y=list(range(n)), colorscale=th.MASS_SCALE,
                                  text=hover, hoverinfo="text", showscale=True,
-                                 colorbar=th.colorbar(x=0.44, len=0.9, thickness=12),
+                                 colorbar=th.colorbar(x=0.41, xanchor="left", len=0.9,
+                                                      thickness=12),
                                  meta=dict(kind="plan")), row=1, col=1)
     col = cols
     size = max(6, min(16, int(360 / max(n, m))))
@@ -179,7 +182,7 @@ def matrix(words_a: Sequence[str], words_b: Sequence[str], links: Iterable, *,
     else:
         note = "■ predicted link · ▶ ▼ unaligned (no gold given)"
     fig.update_layout(title=th.title(th.escape(title), note), showlegend=True,
-                      legend=dict(orientation="h", y=-0.25, x=0),
+                      legend=dict(orientation="h", y=-0.38, x=0),
                       margin=dict(l=110, r=30, t=110, b=150))
     return th.apply(fig, theme, height=height or max(420, 260 + 22 * max(n, m)))
 
@@ -273,7 +276,8 @@ def corpus_scores(scores: Mapping[str, Mapping[str, float]],
             hi = [float(intervals.get(mth, {}).get(metric, (vals[t], vals[t]))[1]) - vals[t]
                   for t, mth in enumerate(methods)]
             err = dict(type="data", array=hi, arrayminus=lo, visible=True)
-        fig.add_trace(go.Bar(x=[th.escape(x) for x in methods], y=vals, name=metric,
+        fig.add_trace(go.Bar(x=[th.escape(x) for x in methods], y=vals,
+                             name=METRIC_NAMES.get(metric, metric),
                              error_y=err, marker_color=palette[k % len(palette)],
                              meta=dict(metric=metric)))
     fig.update_layout(title=th.title(title), barmode="group", yaxis=dict(range=[0, 1]),
