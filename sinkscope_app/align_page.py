@@ -229,6 +229,15 @@ class PairResult:
     pharaoh: str
 
 
+SERVED_CHUNK = 256  # pairs per POST /v1/align (the served engine's limit)
+
+
+def served_settings(method) -> dict:
+    """A method's settings as ``POST /v1/align`` fields (it takes no others)."""
+    d = method.to_dict()
+    return {k: d[k] for k in ("method", "threshold", "tau", "mass", "eps") if k in d}
+
+
 def served_align() -> bool:
     """Whether a served engine that has ``POST /v1/align`` computes the alignments."""
     return compute.served() and hasattr(compute.EngineClient, "align")
@@ -335,7 +344,7 @@ def align_pair(text_a: str, text_b: str, gold: str | None, method: str, threshol
     m = _method(method, threshold, tau, mass)
     if served_align():
         al = compute.client(settings.CONFIG.engine).align(
-            [(text_a, text_b, gold)], model=model, lowercase=lowercase, **m.to_dict())[0]
+            [(text_a, text_b, gold)], model=model, lowercase=lowercase, **served_settings(m))[0]
         return _result(al, None if al.values is None else np.where(
             al.values >= 0, al.values, np.nan))
     pair = make_pair(text_a, text_b, gold)
@@ -432,8 +441,9 @@ def align_corpus(pairs, key: str, lowercase: bool, model: str, progress) -> Corp
         cl = compute.client(settings.CONFIG.engine)
         for k, name in enumerate(METHODS):
             progress(k / len(METHODS), t["extracting"].format(method=name))
-            als[name] = cl.align(list(pairs), model=model, values=False, lowercase=lowercase,
-                                 **method_of(name).to_dict())
+            als[name] = [a for start in range(0, total, SERVED_CHUNK) for a in cl.align(
+                list(pairs[start:start + SERVED_CHUNK]), model=model, values=False,
+                lowercase=lowercase, **served_settings(method_of(name)))]
     else:
         enc = compute.encoder(model)
         _one_thread()

@@ -168,3 +168,34 @@ def test_a_50_pair_file_fills_the_table_and_a_row_opens_the_pair():
     assert at.text_area(key="align_b").value == want[1]
     assert any("Pair 4 of the corpus" in i.value for i in at.info)
     assert table(at, "AER")["F1"].notna().all()
+
+
+def test_a_served_engine_gets_its_own_fields_in_chunks(monkeypatch):
+    """With SINKSCOPE_ENGINE a URL, the corpus goes to POST /v1/align in requests of at most
+    256 pairs, with only the fields the endpoint takes; nothing is encoded here."""
+    from engine.align.api import Alignment
+    from engine.align.readers import parse_pairs
+    from engine.serving.schemas import AlignRequest
+
+    calls = []
+
+    class FakeClient:
+        def align(self, pairs, **kw):
+            calls.append((len(pairs), kw))
+            AlignRequest(pairs=[{"text_a": "a", "text_b": "b"}],
+                         **{k: v for k, v in kw.items() if k != "model"})  # the server's check
+            return [Alignment(tuple(p.words_a), tuple(p.words_b), ((0, 0),), (), (),
+                              {"method": kw["method"]}, {}, None,
+                              {"f1": 1.0} if p.has_gold else None) for p in pairs]
+
+    monkeypatch.setattr(ap.compute, "served", lambda: True)
+    monkeypatch.setattr(ap.compute, "client", lambda url: FakeClient())
+    monkeypatch.setattr(ap.compute, "encoder", lambda m: pytest.fail("encoded locally"))
+    pairs = parse_pairs(corpus_file(300).decode(), name="p.tsv")
+    seen = []
+    c = ap.align_corpus(pairs, "k", False, "m", lambda share, text: seen.append(share))
+    assert [n for n, _ in calls] == [256, 44] * len(ap.METHODS)
+    assert {kw["method"] for _, kw in calls} == set(ap.METHODS)
+    assert all(kw["values"] is False for _, kw in calls)
+    assert len(c.pairs) == 300 and c.n_gold == 300 and set(c.scores) == set(ap.METHODS)
+    assert seen[-1] == 1.0 and seen == sorted(seen)
