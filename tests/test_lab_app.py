@@ -160,10 +160,10 @@ def test_error_vs_width_sweep_draws_one_line_per_model():
 @pytest.mark.model
 def test_text_relation_trains_both_heads_on_a_users_pairs():
     # Tiny gold pairs in the table format (text A, text B, sure links "i-j", 0-based).
-    rows = ["the cat sat\tthe cat sat\t0-0 1-1 2-2", "a dog ran\ta dog ran\t0-0 1-1 2-2",
-            "big red car\tbig red car\t0-0 1-1 2-2", "she reads books\tshe reads books\t0-0 1-1 2-2",
-            "we eat rice\twe eat rice\t0-0 1-1 2-2", "he sings\the sings\t0-0 1-1",
-            "birds fly high\tbirds fly high\t0-0 1-1 2-2", "old men talk\told men talk\t0-0 1-1 2-2"]
+    texts = ["the cat sat", "a dog ran", "big red car", "she reads books", "we eat rice",
+             "birds fly high", "old men talk", "he sings"]
+    rows = [f"{t}\t{t}\t" + " ".join(f"{i}-{i}" for i in range(len(t.split())))
+            for t in texts]
     at = lab(lab_text_data="\n".join(rows) + "\n", lab_text_name="tiny.tsv")
     ok(at)
     at.button(key="lab_text_train").click().run()

@@ -77,7 +77,8 @@ class Pairs:
         return Pairs(self.x[idx], self.a[idx], self.y[idx], self.b[idx])
 
 
-def _clouds(rng: np.random.Generator, count: int, family: Family) -> tuple[np.ndarray, np.ndarray]:
+def _clouds(rng: np.random.Generator, count: int,
+            family: Family) -> tuple[np.ndarray, np.ndarray]:
     n = family.points
     z = rng.standard_normal((count, n, 2))
     stretch = np.exp(rng.uniform(-0.5, 0.5, (count, 1, 2)))
@@ -112,7 +113,8 @@ def draw_pairs(family: Family, count: int, seed: int, *, stream: int = 0,
     """
     if count < 1:
         raise LabError(f"count must be at least 1, got {count}.")
-    rng = np.random.default_rng(np.random.SeedSequence([int(seed) % 2**63, int(stream), family.points]))
+    rng = np.random.default_rng(
+        np.random.SeedSequence([int(seed) % 2**63, int(stream), family.points]))
     x, a = _clouds(rng, count, family)
     y, b = _clouds(rng, count, family if points_b is None else family.resized(points_b))
     return Pairs(x, a, y, b)

@@ -115,7 +115,8 @@ def entropic_plans(C: np.ndarray, a: np.ndarray, b: np.ndarray, eps: float, *,
             ua = rows(ua, va, eps, Ca, laa, lba)
             va = cols(ua, va, eps, Ca, laa, lba)
         u[active], v[active] = ua, va
-        logP = (ua[..., :, None] + va[..., None, :] - Ca) / eps + laa[..., :, None] + lba[..., None, :]
+        logP = ((ua[..., :, None] + va[..., None, :] - Ca) / eps + laa[..., :, None]
+                + lba[..., None, :])
         err = (logP.exp().sum(-1) - at[active]).abs().sum(-1)
         active = active[err >= tol]
         if active.numel() == 0:
