@@ -45,7 +45,7 @@ MAX_UPLOAD_MB = 2
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 2**20
 MAX_CORPUS_PAIRS = 2000
 
-TEXT: dict[str, dict[str, str]] = {"en": {
+TEXT: dict[str, dict[str, Any]] = {"en": {
     "page_title": "sinkscope · Align",
     "heading": "Align: word links from softmax and from transport",
     "subtitle": "Which words of B each word of A is aligned to, which are left unaligned, and "
@@ -59,8 +59,10 @@ TEXT: dict[str, dict[str, str]] = {"en": {
     "lower": "lower-case and split on whitespace (the gold sets' convention)",
     "lower_help": "Gold alignments index whitespace words; the gold sets were made on "
                   "lower-cased text.",
-    "tokenisation": "Gold indexes whitespace words (str.split()), 0-based{lower}: {words}",
+    "tokenisation": "Gold links index whitespace words (str.split()), counted from 0{lower}:",
     "lower_on": ", texts lower-cased",
+    "corpus_tokens": "The file's gold links index whitespace words (str.split()), counted "
+                     "from {base}{lower}; the exported links count from 0.",
     "method": "Method", "threshold": "threshold θ on the method's values",
     "threshold_help": "A link where the value exceeds θ. Plans are min-max scaled per pair "
                       "(OTAlign), so one θ means the same for pairs of any length.",
@@ -588,7 +590,7 @@ def pair_view(t: dict, theme: str) -> None:
             gold = None
     shown_a = (text_a.lower() if lower else text_a).split()
     shown_b = (text_b.lower() if lower else text_b).split()
-    st.text(t["tokenisation"].format(lower=t["lower_on"] if lower else "", words="")
+    st.text(t["tokenisation"].format(lower=t["lower_on"] if lower else "")
             + "\nA: " + _words_line(shown_a) + "\nB: " + _words_line(shown_b))
     model = model_name()
     with st.spinner():
@@ -688,6 +690,8 @@ def corpus_view(t: dict, theme: str) -> None:
     if served_align():
         st.caption(t["served_note"].format(url=settings.CONFIG.engine))
     st.success(t["corpus_done"].format(n=len(c.pairs), gold=c.n_gold, k=len(METHODS)))
+    st.caption(t["corpus_tokens"].format(base="1" if one_based else "0",
+                                         lower=t["lower_on"] if lower else ""))
     df = corpus_table(c)
     st.caption(t["table_help"])
     event = st.dataframe(df, key="align_table", on_select="rerun", selection_mode="single-row",

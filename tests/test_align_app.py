@@ -119,6 +119,13 @@ def test_a_pair_with_gold_shows_the_matrix_and_every_methods_scores():
     assert after > before and k2.get("false")
     assert at.query_params["threshold"] == "0.02"
 
+    # lower-casing: the words shown (and encoded) are lower-cased, the numbers stay
+    at.text_area(key="align_a").set_value("The Cat sat on the mat").run()
+    at.checkbox(key="align_lower").check().run()
+    ok(at)
+    assert any("texts lower-cased" in e.value and "0 the · 1 cat" in e.value for e in at.text)
+    assert at.query_params["lower"] == "true"
+
     # bad gold: a message, and the links are still drawn without it
     at.text_input(key="align_gold").set_value("0-99").run()
     assert not at.exception and not at.error
