@@ -6,16 +6,12 @@ corpus is a few batched solves. The transport runs on a nonnegative cost per pai
 C = (max S − S) / (max S − min S) ∈ [0, 1] (the pair's scores min-max scaled, so one ε
 suits both sources and every pair; for cosine similarity this is 1 − cos rescaled).
 
-Unbalanced and partial plans come from ``engine.solver`` (``sinkhorn(..., tau=)`` and
-``partial``). Where the installed solver does not have them yet, a small log-domain
-implementation of the same problems stands in (:func:`_unbalanced_log`,
-:func:`_partial_dustbin`).
+Every plan comes from the engine's one solver: ``engine.solver.sinkhorn`` (balanced, and
+unbalanced with ``tau=``) and ``engine.solver.partial``; exact plans from POT's ``ot.emd``.
 """
 
 from __future__ import annotations
 
-import inspect
-import math
 from typing import Sequence
 
 import numpy as np
@@ -25,9 +21,6 @@ from ..errors import SettingsError
 
 DEFAULT_EPS = 0.1
 DEFAULT_HALF_STEPS = 200
-#: Partial transport converges more slowly: at 200 half-steps a pair padded with zero-weight
-#: words still differed from the same pair alone by ~2e-3 (on entries ~0.1); at 600, 2e-7.
-PARTIAL_HALF_STEPS = 600
 #: Precision of the transport solves. Links are read at a resolution of 0.01 on plans
 #: min-max scaled to [0, 1], far coarser than float32's; on this CPU float32 solves ran
 #: about 5× faster than float64 (tests pass ``dtype=torch.float64`` for exact comparisons).
@@ -81,24 +74,6 @@ def _solver():
     return mod
 
 
-def solver_has_tau() -> bool:
-    """Whether the engine's ``sinkhorn`` takes ``tau`` (unbalanced transport)."""
-    return "tau" in inspect.signature(_solver().sinkhorn).parameters
-
-
-def _engine_partial():
-    import importlib
-
-    pkg = importlib.import_module("..solver", __package__)
-    fn = getattr(pkg, "partial", None)
-    if fn is None:
-        try:
-            fn = getattr(importlib.import_module("..solver.partial", __package__), "partial", None)
-        except ImportError:
-            fn = None
-    return fn if callable(fn) else None
-
-
 def balanced(C: torch.Tensor, a: torch.Tensor, b: torch.Tensor, eps: float = DEFAULT_EPS,
              half_steps: int = DEFAULT_HALF_STEPS) -> torch.Tensor:
     """Balanced Sinkhorn plans (..., n, m) of cost C by the engine's solver."""
@@ -117,26 +92,20 @@ def unbalanced(C: torch.Tensor, a: torch.Tensor, b: torch.Tensor, taus: Sequence
     T = len(tau)
     Cb, ab, bb = (x.unsqueeze(0).expand(T, *x.shape) for x in (C, a, b))
     tb = tau.reshape(T, *([1] * (C.dim() - 2)))
-    if solver_has_tau():
-        return _solver().sinkhorn(-Cb, ab, bb, eps, half_steps, tau=tb).plan
-    return _unbalanced_log(-Cb, ab, bb, eps, tb, half_steps)
+    return _solver().sinkhorn(-Cb, ab, bb, eps, half_steps, tau=tb).plan
 
 
 def partial(C: torch.Tensor, a: torch.Tensor, b: torch.Tensor, masses: Sequence[float],
-            eps: float = DEFAULT_EPS, half_steps: int = PARTIAL_HALF_STEPS) -> torch.Tensor:
+            eps: float = DEFAULT_EPS, half_steps: int = DEFAULT_HALF_STEPS) -> torch.Tensor:
     """Entropic partial transport plans moving a share m of the mass, every m: (T, N, n, m)."""
     mass = np.asarray(masses, dtype=np.float64)
     if (mass <= 0).any() or (mass > 1).any():
         raise SettingsError("the transported mass m must lie in (0, 1].")
-    fn = _engine_partial()
-    if fn is None:
-        return torch.stack([_partial_dustbin(C, a, b, float(mk), eps, half_steps)
-                            for mk in mass])
     T = len(mass)
     Cb, ab, bb = (x.unsqueeze(0).expand(T, *x.shape) for x in (C, a, b))
     mb = torch.as_tensor(mass, dtype=C.dtype, device=C.device).reshape(
         T, *([1] * (C.dim() - 2)))
-    return fn(-Cb, ab, bb, eps, mb, half_steps=half_steps).plan
+    return _solver().partial(-Cb, ab, bb, eps, mb, half_steps=half_steps).plan
 
 
 def exact(C: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -150,37 +119,3 @@ def exact(C: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         out[np.ix_(ia, ib)] = ot.emd(aa, bb, np.ascontiguousarray(C[np.ix_(ia, ib)]),
                                      numItermax=1_000_000)
     return out
-
-
-def _unbalanced_log(S, a, b, eps, tau, half_steps):
-    """Log-domain unbalanced Sinkhorn: f ← (τ/(τ+ε))·ε(log a − LSE_j((g_j + S_ij)/ε))."""
-    la = torch.where(a > 0, a.log(), -math.inf)
-    lb = torch.where(b > 0, b.log(), -math.inf)
-    lam = (tau / (tau + eps)).unsqueeze(-1)  # (T, 1) over the batch → (T, 1, 1) over words
-    Se = S / eps
-    f = torch.zeros_like(a)
-    g = torch.zeros_like(b)
-    for t in range(half_steps):
-        if t % 2 == 0:
-            lse = torch.logsumexp(Se + g.unsqueeze(-2) / eps, -1)
-            f = torch.where(a > 0, lam * eps * (la - lse), -math.inf)
-        else:
-            lse = torch.logsumexp(Se + f.unsqueeze(-1) / eps, -2)
-            g = torch.where(b > 0, lam * eps * (lb - lse), -math.inf)
-    return torch.exp((f.unsqueeze(-1) + g.unsqueeze(-2) + S) / eps)
-
-
-def _partial_dustbin(C, a, b, mass, eps, half_steps):
-    """Partial transport of mass m as balanced transport with a dustbin row and column
-    (Chapel et al., NeurIPS 2020): ā = [a, 1 − m], b̄ = [b, 1 − m], dustbin ↔ dustbin
-    forbidden; the plan's real block moves exactly m."""
-    n, m_ = C.shape[-2:]
-    Cd = torch.zeros((*C.shape[:-2], n + 1, m_ + 1), dtype=C.dtype, device=C.device)
-    Cd[..., :n, :m_] = C
-    S = -Cd
-    S[..., n, m_] = -1e4  # dustbin to dustbin carries no mass
-    r = 1 - mass
-    ad = torch.cat([a, a.new_full((*a.shape[:-1], 1), r)], -1) / (1 + r)
-    bd = torch.cat([b, b.new_full((*b.shape[:-1], 1), r)], -1) / (1 + r)
-    P = _solver().sinkhorn(S, ad, bd, eps, half_steps, method="log").plan
-    return P[..., :n, :m_] * (1 + r)
