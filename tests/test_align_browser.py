@@ -1,14 +1,16 @@
 """The Align page in headless Chromium against a real ``streamlit run`` server: a 50-pair
 file uploaded in the Corpus view fills the table, and a click on a row opens that pair in
-the Pair view (its texts in the boxes, its matrix drawn)."""
+the Pair view (its texts in the boxes, its matrix drawn). ``make screenshots`` also writes
+``align.png`` of that view."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from tests.support.browser import TIMEOUT, no_errors, settle, wait_idle, wait_js
+from tests.support.browser import TIMEOUT, no_errors, settle, shot, wait_idle, wait_js
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -52,5 +54,7 @@ def test_a_50_pair_file_fills_the_table_and_a_row_click_opens_the_pair(app_serve
         assert pg.locator(".js-plotly-plot").count() >= 2  # matrix and graph
         settle(pg, 0.3)
         no_errors(pg)
+        if os.environ.get("SINKSCOPE_SCREENSHOTS"):  # make screenshots: the Pair view
+            shot(pg, "align")
     finally:
         ctx.close()
