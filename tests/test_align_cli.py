@@ -103,3 +103,28 @@ def test_align_pairs_batched_equals_one_by_one_and_round_trips():
     att = align_pairs(pairs[:1], source="attention", layer=1, head=3, method="softmax-argmax")
     assert att[0].source == {"source": "attention", "layer": 1, "head": 3, "center": False}
     assert att[0].values.shape == (6, 7)
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_tune_on_dev_reports_test():
+    from engine.align.api import tune
+    from engine.align.readers import read_pairs
+
+    pairs = read_pairs(DATA / "pairs.tsv")
+    t = tune(pairs[:6], pairs[6:10], methods=("softmax-argmax", "sinkhorn-threshold"),
+             bootstrap=0)
+    assert set(t.settings) == set(t.dev) == set(t.test) == {"softmax-argmax",
+                                                             "sinkhorn-threshold"}
+    assert t.test["sinkhorn-threshold"].n_pairs == 4
+    # the dev score at the picked threshold is the best over the threshold grid
+    from engine.align.api import evaluate_grid, score_corpus
+    from engine.align.score import METRICS
+
+    res = evaluate_grid(score_corpus(pairs[:6]), "sinkhorn-threshold")
+    mean = res.metric_sums[0, 0] / 6
+    p, r = mean[:, METRICS.index("total_precision")], mean[:, METRICS.index("total_recall")]
+    best = np.max(np.where(p + r > 0, 2 * p * r / np.maximum(p + r, 1e-12), 0))
+    assert t.dev["sinkhorn-threshold"].macro["total_f1"] == pytest.approx(best, abs=1e-9)
+    assert json.loads(json.dumps(t.to_dict()))["settings"]["softmax-argmax"]["direction"] == \
+        "intersection"
