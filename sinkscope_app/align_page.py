@@ -27,7 +27,7 @@ import numpy as np
 import streamlit as st
 
 from engine import settings
-from engine.errors import SinkscopeError
+from engine.errors import SinkscopeError, TextError
 from engine.settings import DEFAULT_MODEL
 from sinkscope_app import compute
 from sinkscope_app.state import valid_text
@@ -312,6 +312,10 @@ def method_values(text_a: str, text_b: str, method: str, tau: float, mass: float
     from engine.align import extract
 
     S, va, vb = pair_scores(text_a, text_b, lowercase, model)
+    for name, v in (("Text A", va), ("Text B", vb)):
+        if not v.any():
+            raise TextError(f"{name} has no word the model can read (only invisible or "
+                            "unknown characters); type some words.")
     _one_thread()
     m = _method(method, 0.5, tau, mass)
     batch = extract.make_batch([S], [va], [vb])
@@ -454,6 +458,12 @@ def align_corpus(pairs, key: str, lowercase: bool, model: str, progress) -> Corp
             progress(0.8 * done / max(n, 1), t["computing"].format(done=done, total=n))
 
         scored = score_corpus(pairs, encoder=enc, lowercase=lowercase, progress=report)
+        unread = [k + 1 for k in range(total)
+                  if not scored.valid_a[k].any() or not scored.valid_b[k].any()]
+        if unread:
+            raise TextError(f"{len(unread)} pair(s) have a text with no word the model can "
+                            f"read (only invisible or unknown characters): pair(s) "
+                            f"{', '.join(map(str, unread[:10]))}; remove them from the file.")
         for k, name in enumerate(METHODS):
             progress(0.8 + 0.2 * k / len(METHODS), t["extracting"].format(method=name))
             als[name] = extract_links(scored, method_of(name))
@@ -593,9 +603,13 @@ def pair_view(t: dict, theme: str) -> None:
     st.text(t["tokenisation"].format(lower=t["lower_on"] if lower else "")
             + "\nA: " + _words_line(shown_a) + "\nB: " + _words_line(shown_b))
     model = model_name()
-    with st.spinner():
-        r = align_pair(text_a, text_b, gold, method, float(ss["align_threshold"]),
-                       float(ss["align_tau"]), float(ss["align_mass"]), lower, model)
+    try:
+        with st.spinner():
+            r = align_pair(text_a, text_b, gold, method, float(ss["align_threshold"]),
+                           float(ss["align_tau"]), float(ss["align_mass"]), lower, model)
+    except TextError as e:
+        st.warning(t["bad_text"].format(error=e))
+        return
     sure = possible = None
     if pair is not None:
         sure, possible = sorted(pair.sure), sorted(pair.possible)
@@ -682,10 +696,15 @@ def corpus_view(t: dict, theme: str) -> None:
             st.error(t["bad_file"].format(error=e))
             return
         bar = st.progress(0.0, text=t["computing"].format(done=0, total=2 * len(pairs)))
-        c = align_corpus(pairs, key, lower, model,
-                         lambda share, text: bar.progress(float(min(max(share, 0), 1)),
-                                                          text=text))
-        bar.empty()
+        try:
+            c = align_corpus(pairs, key, lower, model,
+                             lambda share, text: bar.progress(float(min(max(share, 0), 1)),
+                                                              text=text))
+        except SinkscopeError as e:
+            st.error(t["bad_file"].format(error=e))
+            return
+        finally:
+            bar.empty()
         ss["_align_corpus"] = c
     if served_align():
         st.caption(t["served_note"].format(url=settings.CONFIG.engine))

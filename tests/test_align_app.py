@@ -136,6 +136,12 @@ def test_a_pair_with_gold_shows_the_matrix_and_every_methods_scores():
     ok(at)
     ticks = figures(at)["Links of unbalanced"]["layout"]["yaxis2"]["ticktext"]
     assert "&lt;b&gt;bold&lt;/b&gt;" in ticks
+    at.text_area(key="align_b").set_value("word " * 401).run()  # too long for a gold set
+    ok(at)
+    assert any("more than 400" in w.value for w in at.warning)
+    at.text_area(key="align_b").set_value("\u200b").run()  # a word with no tokens
+    ok(at)
+    assert any("no word the model can read" in w.value for w in at.warning)
     at.text_area(key="align_b").set_value("   ").run()
     ok(at)
     assert any("Type both texts" in i.value for i in at.info)
