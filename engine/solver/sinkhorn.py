@@ -551,9 +551,10 @@ def _side(P: Problem, st: State, row: bool):
     The target is what one update gives: a (or b) itself when balanced."""
     x_old, other = (st.alpha, st.beta) if row else (st.beta, st.alpha)
     log_w, w = (P.log_a, P.a) if row else (P.log_b, P.b)
-    lse = torch.logsumexp(P.Se + other, -1 if row else -2, keepdim=True)
+    start = st.t == 0  # g = 0: half-step 1 needs no sum with it
+    lse = torch.logsumexp(P.Se if start else P.Se + other, -1 if row else -2, keepdim=True)
     x, kappa = P.update(P, log_w, w, lse)
-    log_old = x_old + lse if st.kappa is None else x_old + lse + st.kappa
+    log_old = None if start else x_old + lse if st.kappa is None else x_old + lse + st.kappa
     log_new = x + lse if kappa is None else x + lse + kappa
     target = w if P.is_balanced else torch.exp(log_new)
     return log_old, x, kappa, log_new, target
@@ -568,12 +569,13 @@ def half_step(P: Problem, st: State) -> tuple[State, torch.Tensor, torch.Tensor]
         (new state, residual of the old state, residual of the new state) on the updated
         side, each (B,): ‖π1 − target‖₁ where target is the marginal one update on that
         side gives (a itself when balanced; for the others the new state's own marginal,
-        so its residual is 0).
+        so its residual is 0). From the initial state (t = 0, no plan yet) the old
+        residual is None.
     """
     row = st.t % 2 == 0
     log_old, x, kappa, log_new, target = _side(P, st, row)
     dim = -2 if row else -1
-    before = _err(torch.exp(log_old), target, dim)
+    before = None if st.t == 0 else _err(torch.exp(log_old), target, dim)
     after = _err(torch.exp(log_new), target, dim)
     kappa = st.kappa if kappa is None else kappa
     alpha, beta = (x, st.beta) if row else (st.alpha, x)
