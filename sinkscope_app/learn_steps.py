@@ -24,7 +24,7 @@ from engine import settings
 
 from engine.lab import toy
 from engine.settings import DEFAULT_HALF_STEPS
-from engine.relation.summary import fmt
+from engine.relation.summary import Numbers, numbers
 from viz import learn as vl
 
 from . import compute
@@ -64,6 +64,11 @@ class Ctx:
     @property
     def w(self) -> dict[str, str]:
         return self.step.words
+
+    @property
+    def num(self) -> Numbers:
+        """Numbers as the language writes them: 0,5 and ≈ 0 in Spanish."""
+        return numbers(self.lang)
 
 
 # --------------------------------------------------------------------------- cached numbers
@@ -136,7 +141,7 @@ def step_clouds(ctx: Ctx, left, right) -> None:
     preset, shift, c = _toy(ss)
     fig = vl.plane(c.xa, c.a, c.xb, c.b, ranges=toy.FRAME,
                    title=ctx.w["title"].format(preset=_names(ctx, preset), n=c.n, m=c.m),
-                   words=WORDS[ctx.lang], theme=ctx.theme, scale=ctx.scale)
+                   words=WORDS[ctx.lang], num=ctx.num, theme=ctx.theme, scale=ctx.scale)
     with right:
         _draw(ctx, fig, "clouds")
 
@@ -157,15 +162,15 @@ def step_softmax(ctx: Ctx, left, right) -> None:
     if ratio[over] < 1.1 and ratio[under] > 0.9:
         summary = ctx.w["summary_even"]
     else:
-        summary = ctx.w["summary"].format(over=f"B{over + 1}", over_got=fmt(got[over]),
-                                          over_w=fmt(c.b[over]), under=f"B{under + 1}",
-                                          under_got=fmt(got[under]))
+        summary = ctx.w["summary"].format(over=f"B{over + 1}", over_got=ctx.num(got[over]),
+                                          over_w=ctx.num(c.b[over]), under=f"B{under + 1}",
+                                          under_got=ctx.num(got[under]))
     with left:
         _text(ctx, summary=summary)
         _shift_slider(ctx)
         _math(ctx)
     fig = vl.plan_and_bars(c.xa, c.a, c.xb, c.b, plan, ranges=toy.FRAME, title=ctx.w["title"],
-                           words=WORDS[ctx.lang], theme=ctx.theme, scale=ctx.scale)
+                           words=WORDS[ctx.lang], num=ctx.num, theme=ctx.theme, scale=ctx.scale)
     with right:
         _draw(ctx, fig, "softmax")
 
@@ -198,7 +203,7 @@ def step_half_steps(ctx: Ctx, left, right) -> None:
         _math(ctx)
     fig = vl.plan_and_bars(c.xa, c.a, c.xb, c.b, plan, ranges=toy.FRAME, bar_max=bar_max,
                            title=ctx.w["title"].format(t=t, hs=_hs(ctx, t)), words=WORDS[ctx.lang],
-                           theme=ctx.theme, scale=ctx.scale)
+                           num=ctx.num, theme=ctx.theme, scale=ctx.scale)
     with right:
         _draw(ctx, fig, "half_steps")
 
@@ -210,16 +215,17 @@ def step_eps(ctx: Ctx, left, right) -> None:
     eps = float(ss.setdefault("learn_eps", 1.0))
     plan, _ = _coupling(preset, shift, eps)
     exact = _exact(preset, shift)
-    status = ctx.w["status"].format(eps=f"{eps:g}", to_exact=fmt(np.abs(plan - exact).sum()),
-                                    to_product=fmt(np.abs(plan - toy.product(c)).sum()))
+    status = ctx.w["status"].format(eps=ctx.num(eps),
+                                    to_exact=ctx.num(np.abs(plan - exact).sum()),
+                                    to_product=ctx.num(np.abs(plan - toy.product(c)).sum()))
     with left:
         _text(ctx, status=status)
         st.select_slider(ctx.w["eps"], options=list(toy.EPS_PATH), key="learn_eps",
-                         format_func=lambda e: f"{e:g}", help=ctx.w["eps_help"])
+                         format_func=ctx.num, help=ctx.w["eps_help"])
         _math(ctx)
     fig = vl.plan_and_bars(c.xa, c.a, c.xb, c.b, plan, exact=exact, ranges=toy.FRAME,
-                           title=ctx.w["title"].format(eps=f"{eps:g}"), words=WORDS[ctx.lang],
-                           theme=ctx.theme, scale=ctx.scale)
+                           title=ctx.w["title"].format(eps=ctx.num(eps)), words=WORDS[ctx.lang],
+                           num=ctx.num, theme=ctx.theme, scale=ctx.scale)
     with right:
         _draw(ctx, fig, "eps")
 
@@ -236,7 +242,7 @@ def step_transformer(ctx: Ctx, left, right) -> None:
     cdiff = float(np.max(np.abs(_coupling(preset, shift, 1.0, "distance")[0]
                                 - _coupling(preset, shift, 1.0, "inner")[0])))
     with left:
-        _text(ctx, status=ctx.w["status"].format(diff=fmt(diff), cdiff=fmt(cdiff)))
+        _text(ctx, status=ctx.w["status"].format(diff=ctx.num(diff), cdiff=ctx.num(cdiff)))
         costs = {"distance": ctx.w["cost_distance"], "inner": ctx.w["cost_inner"]}
         st.radio(ctx.w["cost"], list(costs), format_func=costs.get, key="learn_cost",
                  horizontal=True)
@@ -245,7 +251,8 @@ def step_transformer(ctx: Ctx, left, right) -> None:
     right_title = ctx.w["right"].format(t=t, hs=_hs(ctx, t))
     fig = vl.two_maps(soft, plan, titles=(ctx.w["left"], right_title),
                       title=ctx.w["title"].format(preset=_names(ctx, preset)),
-                      zlabel=WORDS[ctx.lang]["mass"], theme=ctx.theme, scale=ctx.scale)
+                      zlabel=WORDS[ctx.lang]["mass"], num=ctx.num, theme=ctx.theme,
+                      scale=ctx.scale)
     with right:
         _draw(ctx, fig, "transformer")
 
@@ -281,24 +288,24 @@ def step_texts(ctx: Ctx, left, right) -> None:
     off = max(float(r.coupling.row_err[-1]), float(r.coupling.col_err[-1]))
     with left:
         _text(ctx, status=ctx.w["status"].format(moved=percent(moved, ctx.lang),
-                                                 coupling_off=fmt(off)))
+                                                 coupling_off=ctx.num(off)))
         plans = {"softmax": ctx.w["softmax"], "coupling": ctx.w["coupling"]}
         st.segmented_control(ctx.w["plan"], list(plans), format_func=plans.get,
                              key="learn_plan6", required=True)
         st.select_slider(ctx.w["eps"], options=list(STEP6_EPS), key="learn_eps6",
-                         format_func=lambda e: f"{e:g}")
+                         format_func=ctx.num)
         st.link_button(ctx.w["link"], main_page_link(ctx, eps))
         _math(ctx)
     title = ctx.w["title_softmax" if which == "softmax" else "title_coupling"].format(
-        eps=f"{eps:g}", layer=ctx.n_layers - 1)
+        eps=ctx.num(eps), layer=ctx.n_layers - 1)
     fig = vl.plan_and_bars(proj.xy_a, r.a, proj.xy_b, r.b, plan, labels_a=r.tokens_a,
                            labels_b=r.tokens_b, title=title, words=WORDS_TEXT[ctx.lang],
-                           theme=ctx.theme, scale=ctx.scale, height=560,
+                           num=ctx.num, theme=ctx.theme, scale=ctx.scale, height=560,
                            label_top=STEP6_LABELS)
     with right:
         _draw(ctx, fig, "texts")
         st.caption(ctx.w["pca_note"].format(explained=percent(proj.explained or 0.0, ctx.lang),
-                                            rho=fmt(proj.distance_cost_corr)))
+                                            rho=ctx.num(proj.distance_cost_corr)))
 
 
 # --------------------------------------------------------------------------- 7. sink
@@ -339,7 +346,7 @@ def step_sink(ctx: Ctx, left, right) -> None:
         _math(ctx)
     fig = vl.sink(g.tokens_a, got, g.b, per_head=per_head if head == "mean" else None,
                   title=ctx.w["title"].format(layer=layer, heads_short=heads_short),
-                  words=WORDS_TEXT[ctx.lang], theme=ctx.theme, scale=ctx.scale)
+                  words=WORDS_TEXT[ctx.lang], num=ctx.num, theme=ctx.theme, scale=ctx.scale)
     with right:
         _draw(ctx, fig, "sink")
 
@@ -353,7 +360,8 @@ def step_paper(ctx: Ctx, left, right) -> None:
         st.caption(ctx.w["refs"])
     fig = vl.coupling_map(r.coupling.plan, r.tokens_a, r.tokens_b,
                           title=ctx.w["title"].format(layer=ctx.n_layers - 1),
-                          zlabel=WORDS[ctx.lang]["mass"], theme=ctx.theme, scale=ctx.scale)
+                          zlabel=WORDS[ctx.lang]["mass"], words=WORDS[ctx.lang], num=ctx.num,
+                          theme=ctx.theme, scale=ctx.scale)
     with right:
         _draw(ctx, fig, "paper")
 
@@ -401,9 +409,9 @@ def warm_up(model: str, _text_a: str, _text_b: str) -> threading.Thread | None:
             soft = _softmax(preset, shift)
             _half(preset, shift, 1)
             _half(preset, shift, 2)
-            vl.plan_and_bars(c.xa, c.a, c.xb, c.b, soft)
+            vl.plan_and_bars(c.xa, c.a, c.xb, c.b, soft, words=WORDS["en"])
             vl.two_maps(soft, soft, titles=("", ""))
-            vl.sink(["a"], [1.0], [1.0], per_head=[[1.0]])
+            vl.sink(["a"], [1.0], [1.0], per_head=[[1.0]], words=WORDS["en"])
             _coupling(preset, shift, 1.0)
             _exact(preset, shift)  # imports POT
             _coupling(preset, shift, 1.0, "inner")

@@ -6,13 +6,15 @@ that the page fills with live numbers from the engine (the tests check that both
 use the same fields). Streamlit renders ``$…$`` as LaTeX. This module only gives the files'
 sections the names the page uses; no text is written here.
 
-The figures' words (``WORDS``) are the same table :data:`viz.learn.WORDS` defaults to, so
-the page and the figures cannot drift apart.
+The figures' words (``WORDS``) are passed to every :mod:`viz.learn` builder by the page
+(the builders hold none), so the page and the figures cannot drift apart.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from engine.relation.summary import numbers
 
 from .i18n import DEFAULT_LANG, languages, texts
 
@@ -36,10 +38,14 @@ class Step:
 
 
 def percent(x: float, lang: str) -> str:
-    """x (a share, 0..1) as a percentage the way each language writes it: 45% / 45 %."""
+    """x (a share, 0..1) as a percentage the way each language writes it: 45% / 45 %,
+    0.04% / 0,04 %; a tiny share in Spanish as a plain decimal or "≈ 0 %"
+    (:func:`engine.relation.summary.numbers`), never 1.0e-05."""
     p = 100 * float(x)
     if p < 5e-7:
         s = "0"
+    elif p < 1e-4 and lang != DEFAULT_LANG:
+        s = numbers(lang)(p)
     elif p < 1:
         s = f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}"
     else:

@@ -1,14 +1,20 @@
-"""The app's words as data: every language has every key, and no Learn text is in code."""
+"""The app's words as data: every language has every key, no Learn text is in code, the
+Learn figures take their words and number format from the page, and numbers follow the
+language (Spanish decimal commas, plain small values for students)."""
 
 from __future__ import annotations
 
 import ast
 import json
+import math
 import string
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
+from engine.relation.summary import PLAIN_ZERO, fmt, numbers
 from sinkscope_app import i18n, learn_text
 from viz import learn as vl
 
@@ -77,8 +83,11 @@ def test_missing_names_the_key_a_language_lacks(tmp_path, monkeypatch):
 
 
 def test_page_and_figures_share_one_table_of_words():
-    assert vl.WORDS == learn_text.WORDS["en"]  # one source: the English file
+    for lang in learn_text.LANGS:  # the page's tables hold every word the figures read
+        assert set(vl.WORD_KEYS) <= set(learn_text.WORDS[lang]) <= set(learn_text.WORDS_TEXT[lang])
+    assert not hasattr(vl, "WORDS")  # the builders hold no words: the page passes them
     assert learn_text.WORDS["en"]["on"] == "just right"
+    assert learn_text.WORDS["es"]["text_a"] == "texto A"
     assert learn_text.WORDS_TEXT["es"]["received_title"] == "Lo que recibe cada token de B"
     assert learn_text.STEPS["en"][0].title == i18n.texts("learn", "en")["steps"][0]["title"]
 
@@ -109,3 +118,105 @@ def _prose(path: Path) -> list[str]:
 @pytest.mark.parametrize("module", LEARN_CODE)
 def test_no_learn_text_is_written_in_code(module):
     assert _prose(ROOT / module) == []
+
+
+def test_learn_figures_read_no_file():
+    tree = ast.parse((ROOT / "viz" / "learn.py").read_text(encoding="utf-8"))
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
+                for a in n.names}
+    imported |= {(n.module or "").split(".")[0] for n in ast.walk(tree)
+                 if isinstance(n, ast.ImportFrom)}
+    assert not imported & {"json", "pathlib", "os", "sinkscope_app", "streamlit"}
+    called = {n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+              for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    assert not called & {"open", "read_text", "read_bytes", "loads", "load"}
+    with pytest.raises(ValueError, match="words are missing"):
+        vl.plane([[0, 0]], [1.0], [[1, 1]], [1.0])
+    with pytest.raises(ValueError, match="words lack text_a"):
+        vl.coupling_map([[1.0]], ["a"], ["b"], words={k: k for k in vl.WORD_KEYS[:-2]})
+
+
+# ----------------------------------------------------------------------------- numbers
+ES, EN = numbers("es"), numbers("en")
+FINITE = st.floats(allow_nan=False, allow_infinity=False, width=64)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(allow_nan=True, allow_infinity=True, width=64))
+def test_english_numbers_are_fmt_exactly(x):
+    assert EN(x) == fmt(x)  # the JavaScript twins compare with fmt: nothing changes
+
+
+def _read_es(text: str) -> float:
+    return float(text.replace("\u00a0", "").replace(",", "."))
+
+
+@settings(max_examples=400, deadline=None)
+@given(FINITE.filter(lambda x: abs(x) < 1e15))
+def test_spanish_numbers_use_commas_and_plain_small_values(x):
+    text = ES(x)
+    assert "e" not in text and "." not in text, text  # no 4.78e-05, no decimal point
+    ax = abs(x)
+    if x == 0:
+        assert text == "0"
+    elif ax < PLAIN_ZERO:
+        assert text == "≈ 0"
+    elif ax < 1e-3:  # one significant digit, as a decimal: 0,00005
+        assert abs(_read_es(text) - x) <= 0.5 * 10 ** math.floor(math.log10(ax)) * 1.0001
+        digits = text.lstrip("-0,")
+        assert len(digits) == 1, text
+    elif ax < 1e3:  # three significant digits, like fmt
+        assert _read_es(text) == pytest.approx(x, rel=5e-3)
+        assert fmt(x).replace(".", ",") == text
+    else:  # whole numbers, grouped by a non-breaking space from five digits on
+        assert _read_es(text) == pytest.approx(round(x), abs=1)
+        assert ("\u00a0" in text) == (ax >= 1e4 - 0.5)
+
+
+def test_spanish_numbers_for_a_student():
+    assert ES(4.78e-05) == "0,00005" and ES(9.7e-05) == "0,0001"
+    assert ES(1e-7) == "≈ 0" and ES(-1e-9) == "≈ 0" and ES(0.0) == "0"
+    assert ES(0.5) == "0,5" and ES(-0.629) == "-0,629" and ES(123456.7) == "123\u00a0457"
+    assert ES(float("nan")) == "n/d" and ES(float("inf")) == "∞"
+    assert ES.separators == ",\u00a0" and EN.separators == ".,"
+    assert numbers("fr") is EN  # a language without its own format reads as English
+    assert learn_text.percent(4.78e-7, "es") == "0,00005\u00a0%"
+    assert learn_text.percent(2e-8, "es") == "≈ 0\u00a0%"
+    assert learn_text.percent(4.78e-7, "en") == "4.8e-05%"  # English as it was
+
+
+def _hover_numbers(fig) -> list[str]:
+    out = []
+    for tr in fig.data:
+        cd = np.asarray(tr.customdata if tr.customdata is not None else [], dtype=object)
+        out += [str(v) for v in cd.ravel()]
+        assert ":.3g" not in (tr.hovertemplate or "") and ":.4g" not in (tr.hovertemplate or "")
+    return out
+
+
+def test_spanish_learn_figures_write_numbers_the_spanish_way():
+    from engine.lab import toy
+    words, words_text = learn_text.WORDS["es"], learn_text.WORDS_TEXT["es"]
+    c = toy.clouds("outlier")
+    plan = toy.softmax_plan(c)
+    plan = np.where(plan < plan.max() * 1e-3, 4.78e-05 * plan / plan.max(), plan)
+    figs = [vl.plan_and_bars(c.xa, c.a, c.xb, c.b, plan, words=words, num=ES),
+            vl.plan_and_bars(c.xa, c.a, c.xb, c.b, plan, words=words_text, num=ES),
+            vl.two_maps(plan, plan, titles=("i", "d"), words=words, num=ES),
+            vl.sink(["[CLS]", "a"], [0.9, 1e-5], [0.5, 0.5], per_head=[[0.9, 1e-5]],
+                    words=words_text, num=ES),
+            vl.coupling_map(plan, [f"a{i}" for i in range(c.n)], [f"b{j}" for j in range(c.m)],
+                            words=words, num=ES)]
+    for fig in figs:
+        assert fig.layout.separators == ",\u00a0"  # axes: 0,1 not 0.1
+        shown = [v for v in _hover_numbers(fig) if v[:1].isdigit() or v[:1] in "-≈"]
+        assert shown and not [v for v in shown if "e-" in v or "." in v], shown
+    assert any(v in ("0,00005", "≈ 0") for v in _hover_numbers(figs[0]))
+    heat = figs[-1]
+    assert (heat.layout.yaxis.title.text, heat.layout.xaxis.title.text) == ("texto A", "texto B")
+    for fig in figs[:2]:  # the bars' titles wrapped to fit the right third of the figure
+        for note in fig.layout.annotations:
+            assert max(len(line) for line in note.text.split("<br>")) <= vl.BAR_TITLE_CHARS
+    english = vl.coupling_map(plan, [f"a{i}" for i in range(c.n)],
+                              [f"b{j}" for j in range(c.m)], words=learn_text.WORDS["en"])
+    assert english.layout.xaxis.title.text == "text B" and english.layout.separators == ".,"

@@ -164,7 +164,8 @@ def _traces(fig, **match):
 
 def test_plane_draws_points_by_mass_and_lines_by_plan():
     c = toy.clouds("unequal")
-    fig = vl.plane(c.xa, c.a, c.xb, c.b, plan=toy.exact(c), title="t")
+    fig = vl.plane(c.xa, c.a, c.xb, c.b, plan=toy.exact(c), title="t",
+                   words=learn_text.WORDS["en"])
     pts = [t for t in fig.data if t.mode == "markers+text"]
     assert [t.name for t in pts] == ["cloud A", "cloud B"]
     sizes = np.asarray(pts[0].marker.size)
@@ -181,13 +182,13 @@ def test_plane_draws_points_by_mass_and_lines_by_plan():
 def test_plane_escapes_labels_and_greys_weightless_points():
     fig = vl.plane([[0, 0], [1, 1]], [0.0, 1.0], [[2, 0]], [1.0],
                    labels_a=["<b>x</b>", "[CLS]"], labels_b=["y"],
-                   words={"zero": "weighs 0"})
+                   words={**learn_text.WORDS["en"], "zero": "weighs 0"})
     names = [t.name for t in fig.data]
     assert names == ["cloud A", "weighs 0", "cloud B"]
     zero = fig.data[1]
     assert list(zero.text) == ["&lt;b&gt;x&lt;/b&gt;"]
     with pytest.raises(ValueError, match="points"):
-        vl.plane([[0, 0]], [0.5, 0.5], [[1, 1]], [1.0])
+        vl.plane([[0, 0]], [0.5, 0.5], [[1, 1]], [1.0], words=learn_text.WORDS["en"])
 
 
 def test_plan_and_bars_marks_too_much_and_left_alone():
@@ -200,7 +201,8 @@ def test_plan_and_bars_marks_too_much_and_left_alone():
     assert set(by_name["se queda corto"].x) >= {3, 4, 5}  # the far cluster is left alone
     ticks = [t for t in fig.data if t.type == "scatter" and t.xaxis == "x2"]
     np.testing.assert_allclose(ticks[0].y, c.b)
-    fig = vl.plan_and_bars(c.xa, c.a, c.xb, c.b, toy.coupling(c, 1.0).plan)
+    fig = vl.plan_and_bars(c.xa, c.a, c.xb, c.b, toy.coupling(c, 1.0).plan,
+                           words=learn_text.WORDS["en"])
     assert {t.name for t in fig.data if t.type == "bar" and len(t.x)} == {"just right"}
 
 
@@ -218,7 +220,8 @@ def test_two_maps_share_one_colour_scale():
 def test_sink_figure_shows_heads_and_weights():
     got = np.array([0.5, 0.1, 0.1, 0.3])
     heads = np.array([[0.7, 0.1, 0.1, 0.1], [0.3, 0.1, 0.1, 0.5]])
-    fig = vl.sink(["[CLS]", "a", "b", "[SEP]"], got, np.full(4, 0.25), per_head=heads)
+    fig = vl.sink(["[CLS]", "a", "b", "[SEP]"], got, np.full(4, 0.25), per_head=heads,
+                  words=learn_text.WORDS["en"])
     over = [t for t in fig.data if t.name == "too much"][0]
     assert list(over.x) == [0, 3]
     dots = [t for t in fig.data if t.name == "one head"][0]
@@ -230,8 +233,8 @@ def test_titles_wrap_and_scale_for_presenter_mode():
     assert vl.wrap("aaa bbb ccc", 7) == "aaa bbb<br>ccc"
     c = toy.clouds()
     long = "A very long title " * 6
-    small = vl.plane(c.xa, c.a, c.xb, c.b, title=long)
-    big = vl.plane(c.xa, c.a, c.xb, c.b, title=long, scale=1.35)
+    small = vl.plane(c.xa, c.a, c.xb, c.b, title=long, words=learn_text.WORDS["en"])
+    big = vl.plane(c.xa, c.a, c.xb, c.b, title=long, scale=1.35, words=learn_text.WORDS["en"])
     assert big.layout.font.size > small.layout.font.size
     assert big.layout.height > small.layout.height
     assert big.layout.title.text.count("<br>") > small.layout.title.text.count("<br>") >= 1

@@ -876,11 +876,13 @@ def test_cloud_legend_names_the_sides_in_self_mode():
 # ----------------------------------------------------------------------------- learn figures
 def test_learn_exact_plan_stays_visible_over_a_spread_out_plan():
     from engine.lab import toy
+    from sinkscope_app.learn_text import WORDS
     from viz import learn as vl
     c = toy.clouds("clusters")
     plan, exact = toy.coupling(c, 1.0).plan, toy.exact(c)  # ε = 1: lines everywhere
     for name in ("light", "dark"):
-        fig = vl.plan_and_bars(c.xa, c.a, c.xb, c.b, plan, exact=exact, theme=name)
+        fig = vl.plan_and_bars(c.xa, c.a, c.xb, c.b, plan, exact=exact, theme=name,
+                               words=WORDS["en"])
         lines = [t for t in fig.data if t.type == "scatter" and t.mode == "lines"]
         dashed = [k for k, t in enumerate(lines) if t.line.dash == "dash"]
         assert len(dashed) == 1 and dashed[0] == len(lines) - 1  # drawn last, on top
@@ -893,6 +895,7 @@ def test_learn_exact_plan_stays_visible_over_a_spread_out_plan():
 
 
 def test_learn_plane_labels_only_the_points_that_matter():
+    from sinkscope_app.learn_text import WORDS
     from viz import learn as vl
     rng = np.random.default_rng(0)
     n, m = 14, 16
@@ -905,7 +908,8 @@ def test_learn_plane_labels_only_the_points_that_matter():
     plan = a[:, None] * rows / rows.sum(1, keepdims=True)
     la, lb = [f"a{i}" for i in range(n)], [f"b{j}" for j in range(m)]
     xa, xb = rng.normal(size=(n, 2)), rng.normal(size=(m, 2))
-    fig = vl.plan_and_bars(xa, a, xb, b, plan, labels_a=la, labels_b=lb, label_top=3)
+    fig = vl.plan_and_bars(xa, a, xb, b, plan, labels_a=la, labels_b=lb, label_top=3,
+                           words=WORDS["en"])
     pts = {t.name: t for t in fig.data if t.type == "scatter" and t.mode == "markers+text"}
     shown_a = [s for s in pts["cloud A"].text if s]
     shown_b = [s for s in pts["cloud B"].text if s]
@@ -917,7 +921,7 @@ def test_learn_plane_labels_only_the_points_that_matter():
     assert hover == la[1:]  # hover still names every point
     mask_a, mask_b = vl.labelled(None, a, b, None)
     assert mask_a.all() and mask_b.all()  # without a limit, everyone is labelled
-    full = vl.plan_and_bars(xa, a, xb, b, plan, labels_a=la, labels_b=lb)
+    full = vl.plan_and_bars(xa, a, xb, b, plan, labels_a=la, labels_b=lb, words=WORDS["en"])
     assert all(s for s in [t for t in full.data if t.name == "cloud A"][0].text)
 
 

@@ -1,8 +1,11 @@
 """Figures of the Learn walk-through: clouds in the plane, plans as lines, marginal bars.
 
 Pure builders: arrays in, ``go.Figure`` out. Every word a figure shows comes in through
-``words`` (the page passes English or Spanish), so the builders know no language; labels
-are escaped like every token. ``scale`` enlarges type, points and lines for a projector.
+``words`` (the page passes its English or Spanish table; :data:`WORD_KEYS` lists the keys
+read) and every number through ``num`` (:class:`engine.relation.summary.Numbers`: "0,5" and
+"≈ 0" in Spanish, the hover's numbers written in Python with it and the axes' with its
+separators), so the builders know no language and read no file; labels are escaped like
+every token. ``scale`` enlarges type, points and lines for a projector.
 
 Colours follow :mod:`viz.theme`: cloud A blue, cloud B orange, and the marginal bars
 vermillion (receives too much), sky blue (left alone) or grey (just right), as in the
@@ -11,33 +14,43 @@ Compare view.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
 
+from engine.relation.summary import Numbers
 from viz import heatmaps, theme as th
 from viz._axes import default_height
 from viz._data import as_array, as_plan, labels as escaped, segments
 from viz._traces import classes as _classes, map_trace_dict
 
-# The figures' default (English) words: the Learn page's own table, read from its
-# language file, so the page and the figures say the same thing (one source).
-_TEXT = Path(__file__).resolve().parent.parent / "sinkscope_app" / "text" / "learn.en.json"
-WORDS: dict[str, str] = json.loads(_TEXT.read_text(encoding="utf-8"))["words"]
+# The words the builders read from ``words`` (the Learn page's table in its language).
+WORD_KEYS = ("cloud_a", "cloud_b", "mass", "zero", "receives_verb", "sends_verb", "weighs",
+             "over", "under", "on", "plan", "exact", "weight_tick", "received_title",
+             "sent_title", "attention", "per_head", "text_a", "text_b")
+ENGLISH = Numbers()  # numbers as :func:`engine.relation.summary.fmt` writes them
 N_LINE_BINS = 8
+BAR_TITLE_CHARS = 20  # characters per line of the bars' titles at scale 1
 EXACT_WIDTH = 3.5  # px at scale 1: the exact plan's dashed lines (over a wider halo)
 _CLASS_KEYS = ("over", "under", "on")
 _CLASS_COLORS = (th.COLOR_OVER, th.COLOR_UNDER, th.COLOR_MATCH)
 
 
 def _words(words: Mapping[str, str] | None) -> dict[str, str]:
-    """The default (English) words with the caller's on top."""
-    out = dict(WORDS)
-    out.update(words or {})
-    return out
+    """The caller's words, checked for every key a builder reads (:data:`WORD_KEYS`)."""
+    if words is None:
+        raise ValueError("words are missing; pass the page's table of figure words "
+                         "(sinkscope_app.learn_text.WORDS[lang])")
+    gone = [k for k in WORD_KEYS if k not in words]
+    if gone:
+        raise ValueError(f"words lack {', '.join(gone)}; add them to the table passed in")
+    return dict(words)
+
+
+def _strs(values: object, num: Numbers) -> np.ndarray:
+    """Each number written by ``num`` (for hover text: plotly's own format knows no "≈ 0")."""
+    return np.asarray([num(v) for v in np.ravel(np.asarray(values, float))], dtype=object)
 
 
 def wrap(title: str, width: int) -> str:
@@ -51,15 +64,17 @@ def wrap(title: str, width: int) -> str:
     return "<br>".join(lines)
 
 
-def _layout(theme: str, scale: float, height: int, title: str, **more) -> dict:
+def _layout(theme: str, scale: float, height: int, title: str, num: Numbers = ENGLISH,
+            **more) -> dict:
     """A layout in our theme: every font scaled by ``scale``, the title wrapped to fit
-    (figures here are about 700 px wide) and pinned to the top, the legend below it."""
+    (figures here are 560–700 px wide: the right column at 1400 px) and pinned to the top,
+    the legend below it, axis numbers with ``num``'s decimal mark."""
     size = round(17 * scale)
-    text = wrap(title, int(64 / scale))
+    text = wrap(title, int(54 / scale))
     lines = text.count("<br>") + 1 if title else 0
     top = int(lines * size * 1.35 + 56 * scale) + 8
     layout = dict(template=th.TEMPLATES[th.check_theme(theme)], height=int(height * scale) + top,
-                  font=dict(size=round(13 * scale)),
+                  font=dict(size=round(13 * scale)), separators=num.separators,
                   title=dict(text=text, font=dict(size=size), y=1.0, yref="container",
                              yanchor="top", pad=dict(t=int(8 + (lines - 1) * size * 1.3))),
                   hoverlabel=dict(font=dict(size=round(12 * scale))),
@@ -80,8 +95,8 @@ def _sizes(w: np.ndarray, ref: float, scale: float) -> np.ndarray:
 
 
 def _points(xy: np.ndarray, w: np.ndarray, names: list[str], *, side: str, ref: float,
-            words: dict[str, str], scale: float, axes: tuple[str, str] = ("x", "y"),
-            shown: np.ndarray | None = None) -> list[dict]:
+            words: dict[str, str], scale: float, num: Numbers = ENGLISH,
+            axes: tuple[str, str] = ("x", "y"), shown: np.ndarray | None = None) -> list[dict]:
     """One cloud's markers, area ∝ mass; points of weight 0 in a second, grey trace.
 
     Only the points where ``shown`` is true carry a label (all when None); hover names
@@ -102,9 +117,9 @@ def _points(xy: np.ndarray, w: np.ndarray, names: list[str], *, side: str, ref: 
             text=[names[k] if shown[k] else "" for k in np.flatnonzero(sel)],
             textposition="top center" if side == "a" else "bottom center",
             textfont=dict(size=round(11 * scale), color=color),
-            customdata=np.stack([np.asarray(names, dtype=object)[sel], w[sel]], -1),
+            customdata=np.stack([np.asarray(names, dtype=object)[sel], _strs(w[sel], num)], -1),
             hovertemplate=f"{cloud} · %{{customdata[0]}}<br>{words['mass']} "
-                          "%{customdata[1]:.3g}<extra></extra>"))
+                          "%{customdata[1]}<extra></extra>"))
     return out
 
 
@@ -202,7 +217,8 @@ def _exact_lines(xa, xb, exact, ref, *, name, theme, scale) -> list[dict]:
 
 
 def _plane_parts(xa, a, xb, b, plan, exact, labels_a, labels_b, title, ranges, words,
-                 theme, scale, height, label_top=None) -> tuple[list[dict], dict]:
+                 theme, scale, height, label_top=None, num: Numbers = ENGLISH
+                 ) -> tuple[list[dict], dict]:
     """(traces, layout) of :func:`plane`, for figures that add to it."""
     xa, a, xb, b = _check(xa, a, xb, b)
     w = _words(words)
@@ -222,15 +238,16 @@ def _plane_parts(xa, a, xb, b, plan, exact, labels_a, labels_b, title, ranges, w
             raise ValueError(f"exact {e.shape} does not match the clouds ({len(a)}, {len(b)})")
         data += _exact_lines(xa, xb, e, pair_ref, name=w["exact"], theme=theme, scale=scale)
     show_a, show_b = labelled(as_plan(plan) if plan is not None else None, a, b, label_top)
-    data += (_points(xa, a, la, side="a", ref=ref, words=w, scale=scale, shown=show_a)
-             + _points(xb, b, lb, side="b", ref=ref, words=w, scale=scale, shown=show_b))
+    data += (_points(xa, a, la, side="a", ref=ref, words=w, scale=scale, num=num, shown=show_a)
+             + _points(xb, b, lb, side="b", ref=ref, words=w, scale=scale, num=num,
+                       shown=show_b))
     named: set[str] = set()
     for tr in data:  # one legend entry per name (both clouds may have points of weight 0)
         if tr.get("showlegend", True):
             tr["showlegend"] = tr["name"] not in named
             named.add(tr["name"])
     xr, yr = ranges if ranges is not None else _ranges(xa, xb)
-    layout = _layout(theme, scale, height, title,
+    layout = _layout(theme, scale, height, title, num,
                      xaxis=dict(range=list(xr), showgrid=False, zeroline=False,
                                 showticklabels=False),
                      yaxis=dict(range=list(yr), showgrid=False, zeroline=False,
@@ -242,8 +259,8 @@ def plane(xa: object, a: object, xb: object, b: object, *, plan: object = None,
           exact: object = None, labels_a: Sequence[str] | None = None,
           labels_b: Sequence[str] | None = None, title: str = "",
           ranges: tuple[Sequence[float], Sequence[float]] | None = None,
-          words: Mapping[str, str] | None = None, theme: str = "light", scale: float = 1.0,
-          height: int = 400) -> go.Figure:
+          words: Mapping[str, str] | None = None, num: Numbers = ENGLISH,
+          theme: str = "light", scale: float = 1.0, height: int = 400) -> go.Figure:
     """Two clouds in the plane, each point's area its mass; a plan as lines between them.
 
     μ = Σ aᵢ δ_{xᵢ} (blue circles), ν = Σ bⱼ δ_{yⱼ} (orange diamonds); the line xᵢ–yⱼ is
@@ -257,7 +274,9 @@ def plane(xa: object, a: object, xb: object, b: object, *, plan: object = None,
             plan), on top of ``plan``'s lines.
         labels_a, labels_b: point names (escaped here); "A1…", "B1…" when None.
         title: trusted title text. ranges: ((x0, x1), (y0, y1)); fitted when None.
-        words: figure words (see :data:`WORDS`). theme: "light" or "dark".
+        words: the figure words, every key of :data:`WORD_KEYS` (required: the page's
+            table in its language). num: how numbers are written (hover, axes); English
+            (:func:`engine.relation.summary.fmt`) by default. theme: "light" or "dark".
         scale: type and mark size factor (presenter mode: 1.4). height: pixels at scale 1.
 
     Returns:
@@ -265,15 +284,16 @@ def plane(xa: object, a: object, xb: object, b: object, *, plan: object = None,
         points of weight 0 in a trace of their own, named ``words["zero"]``).
     """
     data, layout = _plane_parts(xa, a, xb, b, plan, exact, labels_a, labels_b, title, ranges,
-                                words, theme, scale, height)
+                                words, theme, scale, height, num=num)
     return go.Figure(data=data, layout=layout)
 
 
 def _bars(sums: np.ndarray, target: np.ndarray, names: list[str], *, axes: tuple[str, str],
-          verb: str, words: dict[str, str], fg: str, scale: float, seen: set[str]) -> list[dict]:
+          verb: str, words: dict[str, str], fg: str, scale: float, seen: set[str],
+          num: Numbers = ENGLISH) -> list[dict]:
     """Bars of a marginal coloured by class, with a tick at each point's weight."""
     idx = np.arange(len(sums))
-    cd = np.stack([np.asarray(names, dtype=object), target], -1)
+    cd = np.stack([np.asarray(names, dtype=object), _strs(target, num), _strs(sums, num)], -1)
     out = []
     for key, color, sel in zip(_CLASS_KEYS, _CLASS_COLORS, _classes(sums, target)):
         show = key not in seen and sel.size > 0
@@ -281,15 +301,17 @@ def _bars(sums: np.ndarray, target: np.ndarray, names: list[str], *, axes: tuple
         out.append(dict(type="bar", x=idx[sel], y=sums[sel], xaxis=axes[0], yaxis=axes[1],
                         marker=dict(color=color, line=dict(width=0)), width=0.75,
                         name=words[key], legendgroup=key, showlegend=show, customdata=cd[sel],
-                        hovertemplate=f"%{{customdata[0]}} {verb} %{{y:.3g}}<br>"
-                                      f"{words['weighs']} %{{customdata[1]:.3g}}<extra></extra>"))
+                        hovertemplate=f"%{{customdata[0]}} {verb} %{{customdata[2]}}<br>"
+                                      f"{words['weighs']} %{{customdata[1]}}<extra></extra>"))
     size = float(np.clip(300 / max(1, len(sums)), 10, 30)) * scale
     out.append(dict(type="scatter", x=idx, y=target, xaxis=axes[0], yaxis=axes[1],
                     mode="markers", name=words["weight_tick"], legendgroup="tick",
                     showlegend="tick" not in seen,
                     marker=dict(symbol="line-ew-open", size=size, color=fg,
                                 line=dict(width=3 * scale, color=fg)),
-                    hovertemplate=f"{words['weighs']} %{{y:.3g}}<extra></extra>"))
+                    customdata=cd,
+                    hovertemplate=f"%{{customdata[0]}} {words['weighs']} %{{customdata[1]}}"
+                                  "<extra></extra>"))
     seen.add("tick")
     return out
 
@@ -299,8 +321,8 @@ def plan_and_bars(xa: object, a: object, xb: object, b: object, plan: object, *,
                   labels_b: Sequence[str] | None = None, title: str = "",
                   ranges: tuple[Sequence[float], Sequence[float]] | None = None,
                   bar_max: float | None = None, words: Mapping[str, str] | None = None,
-                  theme: str = "light", scale: float = 1.0, height: int = 430,
-                  label_top: int | None = None) -> go.Figure:
+                  num: Numbers = ENGLISH, theme: str = "light", scale: float = 1.0,
+                  height: int = 430, label_top: int | None = None) -> go.Figure:
     """The plane with a plan's lines, beside its two marginals against the weights.
 
     Right, top: what each point of B receives, πᵀ1, against bⱼ (tick); right, bottom:
@@ -308,8 +330,8 @@ def plan_and_bars(xa: object, a: object, xb: object, b: object, plan: object, *,
     sky blue below it ("left alone"), grey on it. A coupling has every bar on its tick.
 
     Args:
-        xa, a, xb, b, plan, exact, labels_a, labels_b, title, ranges, words, theme, scale:
-            as for :func:`plane`; ``plan`` is required here.
+        xa, a, xb, b, plan, exact, labels_a, labels_b, title, ranges, words, num, theme,
+            scale: as for :func:`plane`; ``plan`` is required here.
         bar_max: the bars' upper limit (keep it fixed while a plan changes, so bars move
             and the axis does not); fitted when None.
         height: pixels at scale 1.
@@ -322,7 +344,7 @@ def plan_and_bars(xa: object, a: object, xb: object, b: object, plan: object, *,
     if plan is None:
         raise ValueError("plan is missing (None); pass the (n, m) plan")
     data, layout = _plane_parts(xa, a, xb, b, plan, exact, labels_a, labels_b, title, ranges,
-                                words, theme, scale, height, label_top)
+                                words, theme, scale, height, label_top, num)
     xa, a, xb, b = _check(xa, a, xb, b)
     p = as_plan(plan)
     w = _words(words)
@@ -333,9 +355,9 @@ def plan_and_bars(xa: object, a: object, xb: object, b: object, plan: object, *,
                                 float(np.max(b)), 1e-12)
     seen: set[str] = set()
     data += _bars(got, b, lb, axes=("x2", "y2"), verb=w["receives_verb"], words=w, fg=fg,
-                  scale=scale, seen=seen)
+                  scale=scale, seen=seen, num=num)
     data += _bars(sent, a, la, axes=("x3", "y3"), verb=w["sends_verb"], words=w, fg=fg,
-                  scale=scale, seen=seen)
+                  scale=scale, seen=seen, num=num)
     tick = dict(size=round(11 * scale))
     small = dict(size=round(13 * scale))
 
@@ -352,7 +374,9 @@ def plan_and_bars(xa: object, a: object, xb: object, b: object, plan: object, *,
         yaxis2=dict(domain=[0.56, 0.88], anchor="x2", range=[0, top], nticks=4, tickfont=tick),
         xaxis3=axis(la, [0.68, 1.0], "y3"),
         yaxis3=dict(domain=[0.0, 0.30], anchor="x3", range=[0, top], nticks=4, tickfont=tick),
-        annotations=[dict(text=wrap(text, int(30 / scale)), x=0.68, y=y, xref="paper",
+        # the bars' titles in the right third (~190 px at 1400 px): wrapped short
+        annotations=[dict(text=wrap(text, int(BAR_TITLE_CHARS / scale)), x=0.68, y=y,
+                          xref="paper",
                           yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
                           align="left", font=small)
                      for text, y in ((w["received_title"], 0.9), (w["sent_title"], 0.34))],
@@ -364,13 +388,15 @@ def plan_and_bars(xa: object, a: object, xb: object, b: object, plan: object, *,
 def two_maps(left: object, right: object, *, titles: tuple[str, str],
              labels_a: Sequence[str] | None = None, labels_b: Sequence[str] | None = None,
              title: str = "", zlabel: str = "mass", words: Mapping[str, str] | None = None,
-             theme: str = "light", scale: float = 1.0, height: int = 420) -> go.Figure:
+             num: Numbers = ENGLISH, theme: str = "light", scale: float = 1.0,
+             height: int = 420) -> go.Figure:
     """Two plans side by side as heatmaps on one colour scale (rows A, columns B).
 
     Args:
         left, right: (n, m) plans. titles: a title above each. labels_a, labels_b: names.
         title: the figure's title. zlabel: what a cell holds (hover, colour bar).
-        words, theme, scale: as for :func:`plane`. height: pixels at scale 1.
+        words, num, theme, scale: as for :func:`plane` (``words`` may be omitted here:
+            the two titles and ``zlabel`` are its only words). height: pixels at scale 1.
 
     Returns:
         A figure with two ``Heatmap`` traces on axes (x, y) and (x2, y2), one coloraxis.
@@ -381,7 +407,7 @@ def two_maps(left: object, right: object, *, titles: tuple[str, str],
     n, m = zl.shape
     la, lb = _names(labels_a, n, "A"), _names(labels_b, m, "B")
     hi = max(float(zl.max()), float(zr.max()), 1e-12)
-    data = [map_trace_dict(z, la, lb, zname=zlabel, coloraxis="coloraxis", xaxis=xa, yaxis=ya)
+    data = [_map(z, la, lb, zlabel, num, coloraxis="coloraxis", xaxis=xa, yaxis=ya)
             for z, xa, ya in ((zl, "x", "y"), (zr, "x2", "y2"))]
     tick = dict(size=round(12 * scale))
 
@@ -394,7 +420,7 @@ def two_maps(left: object, right: object, *, titles: tuple[str, str],
 
     sub = dict(size=round(14 * scale))
     layout = _layout(
-        theme, scale, height, title,
+        theme, scale, height, title, num,
         coloraxis=dict(colorscale=th.MASS_SCALE, cmin=0.0, cmax=hi,
                        colorbar=dict(title=dict(text=zlabel), thickness=int(14 * scale))),
         xaxis=axis(lb, [0.0, 0.44], "y"), yaxis=axis(la, [0.0, 0.9], "x", reverse=True),
@@ -409,7 +435,8 @@ def two_maps(left: object, right: object, *, titles: tuple[str, str],
 
 def sink(tokens: Sequence[str], received: object, weights: object, *,
          per_head: object = None, title: str = "", words: Mapping[str, str] | None = None,
-         theme: str = "light", scale: float = 1.0, height: int = 460) -> go.Figure:
+         num: Numbers = ENGLISH, theme: str = "light", scale: float = 1.0,
+         height: int = 460) -> go.Figure:
     """What each token receives from attention, against what a coupling must give it.
 
     Bars: the attention each token receives, (1/n) Σᵢ softmax(S)ᵢⱼ (the mean over heads
@@ -419,7 +446,7 @@ def sink(tokens: Sequence[str], received: object, weights: object, *,
     Args:
         tokens: n token strings (escaped here). received: (n,) attention received.
         weights: (n,) the weights b. per_head: optional (H, n), one row per head.
-        title, words, theme, scale: as for :func:`plane`. height: pixels at scale 1.
+        title, words, num, theme, scale: as for :func:`plane`. height: pixels at scale 1.
 
     Returns:
         A figure: bar traces by class, then the per-head dots (when given), then ticks.
@@ -433,7 +460,7 @@ def sink(tokens: Sequence[str], received: object, weights: object, *,
     fg = th.foreground(theme)
     seen: set[str] = set()
     data = _bars(got, b, names, axes=("x", "y"), verb=w["receives_verb"], words=w, fg=fg,
-                 scale=scale, seen=seen)
+                 scale=scale, seen=seen, num=num)
     ticks = data.pop()  # draw the ticks last, over the dots
     top = float(max(np.max(got), np.max(b)))
     if per_head is not None:
@@ -445,14 +472,15 @@ def sink(tokens: Sequence[str], received: object, weights: object, *,
         xs = (np.arange(len(got))[None, :] + jitter[:, None]).ravel()
         data.append(dict(type="scatter", x=xs, y=ph.ravel(), mode="markers", name=w["per_head"],
                          marker=dict(size=5 * scale, color=fg, opacity=0.45),
-                         customdata=np.repeat(np.arange(H), len(got)),
-                         hovertemplate=f"{w['per_head']} %{{customdata}}: %{{y:.3g}}"
-                                       "<extra></extra>"))
+                         customdata=np.stack([np.repeat(np.arange(H), len(got)),
+                                              _strs(ph, num)], -1),
+                         hovertemplate=f"{w['per_head']} %{{customdata[0]}}: "
+                                       "%{customdata[1]}<extra></extra>"))
         top = max(top, float(np.max(ph)))
     data.append(ticks)
     tick = dict(size=round(12 * scale))
     layout = _layout(
-        theme, scale, height, title, barmode="overlay",
+        theme, scale, height, title, num, barmode="overlay",
         xaxis=dict(tickmode="array", tickvals=list(range(len(got))),
                    ticktext=[th.shorten(s, 12) for s in names], tickfont=tick, showgrid=False,
                    tickangle=-45 if len(got) > 10 else 0, range=[-0.6, len(got) - 0.4]),
@@ -461,24 +489,48 @@ def sink(tokens: Sequence[str], received: object, weights: object, *,
     return go.Figure(data=data, layout=layout)
 
 
+def _map(z: np.ndarray, la: list[str], lb: list[str], zlabel: str, num: Numbers,
+         names: tuple[str, str] = ("A", "B"), **kw) -> dict:
+    """A heatmap trace whose hover writes the mass with ``num`` (``map_trace_dict``'s own
+    hover uses plotly's format, which writes 4.78e-5 for a student's 0,00005)."""
+    tr = map_trace_dict(z, la, lb, zname=zlabel, names=names, **kw)
+    n, m = z.shape
+    tr["customdata"] = np.stack([np.repeat(np.asarray(la, dtype=object)[:, None], m, 1),
+                                 np.repeat(np.asarray(lb, dtype=object)[None, :], n, 0),
+                                 _strs(z, num).reshape(n, m)], -1)
+    tr["hovertemplate"] = (f"{names[0]}[%{{y}}] %{{customdata[0]}}<br>{names[1]}[%{{x}}] "
+                           f"%{{customdata[1]}}<br>{zlabel} %{{customdata[2]}}<extra></extra>")
+    return tr
+
+
 def coupling_map(plan: object, tokens_a: Sequence[str], tokens_b: Sequence[str], *,
-                 title: str = "", zlabel: str = "mass", theme: str = "light",
-                 scale: float = 1.0, height: int | None = None) -> go.Figure:
-    """One coupling of two texts as a heatmap (:func:`viz.heatmaps.heatmap`), type scaled.
+                 title: str = "", zlabel: str = "mass", words: Mapping[str, str] | None = None,
+                 num: Numbers = ENGLISH, theme: str = "light", scale: float = 1.0,
+                 height: int | None = None) -> go.Figure:
+    """One coupling of two texts as a heatmap (:func:`viz.heatmaps.heatmap`), type scaled,
+    its axes named in the page's language (``words["text_a"]``, ``words["text_b"]``).
 
     Args:
         plan: (n, m) plan, rows text A's tokens, columns text B's.
         tokens_a, tokens_b: n and m token strings (escaped by the heatmap builder).
         title, zlabel, theme: as for :func:`viz.heatmaps.heatmap`.
+        words, num: as for :func:`plane` (required words).
         scale: type size factor. height: pixels at scale 1 (fitted to n when None).
 
     Returns:
         A figure with one ``Heatmap`` trace whose ``z`` is ``plan``.
     """
+    w = _words(words)
     z = as_plan(plan)
     h = default_height(z.shape[0]) if height is None else height
     fig = heatmaps.heatmap(z, tokens_a, tokens_b, title=title, zlabel=zlabel, theme=theme,
                            height=int(h * scale))
-    fig.update_layout(font=dict(size=round(13 * scale)),
-                      title=dict(font=dict(size=round(17 * scale))))
+    tr = fig.data[0]
+    if tr.customdata is not None:  # small maps name the tokens on hover: numbers by num
+        la, lb = list(np.asarray(tr.customdata)[:, 0, 0]), list(np.asarray(tr.customdata)[0, :, 1])
+        fix = _map(z, la, lb, zlabel, num)
+        tr.update(customdata=fix["customdata"], hovertemplate=fix["hovertemplate"])
+    fig.update_layout(font=dict(size=round(13 * scale)), separators=num.separators,
+                      title=dict(font=dict(size=round(17 * scale))),
+                      xaxis_title_text=w["text_b"], yaxis_title_text=w["text_a"])
     return fig

@@ -30,6 +30,70 @@ def fmt(x: float) -> str:
     return f"{x:.3g}"
 
 
+PLAIN_ZERO = 5e-6  # a plain-number reader sees "≈ 0" below this (one digit would be 0,000005)
+
+
+@dataclass(frozen=True)
+class Numbers:
+    """How one language writes the numbers a page shows; call it on a number.
+
+    English (the default) is :func:`fmt` exactly. With ``plain`` (for students), small
+    values are written as decimals with one significant digit instead of scientific
+    notation (4.78e-05 → 0,00005) and nonzero values below ``zero_below`` as "≈ 0".
+
+    Attributes:
+        decimal: the decimal mark ("." or ","). group: the thousands separator.
+        plain: write small values as plain decimals. zero_below: the "≈ 0" threshold.
+        nan: what NaN reads as.
+    """
+
+    decimal: str = "."
+    group: str = ","
+    plain: bool = False
+    zero_below: float = PLAIN_ZERO
+    nan: str = "n/a"
+
+    @property
+    def separators(self) -> str:
+        """Plotly's ``layout.separators``: the decimal mark, then the thousands one."""
+        return self.decimal + self.group
+
+    def __call__(self, x: float) -> str:
+        x = float(x)
+        if not self.plain and self.decimal == "." and self.group == ",":
+            return fmt(x)
+        if math.isnan(x):
+            return self.nan
+        if math.isinf(x) or x == 0:
+            return fmt(x)
+        ax = abs(x)
+        if self.plain and ax < self.zero_below:
+            return "≈ 0"
+        if self.plain and ax < 1e-3:
+            digits = -math.floor(math.log10(ax))  # one significant digit, as a decimal
+            s = f"{x:.{digits}f}"
+            if abs(float(s)) >= 10 ** (1 - digits):  # 0.000097 rounded up to 0.00010
+                s = f"{x:.{digits - 1}f}"
+        elif self.plain and ax >= 1e3:  # whole numbers, grouped from five digits on
+            s = f"{x:,.0f}" if ax >= 1e4 else f"{x:.0f}"
+        else:
+            s = fmt(x)
+        return s.translate(str.maketrans({".": self.decimal, ",": self.group}))
+
+
+NUMBERS = {"en": Numbers(), "es": Numbers(decimal=",", group="\u00a0", plain=True,
+                                          nan="n/d")}
+
+
+def numbers(lang: str) -> Numbers:
+    """The number format of ``lang`` ("en", "es"); English for a language without one.
+
+    Example: ``numbers("es")(0.5) == "0,5"``, ``numbers("es")(4.78e-05) == "0,00005"``,
+    ``numbers("en")(4.78e-05) == fmt(4.78e-05) == "4.78e-05"``.
+    """
+    return NUMBERS.get(lang, NUMBERS["en"])
+
+
 def half_steps_text(t: int) -> str:
     """"1 half-step", "100 half-steps"."""
     return f"{t:,} half-step" + ("" if t == 1 else "s")
