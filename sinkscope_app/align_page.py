@@ -633,8 +633,8 @@ def pair_view(t: dict, theme: str) -> None:
                         column_config=_number_columns(rows[0]))
     else:
         s_col.info(t["scores_none"])
-    st.page_link("app.py", label=t["open_compare"], icon=":material/compare:",
-                 query_params={"a": text_a, "b": text_b, "view": "compare"})
+    # a new tab with a fresh session: the main page reads its state from the address
+    st.link_button(t["open_compare"], compare_link(text_a, text_b), icon=":material/compare:")
 
 
 def _number_columns(row: Mapping[str, Any]) -> dict:

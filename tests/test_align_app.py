@@ -109,6 +109,9 @@ def test_a_pair_with_gold_shows_the_matrix_and_every_methods_scores():
     assert tab["F1"].between(0, 1).all() and tab["AER"].between(0, 1).all()
     assert at.query_params["method"] == "unbalanced"
     assert any("0 the · 1 cat" in e.value for e in at.text)  # the gold's tokenisation
+    [button] = at.get("link_button")  # the pair in the main page's Compare view
+    assert button.proto.url == ap.compare_link("the cat sat on the mat",
+                                               "a cat was sitting on the mat")
 
     # a slider move redraws the links (θ near 0 links far more cells)
     before = sum(len(v) for key, v in k.items() if key in ("hit", "hit_possible", "false"))
