@@ -174,6 +174,7 @@ def test_unlisted_model_is_refused(monkeypatch, tmp_path):
         Encoder("broken")
 
 
+@pytest.mark.slow  # three command-line processes, each importing torch and the model
 def test_cli_json_matches_api(enc):
     cmd = [sys.executable, "-m", "engine", "relate", "The bank of the river.",
            "She sat on the river bank.", "--layer", "5", "--head", "3", "--eps", "0.5",

@@ -179,6 +179,7 @@ def test_slider_value_from_the_browser_is_checked(raw, want):
 
 
 @pytest.mark.model
+@pytest.mark.slow
 def test_64_token_texts_fit_the_payload_budget():
     """Two real ~64-token texts (4,096 token pairs at most, the live budget) on every ε of
     the slider × every half-step stop up to 1,000: the payload stays within 3 MB."""

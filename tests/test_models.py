@@ -234,6 +234,7 @@ def test_bad_folders_give_clear_messages(monkeypatch, tmp_path, tiny_models):
     assert "not supported" in describe("deberta").label
 
 
+@pytest.mark.slow  # two command-line processes
 def test_cli_model_option(tiny_models):
     folder = str(tiny_models["mpnet"])
     cmd = [sys.executable, "-m", "engine", "relate", "The bank of the river.", "--mode", "self",

@@ -132,6 +132,7 @@ def test_large_eps_approaches_product():
     assert np.abs(c.plan - product(a, b)).sum() < 1e-3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_real_like_scores_small_eps_stay_finite(dtype):
     # MiniLM logits span about −28..34; kernel scaling alone overflows below ε ≈ 0.5
