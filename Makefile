@@ -57,6 +57,8 @@ bench: install chromium
 	$(PY) -m benchmarks.models
 	$(PY) -m benchmarks.service
 	$(PY) -m benchmarks.scrub
+	$(PY) -m benchmarks.align
+	$(PY) -m benchmarks.lab
 
 fuzz: install
 	SINKSCOPE_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q tests/test_sinkhorn.py -k hypothesis
