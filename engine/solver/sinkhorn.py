@@ -15,7 +15,8 @@ function each (in units of the potentials over ε, α = f/ε, with lse_i = LSE_j
 - partial (:func:`partial`):       α ← min(0, log a − lse − κ), κ so that Σπ = m (π1 ≤ a)
 
 Balanced problems also have a kernel-domain fast path (matrix–vector scaling, stabilised
-by absorbing large scalings into the potentials) that gives the same iterates.
+by absorbing large scalings into the potentials) that gives the same iterates; so do
+KL-relaxed ones, with the scalings raised to the power ρ.
 """
 
 from __future__ import annotations
@@ -211,10 +212,10 @@ def sinkhorn(
         tol: tolerance on the final residuals for ``converged`` (and for ``early_stop``).
         early_stop: stop once every problem in the batch is within ``tol`` (balanced:
             judged on the state before the last; relaxed: on the last state itself).
-        method: "log" (log-domain logsumexp steps) or "auto" (for balanced problems,
-            stabilised kernel scaling with matrix–vector products, falling back to log
-            steps where it would under- or overflow; same result, several times faster).
-            Relaxed problems always run in the log domain.
+        method: "log" (log-domain logsumexp steps) or "auto" (stabilised kernel scaling
+            with matrix–vector products, u ← a / K v, relaxed u ← (a / K v)^ρ e^{(ρ−1)α},
+            falling back to log steps where it would under- or overflow; the same
+            iterates to rounding, several times faster).
         block: half-steps between stability checks in "auto".
         record: half-steps t (1-based) after which to record the plan's cost ⟨−S, π_t⟩
             and entropy H(π_t) into ``Coupling.history``; None records nothing.
@@ -613,7 +614,7 @@ def _run(P: Problem, half_steps: int, tol: float, early_stop: bool, method: str,
     tr = _Trace(rows=[after[None]], cols=[], recorded=[], pending=[s for s in record if s > 1])
     if record and record[0] == 1:
         tr.recorded.append(_cost_entropy(st.log_plan(P), P.S, keep_plans))
-    kernel = method == "auto" and half_steps > 1 and P.is_balanced
+    kernel = method == "auto" and half_steps > 1 and P.update is not capped
     st = (_kernel_steps if kernel else _log_steps)(P, st, tr, half_steps, tol, early_stop,
                                                   block, keep_plans)
     return output(P, st, tr, tol, keep_history, keep_plans, record, tau, mass)
@@ -655,9 +656,10 @@ def _log_steps(P, st, tr, half_steps, tol, early_stop, block, keep_plans) -> Sta
 
 
 def _kernel_steps(P, st, tr, half_steps, tol, early_stop, block, keep_plans) -> State:
-    """Balanced half-steps by stabilised kernel scaling in blocks, u ← a / K v, v ← b / Kᵀ u
-    with K = exp(S/ε + α + β); large scalings are absorbed into (α, β) between blocks, and
-    a block that would under- or overflow hands over to log steps."""
+    """Half-steps by stabilised kernel scaling in blocks, u ← a / K v, v ← b / Kᵀ u with
+    K = exp(S/ε + α + β) (relaxed: u ← (a / K v)^ρ e^{(ρ−1)α}, likewise v); large scalings
+    are absorbed into (α, β) between blocks, and a block that would under- or overflow
+    hands over to log steps."""
     on_a, on_b = P.a > 0, P.b > 0
     zeros = bool((~on_a).any() or (~on_b).any())
     big = torch.finfo(P.S.dtype).max ** 0.25
@@ -665,9 +667,10 @@ def _kernel_steps(P, st, tr, half_steps, tol, early_stop, block, keep_plans) -> 
     Kt = K.mT.contiguous()
     u, v = on_a.to(P.S.dtype), torch.ones_like(P.b)  # state 1 puts mass on all of B
     alpha, beta, t = st.alpha, st.beta, st.t
+    relax = None if P.is_balanced else _relaxation(P, alpha, beta)
     while t < half_steps:
         nb = min(block, half_steps - t)
-        res = _kernel_block(K, Kt, P.a, P.b, u, v, t, nb, zeros, big)
+        res = _kernel_block(K, Kt, P.a, P.b, u, v, t, nb, zeros, big, relax)
         if res is None:  # under- or overflow at this ε: log steps from here on
             alpha, beta = _absorb(alpha, beta, u, v)
             return _log_steps(P, State(alpha, beta, None, t), tr, half_steps, tol,
@@ -686,10 +689,22 @@ def _kernel_steps(P, st, tr, half_steps, tol, early_stop, block, keep_plans) -> 
             K = torch.exp(P.Se + alpha + beta)
             Kt = K.mT.contiguous()
             u, v = on_a.to(P.S.dtype), on_b.to(P.S.dtype)
-        if early_stop and t < half_steps and _early_stop(tr, t, tol):
+            relax = None if P.is_balanced else _relaxation(P, alpha, beta)
+        if early_stop and t < half_steps and _early_stop(tr, t, tol) and (
+                P.is_balanced or _within(P, State(*_absorb(alpha, beta, u, v), None, t), tr, tol)):
             break
     alpha, beta = _absorb(alpha, beta, u, v)
     return State(alpha, beta, None, t)
+
+
+def _relaxation(P: Problem, alpha: torch.Tensor, beta: torch.Tensor) -> tuple:
+    """What a relaxed kernel block needs besides K: (ρ, log a (B, 1, n), log b (B, 1, m),
+    (ρ − 1) α₀ (B, 1, n), (ρ − 1) β₀ (B, 1, m)) for the potentials α₀, β₀ inside K (0 on
+    zero weights, whose scalings are 0 anyway)."""
+    rho = P.rho
+    ca = torch.where(P.a > 0, (rho - 1) * alpha, 0.0).mT
+    cb = torch.where(P.b > 0, (rho - 1) * beta, 0.0)
+    return rho, P.log_a.mT, P.log_b, ca, cb
 
 
 def output(P: Problem, st: State, tr: _Trace, tol: float, keep_history: bool,
@@ -750,15 +765,16 @@ def _block_history(log_K: torch.Tensor, S: torch.Tensor, us: list, vs: list, t: 
     return out
 
 
-def _kernel_block(K, Kt, a, b, u, v, t, nb, zeros, big):
-    """Half-steps t+1..t+nb by scaling: u ← a / K v, v ← b / Kᵀ u.
+def _kernel_block(K, Kt, a, b, u, v, t, nb, zeros, big, relax=None):
+    """Half-steps t+1..t+nb by scaling: u ← a / K v, v ← b / Kᵀ u; relaxed (``relax`` from
+    :func:`_relaxation`): u ← exp(ρ (log a − log K v) + (ρ − 1) α₀), likewise v.
 
     K (B, n, m) and Kt = Kᵀ (B, m, n), both contiguous; u, a (B, n, 1); v, b (B, 1, m).
     Both products run as row vector × matrix (vᵀKᵀ, uᵀK), much faster than matrix ×
-    column vector for small batched matrices. Returns (u, v, row errors (k, B), column
-    errors (k', B), (largest, smallest) scaling on the supports, the row scalings (B, 1, n)
-    before and after each row step, the column scalings (B, 1, m) likewise), or None when a
-    scaling left the safe range.
+    column vector for small batched matrices. Returns (u, v, row residuals (k, B), column
+    residuals (k', B), (largest, smallest) scaling on the supports, the row scalings
+    (B, 1, n) before and after each row step, the column scalings (B, 1, m) likewise), or
+    None when a scaling left the safe range.
     """
     a_row = a.mT
     u = u.mT  # (B, 1, n)
@@ -766,16 +782,22 @@ def _kernel_block(K, Kt, a, b, u, v, t, nb, zeros, big):
     for s in range(t + 1, t + nb + 1):
         if s % 2 == 0:
             c = torch.bmm(u, K)  # (Kᵀ u)ᵀ: (B, 1, m)
-            v = b / c
-            if zeros:
-                v = torch.where(b > 0, v, 0)
+            if relax is None:
+                v = b / c
+                if zeros:
+                    v = torch.where(b > 0, v, 0)
+            else:
+                v = torch.exp(relax[0] * (relax[2] - torch.log(c)) + relax[4])
             cs.append(c)
             vs.append(v)
         else:
             r = torch.bmm(v, Kt)  # (K v)ᵀ: (B, 1, n)
-            u = a_row / r
-            if zeros:
-                u = torch.where(a_row > 0, u, 0)
+            if relax is None:
+                u = a_row / r
+                if zeros:
+                    u = torch.where(a_row > 0, u, 0)
+            else:
+                u = torch.exp(relax[0] * (relax[1] - torch.log(r)) + relax[3])
             rs.append(r)
             us.append(u)
     a = a_row
@@ -787,21 +809,22 @@ def _kernel_block(K, Kt, a, b, u, v, t, nb, zeros, big):
         return None
     # Marginals of each state: before and after each update on the side it updates.
     empty = u.new_empty(0, u.shape[0])
-    rows = _interleaved_err(us, rs, a) if rs else empty
-    cols = _interleaved_err(vs, cs, b) if cs else empty
+    rows = _interleaved_err(us, rs, a if relax is None else None) if rs else empty
+    cols = _interleaved_err(vs, cs, b if relax is None else None) if cs else empty
     return u.mT, v, rows, cols, (hi, lo), us, vs
 
 
 def _interleaved_err(xs: list[torch.Tensor], ss: list[torch.Tensor],
-                     target: torch.Tensor) -> torch.Tensor:
+                     target: torch.Tensor | None) -> torch.Tensor:
     """Errors ‖x·s − target‖₁ of [x0·s1, x1·s1, x1·s2, x2·s2, ...] → (2k, B).
 
     xs: k+1 scalings and ss: k sums, each (B, n, 1) or (B, 1, m); the marginal of the state
-    before an update is x_old·s and after it x_new·s.
+    before an update is x_old·s and after it x_new·s. Target None (relaxed): each
+    update's own new marginal x_new·s.
     """
     X = torch.stack(xs).flatten(-2)  # (k+1, B, n)
     Sm = torch.stack(ss).flatten(-2)  # (k, B, n)
-    t = target.flatten(-2)
+    t = X[1:] * Sm if target is None else target.flatten(-2)
     before = (X[:-1] * Sm - t).abs().sum(-1)
     after = (X[1:] * Sm - t).abs().sum(-1)
     return torch.stack([before, after], 1).flatten(0, 1)
