@@ -76,3 +76,29 @@ def test_group_alive_sees_only_live_members(cmd):
     finally:
         cleanup(proc)
     assert not group_alive(proc.pid)
+
+
+ORPHAN = """
+import subprocess, sys
+from tests.support.server import die_with_parent
+child = subprocess.Popen(["sleep", "60"], start_new_session=True, preexec_fn=die_with_parent())
+print(child.pid, flush=True)
+"""  # exits at once, as a test run killed from outside would, without stopping its child
+
+
+def test_a_server_dies_with_the_run_that_started_it():
+    import os
+    import sys
+
+    from tests.support.server import ROOT
+
+    out = subprocess.run([sys.executable, "-c", ORPHAN], cwd=ROOT, capture_output=True,
+                         text=True, timeout=60, check=True)
+    child = int(out.stdout)
+    end = time.monotonic() + 10
+    while group_alive(child) and time.monotonic() < end:
+        time.sleep(0.05)
+    alive = group_alive(child)
+    if alive:  # clean up before failing
+        os.killpg(child, 9)
+    assert not alive, f"pid {child} outlived the process that started it"

@@ -12,7 +12,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from tests.support.server import ROOT, kill_group
+from tests.support.server import ROOT, die_with_parent, kill_group
 
 
 class EngineProcess:
@@ -31,7 +31,8 @@ class EngineProcess:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "engine", "serve", "--port", str(self.port),
                  *self.args], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True)  # its own process group: stop() kills all of it
+                start_new_session=True,  # its own process group: stop() kills all of it
+                preexec_fn=die_with_parent())  # and SIGTERM (Serve and Ray shut down) if we die
         t0 = time.monotonic()
         while True:
             if self.proc.poll() is not None:

@@ -15,7 +15,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
@@ -60,6 +60,25 @@ def command(port: int) -> list[str]:
             "--server.headless", "true", "--server.port", str(port),
             "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
             "--server.fileWatcherType", "none"]
+
+
+def die_with_parent() -> Callable[[], None]:
+    """A ``preexec_fn`` that has the child sent SIGTERM when the process that started it
+    dies (Linux ``PR_SET_PDEATHSIG``), so a test run killed from outside (a CI timeout, a
+    ``kill``) leaves no server behind even though the server runs in its own process group."""
+    parent = os.getpid()
+
+    def preexec() -> None:
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            return  # not Linux: stop() is then the only way out
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return preexec
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -137,7 +156,8 @@ def streamlit_server(env: dict | None = None) -> Iterator[tuple[str, subprocess.
                 "TRANSFORMERS_OFFLINE": "1", **(env or {})}
     with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+                                stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=die_with_parent())
         url = f"http://127.0.0.1:{port}"
         try:
             wait_healthy(url, proc, log_path)
