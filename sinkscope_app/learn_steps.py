@@ -146,9 +146,20 @@ def step_clouds(ctx: Ctx, left, right) -> None:
         _draw(ctx, fig, "clouds")
 
 
+SHIFTS = tuple(SHIFT_STEP * k for k in range(round(toy.SHIFT_MIN / SHIFT_STEP),
+                                             round(toy.SHIFT_MAX / SHIFT_STEP) + 1))
+
+
 def _shift_slider(ctx: Ctx) -> None:
-    st.slider(ctx.ui["shift"], toy.SHIFT_MIN, toy.SHIFT_MAX, step=SHIFT_STEP,
-              key="learn_shift", help=ctx.ui["shift_help"], format="%+.2f")
+    """Cloud B's shift on a slider of :data:`SHIFTS` written the language's way (+0,25):
+    a plain slider's printf format knows only the decimal point."""
+    ss = st.session_state
+    shift = min(SHIFTS, key=lambda s: abs(s - float(ss.get("learn_shift", 0.0))))
+    if ss.get("learn_shift") != shift:
+        ss["learn_shift"] = shift
+    st.select_slider(ctx.ui["shift"], options=list(SHIFTS), key="learn_shift",
+                     help=ctx.ui["shift_help"],
+                     format_func=lambda x: f"{x:+.2f}".replace(".", ctx.num.decimal))
 
 
 # --------------------------------------------------------------------------- 2. softmax

@@ -220,3 +220,19 @@ def test_spanish_learn_figures_write_numbers_the_spanish_way():
     english = vl.coupling_map(plan, [f"a{i}" for i in range(c.n)],
                               [f"b{j}" for j in range(c.m)], words=learn_text.WORDS["en"])
     assert english.layout.xaxis.title.text == "text B" and english.layout.separators == ".,"
+
+
+def test_labels_go_where_no_marker_covers_them_and_stay_in_the_frame():
+    # A2 sits right under A1 (30 px apart): a label above A2 would lie under A1's marker.
+    # B1 is 6 px from the frame's right edge: a label centred on it or to its right is cut.
+    xy = np.array([[0.0, 1.0], [0.0, 0.0], [5.0, 0.0]])
+    places = vl.label_places(xy, np.full(3, 26.0), ["A1", "A2", "B1"], np.ones(3, bool),
+                             px=30.0, font=11.0, frame=((-1.0, 5.2), (-1.0, 2.0)))
+    assert places[1] != "top center"
+    assert places[2] in ("top left", "middle left", "bottom left")
+    alone = vl.label_places(xy[1:2], np.full(1, 26.0), ["A2"], np.ones(1, bool), px=30.0,
+                            font=11.0, prefer=[1])
+    assert alone == ["bottom center"]  # nothing in the way: the preferred place
+    hidden = vl.label_places(xy, np.full(3, 26.0), ["A1", "A2", "B1"],
+                             np.array([True, False, True]), px=30.0, font=11.0)
+    assert hidden[1] == "top center"  # an unlabelled point keeps its default

@@ -32,6 +32,13 @@ WORD_KEYS = ("cloud_a", "cloud_b", "mass", "zero", "receives_verb", "sends_verb"
 ENGLISH = Numbers()  # numbers as :func:`engine.relation.summary.fmt` writes them
 N_LINE_BINS = 8
 BAR_TITLE_CHARS = 20  # characters per line of the bars' titles at scale 1
+FIGURE_PX = 620  # the width a Learn figure is laid out for: the right column at 1400 px
+# Where a point's label may go (plotly's textposition): which side of the point its box
+# lies on, (x right, y down) in −1, 0, 1.
+_PLACES = {"top center": (0, -1), "bottom center": (0, 1), "middle left": (-1, 0),
+           "middle right": (1, 0), "top left": (-1, -1), "top right": (1, -1),
+           "bottom left": (-1, 1), "bottom right": (1, 1)}
+DIAMOND = 1.3  # a plotly diamond reaches 1.3 × its nominal radius
 EXACT_WIDTH = 3.5  # px at scale 1: the exact plan's dashed lines (over a wider halo)
 _CLASS_KEYS = ("over", "under", "on")
 _CLASS_COLORS = (th.COLOR_OVER, th.COLOR_UNDER, th.COLOR_MATCH)
@@ -96,13 +103,17 @@ def _sizes(w: np.ndarray, ref: float, scale: float) -> np.ndarray:
 
 def _points(xy: np.ndarray, w: np.ndarray, names: list[str], *, side: str, ref: float,
             words: dict[str, str], scale: float, num: Numbers = ENGLISH,
-            axes: tuple[str, str] = ("x", "y"), shown: np.ndarray | None = None) -> list[dict]:
+            axes: tuple[str, str] = ("x", "y"), shown: np.ndarray | None = None,
+            places: Sequence[str] | None = None) -> list[dict]:
     """One cloud's markers, area ∝ mass; points of weight 0 in a second, grey trace.
 
-    Only the points where ``shown`` is true carry a label (all when None); hover names
-    every point."""
+    Only the points where ``shown`` is true carry a label (all when None), each at its
+    ``places`` entry (plotly textposition; above A's points and below B's when None);
+    hover names every point."""
     base = th.COLOR_A if side == "a" else th.COLOR_B
     shown = np.ones(len(w), bool) if shown is None else np.asarray(shown, bool)
+    if places is None:
+        places = ["top center" if side == "a" else "bottom center"] * len(w)
     cloud = words["cloud_a"] if side == "a" else words["cloud_b"]
     out = []
     for sel, color, name in ((w > 0, base, cloud), (w <= 0, th.COLOR_ZERO, words["zero"])):
@@ -115,7 +126,7 @@ def _points(xy: np.ndarray, w: np.ndarray, names: list[str], *, side: str, ref: 
                         symbol="circle" if side == "a" else "diamond",
                         line=dict(width=1.2 * scale, color="white")),
             text=[names[k] if shown[k] else "" for k in np.flatnonzero(sel)],
-            textposition="top center" if side == "a" else "bottom center",
+            textposition=[places[k] for k in np.flatnonzero(sel)], cliponaxis=False,
             textfont=dict(size=round(11 * scale), color=color),
             customdata=np.stack([np.asarray(names, dtype=object)[sel], _strs(w[sel], num)], -1),
             hovertemplate=f"{cloud} · %{{customdata[0]}}<br>{words['mass']} "
@@ -216,9 +227,81 @@ def _exact_lines(xa, xb, exact, ref, *, name, theme, scale) -> list[dict]:
                          dash="dash", width=EXACT_WIDTH)
 
 
+def label_places(xy: np.ndarray, diameters: np.ndarray, names: Sequence[str],
+                 shown: np.ndarray, px: float, font: float,
+                 prefer: Sequence[int] | None = None, reach: np.ndarray | None = None,
+                 frame: tuple[Sequence[float], Sequence[float]] | None = None) -> list[str]:
+    """A place for each point's label where no marker and no other label covers it.
+
+    Greedy, most-crowded point first: each label takes the place around its point (of
+    :data:`_PLACES`) whose box overlaps the other points' markers and the labels already
+    placed least, in pixels (``px`` pixels per data unit; boxes estimated from ``font``).
+
+    Args:
+        xy: (N, 2) every point drawn (both clouds). diameters: (N,) marker sizes in px.
+        names: N labels. shown: (N,) which points carry a label.
+        px: pixels per data unit. font: the labels' font size in px.
+        prefer: for each point, the index of its preferred place in :data:`_PLACES`
+            (kept on ties); 0 ("top center") when None.
+        reach: (N,) how far each marker reaches, in nominal radii (1 for a circle,
+            :data:`DIAMOND` for a diamond); 1 when None.
+        frame: the plane's ((x0, x1), (y0, y1)) in data units: a label's part outside it
+            counts as covered (it would be cut at the edge).
+
+    Returns:
+        N plotly ``textposition`` values.
+    """
+    keys = list(_PLACES)
+    n = len(xy)
+    c = np.asarray(xy, float) * np.array([px, -px])  # pixels, y down
+    r = np.asarray(diameters, float) / 2
+    ext = r * (np.ones(n) if reach is None else np.asarray(reach, float))
+    prefer = [0] * n if prefer is None else list(prefer)
+    out = [keys[p] for p in prefer]
+    boxes: list[tuple[float, float, float, float]] = [
+        (c[k, 0] - ext[k], c[k, 1] - ext[k], c[k, 0] + ext[k], c[k, 1] + ext[k])
+        for k in range(n)]
+
+    def label_box(k: int, place: str, w: float, h: float) -> tuple[float, float, float, float]:
+        sx, sy = _PLACES[place]
+        off = r[k] / 0.8 + 1  # plotly's own offset of a label from its marker's centre
+        x0 = c[k, 0] + (sx * off if sx > 0 else sx * off - w if sx < 0 else -w / 2)
+        y0 = c[k, 1] + (sy * off if sy > 0 else sy * off - h if sy < 0 else -h / 2)
+        return (x0, y0, x0 + w, y0 + h)
+
+    def hit(box, other) -> float:
+        w = min(box[2], other[2]) - max(box[0], other[0])
+        h = min(box[3], other[3]) - max(box[1], other[1])
+        return max(w, 0.0) * max(h, 0.0)
+
+    if frame is not None:
+        (fx0, fx1), (fy0, fy1) = frame
+        inside = (fx0 * px, -fy1 * px, fx1 * px, -fy0 * px)
+
+    def outside(box) -> float:
+        if frame is None:
+            return 0.0
+        return (box[2] - box[0]) * (box[3] - box[1]) - hit(box, inside)
+
+    todo = [k for k in range(n) if shown[k]]
+    dist = [min((np.hypot(*(c[k] - c[j])) for j in range(n) if j != k), default=np.inf)
+            for k in todo]
+    for k in [todo[i] for i in np.argsort(dist, kind="stable")]:
+        w, h = 0.62 * font * max(1, len(str(names[k]))) + 2, 1.25 * font
+        best, score = out[k], np.inf
+        for i in [prefer[k]] + [i for i in range(len(keys)) if i != prefer[k]]:
+            box = label_box(k, keys[i], w, h)
+            cost = sum(hit(box, b) for j, b in enumerate(boxes) if j != k) + outside(box)
+            if cost < score - 1e-9:
+                best, score = keys[i], cost
+        out[k] = best
+        boxes.append(label_box(k, best, w, h))
+    return out
+
+
 def _plane_parts(xa, a, xb, b, plan, exact, labels_a, labels_b, title, ranges, words,
-                 theme, scale, height, label_top=None, num: Numbers = ENGLISH
-                 ) -> tuple[list[dict], dict]:
+                 theme, scale, height, label_top=None, num: Numbers = ENGLISH,
+                 width: float = 1.0) -> tuple[list[dict], dict]:
     """(traces, layout) of :func:`plane`, for figures that add to it."""
     xa, a, xb, b = _check(xa, a, xb, b)
     w = _words(words)
@@ -238,15 +321,25 @@ def _plane_parts(xa, a, xb, b, plan, exact, labels_a, labels_b, title, ranges, w
             raise ValueError(f"exact {e.shape} does not match the clouds ({len(a)}, {len(b)})")
         data += _exact_lines(xa, xb, e, pair_ref, name=w["exact"], theme=theme, scale=scale)
     show_a, show_b = labelled(as_plan(plan) if plan is not None else None, a, b, label_top)
-    data += (_points(xa, a, la, side="a", ref=ref, words=w, scale=scale, num=num, shown=show_a)
+    xr, yr = ranges if ranges is not None else _ranges(xa, xb)
+    # pixels per data unit as plotly will draw the plane (equal scales: the tighter axis)
+    px = min((FIGURE_PX - 20) * width / (xr[1] - xr[0]),
+             max(height - 40, 100) / (yr[1] - yr[0])) * scale
+    places = label_places(np.concatenate([xa, xb]),
+                          np.concatenate([_sizes(a, ref, scale), _sizes(b, ref, scale)]),
+                          la + lb, np.concatenate([show_a, show_b]), px, 11 * scale,
+                          prefer=[0] * len(a) + [1] * len(b),
+                          reach=np.r_[np.ones(len(a)), np.full(len(b), DIAMOND)],
+                          frame=(xr, yr))
+    data += (_points(xa, a, la, side="a", ref=ref, words=w, scale=scale, num=num, shown=show_a,
+                     places=places[:len(a)])
              + _points(xb, b, lb, side="b", ref=ref, words=w, scale=scale, num=num,
-                       shown=show_b))
+                       shown=show_b, places=places[len(a):]))
     named: set[str] = set()
     for tr in data:  # one legend entry per name (both clouds may have points of weight 0)
         if tr.get("showlegend", True):
             tr["showlegend"] = tr["name"] not in named
             named.add(tr["name"])
-    xr, yr = ranges if ranges is not None else _ranges(xa, xb)
     layout = _layout(theme, scale, height, title, num,
                      xaxis=dict(range=list(xr), showgrid=False, zeroline=False,
                                 showticklabels=False),
@@ -344,7 +437,7 @@ def plan_and_bars(xa: object, a: object, xb: object, b: object, plan: object, *,
     if plan is None:
         raise ValueError("plan is missing (None); pass the (n, m) plan")
     data, layout = _plane_parts(xa, a, xb, b, plan, exact, labels_a, labels_b, title, ranges,
-                                words, theme, scale, height, label_top, num)
+                                words, theme, scale, height, label_top, num, width=0.6)
     xa, a, xb, b = _check(xa, a, xb, b)
     p = as_plan(plan)
     w = _words(words)
