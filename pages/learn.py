@@ -18,14 +18,14 @@ import streamlit as st  # noqa: E402
 from engine import SinkscopeError
 from sinkscope_app import compute, examples, history, learn_state, learn_steps
 from sinkscope_app.learn_text import EXAMPLES_ES, LANGS, N_STEPS, STEPS, UI
-from sinkscope_app.state import KEYS as MAIN_KEYS, valid_text
+from sinkscope_app.state import KEYS as MAIN_KEYS, parse_bool, valid_text
 
 log = logging.getLogger("sinkscope.learn")
 ss = st.session_state
 # The tab's title in the page's language; a presenter link (?present=on) opens with the
 # sidebar folded away, for a projector.
 _lang = ss.get("learn_lang") or str(st.query_params.get("lang", ""))
-_present_link = str(st.query_params.get("present", "")).lower() in ("on", "1", "true", "yes")
+_present_link = bool(parse_bool(st.query_params.get("present")))
 st.set_page_config(page_title=UI.get(_lang, UI["en"])["page_title"], page_icon="🎓",
                    layout="wide", initial_sidebar_state="collapsed" if _present_link else "auto")
 

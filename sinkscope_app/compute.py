@@ -356,20 +356,52 @@ def _path(engine: str, model, text_a, text_b, mode, layer, head, weights, pool):
     return np.asarray(eps), np.asarray(plans), np.asarray(r.exact_plan)
 
 
-class _DroppedLinks(logging.Handler):
-    """Notices Streamlit ignoring a link's whole query string (over 512 Ki characters).
+def _session_id() -> str | None:
+    """The id of the session whose message or run is being handled on this thread: the
+    script run's, or the AppSession whose browser message is being read (Streamlit reads
+    a rerun request's query string there, before any script runs)."""
+    try:
+        from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+        ctx = get_script_run_ctx(suppress_warning=True)
+        if ctx is not None:
+            return str(ctx.session_id)
+        import sys
 
-    Streamlit drops such a query string before the app runs and only logs it; the app
-    reads this handler's time stamp to tell the visitor why the default view is shown.
+        from streamlit.runtime.app_session import AppSession
+        frame = sys._getframe(1)
+        while frame is not None:
+            owner = frame.f_locals.get("self")
+            if isinstance(owner, AppSession):
+                return str(owner.id)
+            frame = frame.f_back
+    except Exception:  # another Streamlit: no session to name
+        pass
+    return None
+
+
+class _DroppedLinks(logging.Handler):
+    """Notices Streamlit ignoring a link's whole query string (over 512 Ki characters),
+    per session.
+
+    Streamlit drops such a query string before the app runs and only logs it; this
+    handler notes which session's link it was, so that visitor (and only that one) is told
+    why the default view is shown.
     """
 
     def __init__(self) -> None:
         super().__init__(level=logging.WARNING)
-        self.last = float("-inf")
+        self.sessions: dict[str, float] = {}
+        self.guard = threading.Lock()  # not `lock`: logging.Handler holds that one
 
     def emit(self, record: logging.LogRecord) -> None:
-        if "Ignoring query string" in record.getMessage():
-            self.last = time.monotonic()
+        if "Ignoring query string" not in record.getMessage():
+            return
+        sid = _session_id()
+        if sid is not None:
+            now = time.monotonic()
+            with self.guard:  # forget old entries: the dict stays small
+                self.sessions = {k: t for k, t in self.sessions.items() if now - t < 60}
+                self.sessions[sid] = now
 
 
 # Installed when this module is first imported (the first page of the process), so it
@@ -378,9 +410,13 @@ _DROPPED = _DroppedLinks()
 logging.getLogger("streamlit.runtime.state.query_params").addHandler(_DROPPED)
 
 
-def link_was_dropped(within_s: float = 5.0) -> bool:
-    """True when Streamlit ignored an over-long link in the last ``within_s`` seconds."""
-    return time.monotonic() - _DROPPED.last < within_s
+def link_was_dropped(within_s: float = 30.0) -> bool:
+    """True when Streamlit ignored this session's over-long link in the last ``within_s``
+    seconds (another visitor's never counts)."""
+    sid = _session_id()
+    with _DROPPED.guard:
+        last = _DROPPED.sessions.pop(sid, None) if sid is not None else None
+    return last is not None and time.monotonic() - last < within_s
 
 
 PIECES_PER_WORD_MAX = 1.6  # English prose reads as ~1.0–1.3 pieces per word here

@@ -17,7 +17,7 @@ from engine import settings
 from engine.lab.toy import PRESETS, SHIFT_MAX, SHIFT_MIN
 
 from .learn_text import DEFAULT_LANG, LANGS, N_STEPS, PRESETS as PRESET_NAMES, UI
-from .state import DEFAULTS as MAIN_DEFAULTS, Parsed, valid_text
+from .state import DEFAULTS as MAIN_DEFAULTS, Parsed, parse_bool, valid_text
 
 SHIFT_STEP = 0.25
 DEFAULTS: dict[str, Any] = {
@@ -30,7 +30,6 @@ DEFAULTS: dict[str, Any] = {
 URL_KEYS = {"step": "learn_step", "lang": "learn_lang", "present": "learn_present",
             "cloud": "learn_cloud", "shift": "learn_shift"}
 TEXT_KEYS = ("ex", "a", "b")  # shared with the main page
-_ON, _OFF = ("1", "true", "on", "yes"), ("0", "false", "off", "no", "")
 
 
 def _first(v: Any) -> str:
@@ -91,9 +90,8 @@ def parse(params: Mapping[str, Any], examples: Mapping[str, Any], *,
         v["learn_step"] = step
 
     if "present" in p:
-        low = p["present"].strip().lower()
-        if low in _ON or low in _OFF:
-            v["learn_present"] = low in _ON
+        if (flag := parse_bool(p["present"])) is not None:
+            v["learn_present"] = flag
         else:
             notes.append(("bad_present", dict(raw=_show(p["present"]))))
             v["learn_present"] = False

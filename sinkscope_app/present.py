@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from .state import parse_bool
+
 MIN_PX = 18  # the smallest text on the main page, as viz.theme.PRESENT_PX in the figures
 
 CSS = f"""
@@ -42,7 +44,7 @@ CSS = f"""
 def link(value: object) -> bool:
     """Whether a URL's ``present`` value turns presentation mode on (as state.parse_query
     reads it): then the page opens with its sidebar folded away."""
-    return str(value or "").lower() in ("1", "true", "yes", "on")
+    return bool(parse_bool(value))
 
 
 def style(on: bool) -> None:

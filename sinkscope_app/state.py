@@ -100,10 +100,108 @@ DEFAULTS: dict[str, Any] = {
     "sset": "bank",  # Sentences view: the example set, and the candidates (one per line)
     "cands": "\n".join(sentence_sets()["bank"]["candidates"]),
 }
-SENTENCE_KEYS = ("sset", "cands")  # in the link only when the Sentences view is open
 KEYS = tuple(DEFAULTS)
 TOPK_MAX = 20
 EDGES_MAX = 300
+
+
+@dataclass(frozen=True)
+class Param:
+    """One control in the main page's address.
+
+    Attributes:
+        key: its session key (the widget's key).
+        url: its name in the address, readable.
+        doc: what it holds, in a few words (docs/urls.md lists them all).
+        old: names older links used; they still open the same state.
+        scope: "page" for the sidebar's controls (a change reruns the page), "view" for
+            the main area's (a change reruns only the sliders' and views' fragment).
+        view: the view whose link carries it ("" for every link).
+    """
+
+    key: str
+    url: str
+    doc: str
+    old: tuple[str, ...] = ()
+    scope: str = "page"
+    view: str = ""
+
+
+# The main page's URL schema: every control, its readable name and its older names.
+PARAMS: tuple[Param, ...] = (
+    Param("ex", "ex", "example id (assets/examples.json), or custom for your own texts"),
+    Param("a", "a", "text A, the queries (rows)"),
+    Param("b", "b", "text B, the keys (columns); left out in self mode"),
+    Param("model", "model", "an allow-listed model name"),
+    Param("mode", "mode", "separate, joint or self"),
+    Param("layer", "layer", "layer, from 0 (negative: from the last)"),
+    Param("head", "head", "a head from 0, or mean (the mean of all heads' scores)"),
+    Param("weights", "weights", "token weights a, b: " + ", ".join(WEIGHTS)),
+    Param("pool", "pool", "true to pool word pieces into words"),
+    Param("present", "present", "true for presentation mode (a projector)"),
+    Param("img", "image_format", "what the charts' camera button saves: png or svg",
+          old=("img",)),
+    Param("eps", "eps", "ε, snapped to the slider's nearest stop", scope="view"),
+    Param("steps", "steps", "Sinkhorn half-steps (1 = softmax)", scope="view"),
+    Param("view", "view", "the view: " + ", ".join(VIEWS), scope="view"),
+    Param("cview", "compare_values", "Compare: joint (π(i, j)) or conditional (π(j | i))",
+          old=("cview",), scope="view"),
+    Param("cscale", "colour_scale", "Compare: shared (one scale) or per_plan",
+          old=("cscale",), scope="view"),
+    Param("gwhich", "graph_plans", "Graph: both, softmax or sinkhorn", old=("gwhich",),
+          scope="view"),
+    Param("topk", "edges_per_token", f"Graph: edges per token of A, 0–{TOPK_MAX} (0 = all)",
+          old=("topk",), scope="view"),
+    Param("thr", "min_mass", "Graph: least mass an edge must carry, 0–1", old=("thr",),
+          scope="view"),
+    Param("hl", "highlight", "Graph: a token to highlight, a3 or b0, or none", old=("hl",),
+          scope="view"),
+    Param("space", "cloud_points", "Cloud: qk (queries and keys) or hidden (states)",
+          old=("space",), scope="view"),
+    Param("method", "projection", "Cloud: pca or umap", old=("method",), scope="view"),
+    Param("dim", "dimensions", "Cloud: 2 or 3", old=("dim",), scope="view"),
+    Param("edges", "cloud_edges", f"Cloud: heaviest edges drawn, 1–{EDGES_MAX}",
+          old=("edges",), scope="view"),
+    Param("cwhich", "cloud_edges_of", "Cloud: edges of sinkhorn or softmax",
+          old=("cwhich",), scope="view"),
+    Param("gplan", "grid_tiles", "All heads: sinkhorn, softmax or difference",
+          old=("gplan",), scope="view"),
+    Param("gval", "grid_value", "All heads: the number above each tile: "
+          + ", ".join(GRID_VALUES), old=("gval",), scope="view"),
+    Param("grank", "grid_order", "All heads: the ranking, high or low first",
+          old=("grank",), scope="view"),
+    Param("sset", "sentence_set", "Sentences: an example set (assets/sentences.json) or "
+          "custom", old=("sset",), scope="view", view="sentences"),
+    Param("cands", "candidates", "Sentences: the candidates, one per line",
+          old=("cands",), scope="view", view="sentences"),
+)
+BY_KEY = {p.key: p for p in PARAMS}
+assert set(BY_KEY) == set(KEYS), "every control has one place in the address"
+SENTENCE_KEYS = tuple(p.key for p in PARAMS if p.view == "sentences")
+# Keys of the controls drawn inside the sliders' and views' fragment (kept across its
+# reruns), derived from the schema, plus the Sentences view's plan picker (not in links).
+FRAGMENT_KEYS = (*(p.key for p in PARAMS if p.scope == "view"), "scand")
+_ON, _OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
+
+
+def parse_bool(raw: object) -> bool | None:
+    """A link's truthy or falsy word (true/false, on/off, yes/no, 1/0, empty: false) as a
+    bool; None when it is neither. The one reading every page uses."""
+    low = str(raw if raw is not None else "").strip().lower()
+    return True if low in _ON else False if low in _OFF else None
+
+
+def from_url(params: Mapping[str, Any]) -> dict[str, str]:
+    """The address's parameters by session key: readable names first, then older names
+    (an old link opens the same state); unknown parameters are dropped."""
+    p = {str(k): _first(v) for k, v in params.items()}
+    out = {}
+    for prm in PARAMS:
+        for name in (prm.url, *prm.old):
+            if name in p:
+                out[prm.key] = p[name]
+                break
+    return out
 
 
 @dataclass
@@ -230,7 +328,7 @@ def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
     out = Parsed()
     v, warn = out.values, out.warnings.append
     rejected: set[str] = set()  # keys whose link value was refused: their default holds
-    p = {str(k): _first(val) for k, val in params.items() if str(k) in KEYS}
+    p = from_url(params)
 
     def choice(key: str, allowed, label: str):
         if key in p:
@@ -298,11 +396,8 @@ def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
 
     for key in ("pool", "present"):
         if key in p:
-            low = p[key].lower()
-            if low in ("1", "true", "yes", "on"):
-                v[key] = True
-            elif low in ("0", "false", "no", "off", ""):
-                v[key] = False
+            if (flag := parse_bool(p[key])) is not None:
+                v[key] = flag
             else:
                 warn(f"{key} must be true or false, got {p[key][:20]!r}; using false.")
                 rejected.add(key)
@@ -386,20 +481,22 @@ def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
 
 
 def to_query(state: Mapping[str, Any]) -> dict[str, str]:
-    """The query string for the current controls (every key, so links are explicit)."""
+    """The query string for the current controls, by their readable names (every control,
+    so links are explicit; the Sentences view's only while it is open, text B not in self
+    mode)."""
     q: dict[str, str] = {}
-    for key in KEYS:
-        if key not in state:
+    for prm in PARAMS:
+        if prm.key not in state:
             continue
-        val = state[key]
-        if key == "b" and state.get("mode") == "self":
+        val = state[prm.key]
+        if prm.key == "b" and state.get("mode") == "self":
             continue
-        if key in SENTENCE_KEYS and state.get("view") != "sentences":
+        if prm.view and state.get("view") != prm.view:
             continue
         if isinstance(val, bool):
-            q[key] = "true" if val else "false"
+            q[prm.url] = "true" if val else "false"
         elif isinstance(val, float):
-            q[key] = f"{val:g}"
+            q[prm.url] = f"{val:g}"
         else:
-            q[key] = str(val)
+            q[prm.url] = str(val)
     return q

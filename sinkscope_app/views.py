@@ -20,11 +20,12 @@ from engine.types import Relation
 from viz import bipartite, clouds, diagnostics, grid as vgrid, heatmaps
 from viz import sentences as vsentences
 from viz.theme import plotly_config as theme_config
-from viz.theme import present
+from viz.theme import present as present_figure
 
 from . import compute, examples
 from .about import ABOUT
 from .live import chart as live_chart
+from . import state
 from .state import (CSCALES, CVIEWS, EDGES_MAX, GRAPH_WHICH, GRID_PLANS, GRID_RANKS,
                     GRID_VALUES, METHODS, SPACES, TOPK_MAX, cut_text)
 
@@ -44,6 +45,7 @@ class Ctx:
     n_layers: int
     n_heads: int
     lattice: str | None = None  # id of the live sliders' frames, None when they are off
+    present: bool = False  # presentation mode: the figures' text scaled up
 
     @property
     def geometry(self) -> tuple:
@@ -55,17 +57,19 @@ PRESENT_COMPARE_HEIGHT = 720  # px: sliders and both maps on one 1920 × 1080 sc
 
 
 def chart(fig: go.Figure, name: str, img: str, *, key: str, live: bool = True,
-          bind: dict | None = None, present_height: int | None = None, **kw):
+          bind: dict | None = None, present: bool = False,
+          present_height: int | None = None, **kw):
     """A plotly chart in our theme (not Streamlit's), with a PNG/SVG download button.
 
     ``live`` charts update in place when a slider moves (:mod:`.live`), and a chart with
     ``bind`` (:func:`bind`) takes the live sliders' frames in the browser; charts that send
     selection events back (the All heads grid) or animate (ε path) use ``st.plotly_chart``.
-    In presentation mode (sidebar) the chart's text is scaled up (``viz.theme.present``),
-    to ``present_height`` pixels high when given.
+    With ``present`` (the page's presentation mode, passed in: a chart never reads the
+    session) the chart's text is scaled up (``viz.theme.present``), to ``present_height``
+    pixels high when given.
     """
-    if st.session_state.get("present"):
-        fig = present(fig, height=present_height)
+    if present:
+        fig = present_figure(fig, height=present_height)
     config = theme_config(img, name)
     if live:
         return live_chart(fig, key=key, config=config, bind=bind)
@@ -99,18 +103,20 @@ def render_compare(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figur
     cview, cscale = st.session_state["cview"], st.session_state["cscale"]
     figs = [heatmaps.compare(r, view=cview, scale=cscale, theme=theme)]
     chart(figs[0], "compare", img, key="fig_compare", bind=bind(r, ctx),
-          present_height=PRESENT_COMPARE_HEIGHT)
+          present_height=PRESENT_COMPARE_HEIGHT, present=ctx.present)
     st.caption("Bars above each map: what each token of B receives, against its weight b "
                "(vermillion: too much, blue: left alone, grey: on target). Bars beside: what "
                "each token of A sends, against a.")
     figs.append(heatmaps.difference(r, view=cview, theme=theme))
-    chart(figs[1], "difference", img, key="fig_difference", bind=bind(r, ctx))
+    chart(figs[1], "difference", img, key="fig_difference", bind=bind(r, ctx),
+          present=ctx.present)
     if r.model_attention is not None:
         with st.expander("The model's own attention from A to B (joint mode)"):
             fig = heatmaps.heatmap(r.model_attention, r.tokens_a, r.tokens_b, zlabel="attention",
                                    title="Model's own A→B attention block, renormalised over B",
                                    theme=theme, mode=r.mode)
-            chart(fig, "model_attention", img, key="fig_model_attention")
+            chart(fig, "model_attention", img, key="fig_model_attention",
+                  present=ctx.present)
             figs.append(fig)
     return figs
 
@@ -141,7 +147,7 @@ def render_graph(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]
                           top_k=int(st.session_state["topk"]) or None,
                           threshold=float(st.session_state["thr"]), highlight=highlight,
                           theme=theme)
-    chart(fig, "graph", img, key="fig_graph", bind=bind(r, ctx))
+    chart(fig, "graph", img, key="fig_graph", bind=bind(r, ctx), present=ctx.present)
     return [fig]
 
 
@@ -167,7 +173,7 @@ def render_cloud(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]
                                   int(st.session_state["dim"]))
     fig = clouds.cloud(r, proj, which=st.session_state["cwhich"],
                        top_edges=int(st.session_state["edges"]), theme=theme)
-    chart(fig, "cloud", img, key="fig_cloud")
+    chart(fig, "cloud", img, key="fig_cloud", present=ctx.present)
     if proj.note:
         st.caption(proj.note)
     return [fig]
@@ -176,7 +182,7 @@ def render_cloud(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]
 def render_convergence(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]:
     c = r.coupling
     fig = diagnostics.convergence(c, current=c.half_steps_run, theme=theme)
-    chart(fig, "convergence", img, key="fig_convergence")
+    chart(fig, "convergence", img, key="fig_convergence", present=ctx.present)
     st.caption("Odd half-steps fix the rows (error ‖π1 − a‖₁ drops to 0), even ones the "
                "columns. Half-step 1 is softmax. If the errors stall above the tolerance, "
                "raise the half-steps or ε.")
@@ -211,7 +217,7 @@ def render_heads(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]
     # The key names the selected head: a new selection gets a fresh, empty widget, so an
     # old click can never fight a head chosen in the sidebar.
     event = chart(fig, "heads", img, key=f"fig_heads_{ctx.layer}_{ctx.head}",
-                  live=False, on_select="rerun", selection_mode="points")
+                  live=False, on_select="rerun", selection_mode="points", present=ctx.present)
     st.caption("Click a tile's centre, or pick a head from the ranking below, to open that "
                f"layer and head in every view. Currently: layer {ctx.layer}, "
                + (f"head {ctx.head}." if isinstance(ctx.head, int) else "mean over heads."))
@@ -277,7 +283,7 @@ def render_path(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]:
         eps, plans, exact = compute.eps_path(*ctx.geometry)
     fig = diagnostics.eps_path(eps, plans, exact, r.tokens_a, r.tokens_b, theme=theme,
                                mode=r.mode)
-    chart(fig, "eps_path", img, key="fig_eps_path", live=False)
+    chart(fig, "eps_path", img, key="fig_eps_path", live=False, present=ctx.present)
     st.caption("Press ▶ play: at large ε every pair gets aᵢ·bⱼ (the product measure); as ε "
                "falls the coupling concentrates onto the exact optimal transport plan, the "
                "last frame. Each frame is solved to convergence (up to 4000 half-steps).")
@@ -384,11 +390,11 @@ def render_sentences(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Fig
                    "and the normalised mean of the text's last hidden states, over all texts "
                    "here (float precision: they are the same vector).")
     figs = [vsentences.rankings(rk, theme=theme)]
-    chart(figs[0], "rankings", img, key="fig_rankings")
+    chart(figs[0], "rankings", img, key="fig_rankings", present=ctx.present)
     figs.append(vsentences.scatter(rk, theme=theme))
     event = chart(figs[1], "similarity_vs_divergence", img,
                   key=f"fig_sentences_{ss.get('_sent_clicks', 0)}", live=False,
-                  on_select="rerun", selection_mode="points")
+                  on_select="rerun", selection_mode="points", present=ctx.present)
     st.caption("Click a point, or a Compare button below, to open that candidate as text B "
                "in the Compare view (its softmax attention and Sinkhorn coupling with A).")
     pick = _picked_candidate(event, len(rk.candidates))
@@ -416,7 +422,7 @@ def render_sentences(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Fig
         fig = heatmaps.heatmap(rk.plans[k], rk.tokens_a, rk.tokens[k], zlabel="mass",
                                title=f"Coupling of text A with candidate {k + 1} at ε = {eps:g}",
                                theme=theme)
-        chart(fig, "sentence_plan", img, key="fig_sentence_plan")
+        chart(fig, "sentence_plan", img, key="fig_sentence_plan", present=ctx.present)
         figs.append(fig)
     return figs
 
@@ -429,9 +435,7 @@ def render_about(r: Relation | None, ctx: Ctx | None, theme: str, img: str) -> l
 RENDER = {"compare": render_compare, "graph": render_graph, "cloud": render_cloud,
           "convergence": render_convergence, "heads": render_heads, "path": render_path,
           "sentences": render_sentences, "about": render_about}
-FRAGMENT_KEYS = ("view", "cview", "cscale", "gwhich", "topk", "thr", "hl", "space", "method",
-                 "dim", "grank",
-                 "edges", "cwhich", "gplan", "gval", "eps", "steps", "sset", "cands", "scand")
+FRAGMENT_KEYS = state.FRAGMENT_KEYS  # derived from the URL schema
 SLIDER_HELP = {
     "eps": "Softmax temperature and Sinkhorn's entropy weight. Small ε: sharp plans close "
            "to exact optimal transport (needs more half-steps). Large ε: everything "

@@ -22,7 +22,8 @@ from tests.support.apptest import figures, ok, run  # noqa: E402
 from sinkscope_app import examples, metrics, report  # noqa: E402
 from engine.settings import CONFIG as LIMITS  # noqa: E402
 from sinkscope_app.state import (DEFAULTS, EPS_OPTIONS, HALF_STEP_OPTIONS, KEYS,  # noqa: E402
-                                 SENTENCE_KEYS, VIEWS, eps_options, half_step_options,
+                                 PARAMS, SENTENCE_KEYS, VIEWS, eps_options,
+                                 half_step_options,
                                  parse_query, to_query)
 
 EXAMPLES = examples.load()
@@ -113,7 +114,7 @@ def test_query_round_trip():
                  view="sentences", a="x & y", b="ünïcode <b>", cands="one\ntwo <i>",
                  sset="custom")
     q = to_query(state)
-    assert set(q) == set(KEYS)
+    assert set(q) == {p.url for p in PARAMS}
     p = parse_query(q, n_layers=L, n_heads=H, models=("all-MiniLM-L6-v2",), examples=EXAMPLES)
     for k in KEYS:
         assert p.values.get(k, state[k]) == state[k], k
@@ -165,7 +166,7 @@ def test_default_page_renders(default_app):
     assert all(t["type"] in ("heatmap", "bar", "scatter") for t in figs[0]["data"])
     assert "Sinkhorn − softmax" in figs[1]["layout"]["title"]["text"]
     # The URL carries every control (the Sentences view's candidates only while it is open).
-    assert set(at.query_params) == set(KEYS) - set(SENTENCE_KEYS)
+    assert set(at.query_params) == {p.url for p in PARAMS if p.key not in SENTENCE_KEYS}
     # ... and a bare address opens the default example at its own settings
     bank = EXAMPLES["bank"]["settings"]
     assert at.query_params["ex"] in ("bank", ["bank"])
@@ -312,8 +313,9 @@ def test_url_state_round_trips():
     fig = figures(at)[0]
     assert "layer 3, head 5" in fig["layout"]["title"]["text"]
     q = {k: (v[0] if isinstance(v, list) else v) for k, v in at.query_params.items()}
+    readable = {"topk": "edges_per_token", "gwhich": "graph_plans"}  # the link's old names
     for k, v in query.items():
-        assert q[k] == v, (k, q[k], v)
+        assert q[readable.get(k, k)] == v, (k, q, v)
     # The URL the app writes restores the same view.
     at2 = run(q)
     ok(at2)
@@ -425,7 +427,7 @@ def test_heads_ranked_and_opened_without_a_mouse():
     ok(at)
     low = at.dataframe[0].value
     assert [float(v) for v in low["entropy H(π)"]] == sorted(values)
-    assert at.query_params["grank"] in ("low", ["low"])
+    assert at.query_params["grid_order"] in ("low", ["low"])
     # The select box (keyboard-reachable) opens the head it names, ranked first here
     first = (int(low["layer"].iloc[0]), int(low["head"].iloc[0]))
     box = next(s for s in at.selectbox if s.label == "Open a head")
@@ -477,7 +479,7 @@ def test_compare_colour_scale_per_plan_control_and_url():
     assert soft.max() > 2 * lay["coloraxis"]["cmax"]
     assert shared["layout"]["coloraxis"]["cmax"] == pytest.approx(
         max(lay["coloraxis"]["cmax"], lay["coloraxis2"]["cmax"]))
-    q = at.query_params["cscale"]
+    q = at.query_params["colour_scale"]  # the readable name (old links say cscale)
     assert (q[0] if isinstance(q, list) else q) == "per_plan"
     again = run({"eps": "1", "steps": "100", "cscale": "per_plan"})  # a shared link
     ok(again)
@@ -692,3 +694,63 @@ def test_vocabulary_notice_thresholds():
     assert vocabulary_notice(None, "שלום עולם מה שלומך", "Text A", "m") is None
     hebrew = vocabulary_notice(tok, "שלום עולם מה שלומך היום", "Text A", "m")
     assert hebrew and "Text A is mostly outside the vocabulary of m" in hebrew
+
+
+# ----------------------------------------------------------------------------- the URL schema
+
+def test_old_links_open_the_same_state_as_readable_ones():
+    old = {"view": "sentences", "cview": "conditional", "cscale": "per_plan", "gwhich": "softmax",
+           "topk": "5", "thr": "0.01", "hl": "a2", "space": "hidden", "method": "umap",
+           "dim": "3", "edges": "12", "cwhich": "softmax", "gplan": "difference",
+           "gval": "entropy", "grank": "low", "img": "svg", "sset": "guitar"}
+    kw = dict(n_layers=L, n_heads=H, models=("all-MiniLM-L6-v2",), examples=EXAMPLES)
+    by_old = parse_query(old, **kw)
+    new = to_query(dict(DEFAULTS, **by_old.values))
+    assert not set(new) & (set(old) - {"view"}), "the page writes the readable names"
+    by_new = parse_query(new, **kw)
+    assert not by_old.warnings and not by_new.warnings
+    for k, v in by_old.values.items():
+        assert by_new.values[k] == v, k
+    assert (by_old.values["cview"], by_old.values["hl"], by_old.values["sset"]) == (
+        "conditional", "a2", "guitar")
+
+
+def test_one_truthy_parser_for_every_page():
+    from sinkscope_app import learn_state, present
+    from sinkscope_app.state import parse_bool
+
+    for word in ("1", "true", "TRUE", "yes", "on", " On "):
+        assert parse_bool(word) is True and present.link(word)
+        assert learn_state.parse({"present": word}, EXAMPLES).values["learn_present"] is True
+        kw = dict(n_layers=L, n_heads=H, models=("m",), examples=EXAMPLES)
+        assert parse_query({"present": word}, **kw).values["present"] is True
+    for word in ("0", "false", "no", "off", "", None):
+        assert parse_bool(word) is False and not present.link(word)
+    assert parse_bool("maybe") is None and not present.link("maybe")
+
+
+def test_fragment_keys_come_from_the_schema_and_docs_list_every_parameter():
+    from pathlib import Path
+
+    from sinkscope_app import views
+    from sinkscope_app.state import FRAGMENT_KEYS
+
+    assert views.FRAGMENT_KEYS == FRAGMENT_KEYS
+    assert {p.key for p in PARAMS if p.scope == "view"} <= set(FRAGMENT_KEYS)
+    assert not {p.key for p in PARAMS if p.scope == "page"} & set(FRAGMENT_KEYS)
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "urls.md").read_text()
+    for p in PARAMS:
+        assert f"| `{p.url}` |" in docs, p.url
+        assert all(f"`{o}`" in docs for o in p.old), p.old
+
+
+def test_charts_take_presentation_mode_from_the_page_not_the_session():
+    """The main page's presentation toggle used to leak into Learn's figures (views.chart
+    read the session); now the page passes it."""
+    from tests.test_learn import learn
+
+    plain = learn({"step": "2", "lang": "en"})
+    leaked = learn({"step": "2", "lang": "en"}, present=True)  # the main page's toggle on
+    assert not leaked.exception
+    size = [f["layout"].get("font", {}).get("size") for f in figures(plain)]
+    assert size and size == [f["layout"].get("font", {}).get("size") for f in figures(leaked)]

@@ -106,8 +106,8 @@ def test_sentences_view_renders_both_rankings(sentences_app):
     K = len(SETS["bank"]["candidates"])
     assert sorted(b.key for b in at.button if b.key.startswith("cmp_")) == sorted(
         f"cmp_{k}" for k in range(K))
-    assert q(at, "view") == "sentences" and q(at, "sset") == "bank"
-    assert q(at, "cands") == "\n".join(SETS["bank"]["candidates"])
+    assert q(at, "view") == "sentences" and q(at, "sentence_set") == "bank"
+    assert q(at, "candidates") == "\n".join(SETS["bank"]["candidates"])
 
 
 def test_compare_button_opens_the_candidate_as_text_b(sentences_app):
@@ -117,7 +117,7 @@ def test_compare_button_opens_the_candidate_as_text_b(sentences_app):
     ok(at)
     assert at.session_state["view"] == "compare" and at.session_state["ex"] == "custom"
     assert at.sidebar.text_area(key="b").value == "She went to the bank to deposit her money."
-    assert q(at, "b") == "She went to the bank to deposit her money." and q(at, "cands") is None
+    assert q(at, "b") == "She went to the bank to deposit her money." and q(at, "candidates") is None
     fig = figures(at)[0]
     assert "deposit" in json.dumps(fig["layout"]["xaxis"]["ticktext"])
     at.segmented_control(key="view").set_value("sentences").run()  # and back: nothing stale
@@ -156,7 +156,7 @@ def test_sentences_link_restores_the_set_and_custom_candidates():
                     n_heads=12, models=("all-MiniLM-L6-v2",), examples={})
     assert p.values["cands"] == "x\ny" and p.values["sset"] == "custom"
     assert any("Unknown example set 'nope'" in w for w in p.warnings)
-    assert "cands" not in to_query(dict(DEFAULTS, view="compare"))
+    assert "candidates" not in to_query(dict(DEFAULTS, view="compare"))
 
 
 def test_scatter_click_parsing():

@@ -230,3 +230,16 @@ def test_unlisted_model_in_a_link_is_refused(name):
     assert any("Unknown model" in w.value for w in at.warning), [w.value for w in at.warning]
     assert at.session_state["model"] == "all-MiniLM-L6-v2"
     assert len(charts(at)) >= 2
+
+
+def test_a_dropped_link_warns_only_its_own_visitor():
+    """Streamlit's note that it dropped an over-long link is kept per session: a visitor
+    who opens a bare address just after gets no warning about someone else's link."""
+    first = AppTest.from_file(APP, default_timeout=120)
+    first.query_params.update({"a": MB_TEXT})
+    first.run()
+    assert any("too long to open" in w.value for w in first.warning)
+    other = AppTest.from_file(APP, default_timeout=120).run()  # right after, a bare address
+    assert not any("too long to open" in w.value for w in other.warning)
+    first.run()  # said once
+    assert not any("too long to open" in w.value for w in first.warning)
