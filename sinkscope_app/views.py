@@ -91,16 +91,15 @@ def _radio(label: str, options: dict, key: str, **kw):
 def render_compare(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]:
     c1, c2 = st.columns(2)
     with c1:
-        _radio("Show", CVIEWS, "cview", help="joint: the plans π(i, j) themselves; "
+        cview = _radio("Show", CVIEWS, "cview", help="joint: the plans π(i, j) themselves; "
                "conditional: each row divided by its sum, π(j | i), as attention viewers "
                "show it. The bars always show the joint marginals.")
     with c2:
-        _radio("Colour scale", CSCALES, "cscale", help="One scale for both maps compares "
+        cscale = _radio("Colour scale", CSCALES, "cscale", help="One scale for both maps compares "
                "their masses directly; one per map shows each map's own pattern (at large ε "
                "the coupling is nearly flat and would look uniformly dark). Tokens of weight "
                "0, such as [CLS], never set a scale: where they hold more, the colour "
                "saturates.")
-    cview, cscale = st.session_state["cview"], st.session_state["cscale"]
     figs = [heatmaps.compare(r, view=cview, scale=cscale, theme=theme)]
     chart(figs[0], "compare", img, key="fig_compare", bind=bind(r, ctx),
           present_height=PRESENT_COMPARE_HEIGHT, present=ctx.present)
@@ -134,19 +133,17 @@ def render_graph(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]
         st.session_state["hl"] = "none"
     c1, c2, c3, c4 = st.columns([1.2, 1.2, 1, 1.4])
     with c1:
-        _radio("Plans", GRAPH_WHICH, "gwhich")
+        which = _radio("Plans", GRAPH_WHICH, "gwhich")
     with c2:
-        st.slider("Edges per token of A (0 = all)", 0, TOPK_MAX, key="topk")
+        top_k = st.slider("Edges per token of A (0 = all)", 0, TOPK_MAX, key="topk")
     with c3:
-        st.number_input("Least mass drawn", 0.0, 1.0, step=0.005, format="%.3f", key="thr")
+        thr = st.number_input("Least mass drawn", 0.0, 1.0, step=0.005, format="%.3f",
+                              key="thr")
     with c4:
-        st.selectbox("Highlight a token", list(opts), format_func=opts.get, key="hl")
-    hl = st.session_state["hl"]
-    highlight = None if hl == "none" else (hl[0], int(hl[1:]))
-    fig = bipartite.graph(r, which=st.session_state["gwhich"],
-                          top_k=int(st.session_state["topk"]) or None,
-                          threshold=float(st.session_state["thr"]), highlight=highlight,
-                          theme=theme)
+        hl = st.selectbox("Highlight a token", list(opts), format_func=opts.get, key="hl")
+    highlight = None if hl in (None, "none") else (hl[0], int(hl[1:]))
+    fig = bipartite.graph(r, which=which, top_k=int(top_k) or None, threshold=float(thr),
+                          highlight=highlight, theme=theme)
     chart(fig, "graph", img, key="fig_graph", bind=bind(r, ctx), present=ctx.present)
     return [fig]
 
@@ -154,25 +151,22 @@ def render_graph(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]
 def render_cloud(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]:
     c1, c2, c3, c4, c5 = st.columns([1.6, 1, 0.8, 1.3, 1.2])
     with c1:
-        _radio("Points", SPACES, "space")
+        space = _radio("Points", SPACES, "space")
     with c2:
-        _radio("Projection", METHODS, "method")
+        method = _radio("Projection", METHODS, "method")
     with c3:
-        _radio("Dimensions", {2: "2-D", 3: "3-D"}, "dim")
+        dim = _radio("Dimensions", {2: "2-D", 3: "3-D"}, "dim")
     with c4:
-        st.slider("Heaviest edges drawn", 1, EDGES_MAX, key="edges")
+        edges = st.slider("Heaviest edges drawn", 1, EDGES_MAX, key="edges")
     with c5:
-        _radio("Edges of", {"sinkhorn": "Sinkhorn", "softmax": "softmax"}, "cwhich")
-    method = st.session_state["method"]
+        which = _radio("Edges of", {"sinkhorn": "Sinkhorn", "softmax": "softmax"}, "cwhich")
     if method == "umap" and compute.umap_warming():
         st.info("UMAP is being compiled in the background (once per server start, about "
                 "15 s); the picture appears when it is ready. PCA is instant.")
     label = "Fitting UMAP…" if method == "umap" else "Projecting…"
     with st.spinner(label):
-        proj = compute.projection(*ctx.geometry, st.session_state["space"], method,
-                                  int(st.session_state["dim"]))
-    fig = clouds.cloud(r, proj, which=st.session_state["cwhich"],
-                       top_edges=int(st.session_state["edges"]), theme=theme)
+        proj = compute.projection(*ctx.geometry, space, method, int(dim))
+    fig = clouds.cloud(r, proj, which=which, top_edges=int(edges), theme=theme)
     chart(fig, "cloud", img, key="fig_cloud", present=ctx.present)
     if proj.note:
         st.caption(proj.note)
@@ -192,11 +186,12 @@ def render_convergence(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.F
 def render_heads(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]:
     c1, c2 = st.columns(2)
     with c1:
-        st.selectbox("Tiles show", list(GRID_PLANS), format_func=GRID_PLANS.get, key="gplan")
+        kind = st.selectbox("Tiles show", list(GRID_PLANS), format_func=GRID_PLANS.get,
+                            key="gplan")
     with c2:
-        st.selectbox("Number above each tile", list(GRID_VALUES), format_func=GRID_VALUES.get,
-                     key="gval")
-    eps, steps = float(st.session_state["eps"]), int(st.session_state["steps"])
+        gval = st.selectbox("Number above each tile", list(GRID_VALUES),
+                            format_func=GRID_VALUES.get, key="gval")
+    eps, steps = float(r.eps), int(r.half_steps)
     n, m = len(r.tokens_a), len(r.tokens_b)
     if n * m > settings.CONFIG.grid_max_cells:
         st.info(f"The texts have {n} × {m} tokens: too many to show all "
@@ -206,10 +201,8 @@ def render_heads(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]
         return []
     with st.spinner(f"Relating all {ctx.n_layers * ctx.n_heads} heads…"):
         g = compute.grid(ctx.model, ctx.a, ctx.b, ctx.mode, eps, steps, ctx.weights, ctx.pool)
-    kind = st.session_state["gplan"]
     plans = {"sinkhorn": g.coupling.plan, "softmax": g.softmax_plan,
              "difference": g.coupling.plan - g.softmax_plan}[kind]
-    gval = st.session_state["gval"]
     values = np.asarray(getattr(g.summary, gval), dtype=float)
     selected = (ctx.layer, ctx.head) if isinstance(ctx.head, int) else None
     fig = vgrid.grid(plans, values, value_name=GRID_VALUES[gval], selected=selected,
@@ -222,10 +215,10 @@ def render_heads(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]
                f"layer and head in every view. Currently: layer {ctx.layer}, "
                + (f"head {ctx.head}." if isinstance(ctx.head, int) else "mean over heads."))
     pick = _picked_head(event, ctx.n_layers, ctx.n_heads)
-    ranked = ranked_heads(values, lowest_first=st.session_state["grank"] == "low")
     c1, c2 = st.columns([1, 2], vertical_alignment="bottom")
     with c1:
-        _radio(f"Rank heads by {GRID_VALUES[gval]}", GRID_RANKS, "grank")
+        order = _radio(f"Rank heads by {GRID_VALUES[gval]}", GRID_RANKS, "grank")
+    ranked = ranked_heads(values, lowest_first=order == "low")
     with c2:  # the keyboard's way to a head: a select box, ranked
         options = [None, *[(l, h) for l, h, _ in ranked]]
         value_of = {(l, h): v for l, h, v in ranked}
