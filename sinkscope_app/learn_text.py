@@ -55,6 +55,14 @@ def percent(x: float, lang: str) -> str:
     return s + "%"
 
 
+def count(n: int, lang: str) -> str:
+    """A whole count (characters, tokens) the way each language groups digits: 24,285 in
+    English, 24 285 in Spanish (a non-breaking space; a comma there is the decimal mark)."""
+    if lang == DEFAULT_LANG:
+        return f"{int(n):,}"
+    return numbers(lang)(int(n)) if abs(int(n)) >= 1000 else str(int(n))
+
+
 _FILES = {lang: texts(PAGE, lang) for lang in languages(PAGE)}
 
 LANGS = {lang: t["name"] for lang, t in _FILES.items()}

@@ -236,3 +236,9 @@ def test_labels_go_where_no_marker_covers_them_and_stay_in_the_frame():
     hidden = vl.label_places(xy, np.full(3, 26.0), ["A1", "A2", "B1"],
                              np.array([True, False, True]), px=30.0, font=11.0)
     assert hidden[1] == "top center"  # an unlabelled point keeps its default
+
+
+def test_counts_group_digits_the_language_way():
+    assert learn_text.count(24285, "en") == "24,285" and learn_text.count(999, "es") == "999"
+    assert learn_text.count(24285, "es") == "24\u00a0285"  # 24,285 would read as 24.285
+    assert learn_text.count(4000, "es") == "4000"  # four digits stay together in Spanish
