@@ -1,5 +1,11 @@
-"""Shared fixtures: the repo root on sys.path, offline settings, and (for browser tests)
-one real ``streamlit run`` server per module on a free loopback port."""
+"""Shared fixtures: the repo root on sys.path, offline settings, one real ``streamlit run``
+server and one headless Chromium for the whole test session (browser tests), and the tiny
+models.
+
+Session scope is what keeps the browser tier affordable on two cores: a server boot with
+the model costs ~10 s and a Chromium launch ~5 s. Each test still opens its own page (or
+context) at the URL state it starts from, so any test runs alone and in any order.
+"""
 
 from __future__ import annotations
 
@@ -26,17 +32,27 @@ from tests.support.server import CHROMIUM_ARGS, chromium_path, streamlit_server 
 CHROMIUM = chromium_path()
 
 
-@pytest.fixture(scope="module")
+def pytest_collection_modifyitems(config, items):
+    """Browser tests run last (otherwise in their usual order). Playwright's sync API marks
+    the main thread's event loop as running for as long as Chromium is open, which would
+    break any later test that runs an asyncio loop of its own; grouped at the end, the one
+    session browser never meets them."""
+    items[:] = sorted(items, key=lambda item: item.get_closest_marker("browser") is not None)
+
+
+@pytest.fixture(scope="session")
 def app_server():
-    """Start ``streamlit run app.py`` on 127.0.0.1 and yield its base URL; stop it after."""
+    """``streamlit run app.py`` on 127.0.0.1 with the default settings, started once for the
+    session (on first use) and stopped at its end; yields the base URL."""
     with streamlit_server() as (url, _proc):
         yield url
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser():
-    """Debian's headless Chromium through Playwright. Missing Chromium fails in CI (where
-    .ci/run installs it) and skips elsewhere, with the command that installs it."""
+    """Debian's headless Chromium through Playwright, launched once for the session (on first
+    use). Missing Chromium fails in CI (where .ci/run installs it) and skips elsewhere, with
+    the command that installs it. Tests make their own contexts and close them."""
     if not Path(CHROMIUM).exists():
         msg = f"Chromium not found at {CHROMIUM}: apt-get install -y chromium"
         if os.environ.get("CI"):

@@ -3,37 +3,30 @@ headless Chromium. Types a pair, moves ε with the keyboard, clicks a grid tile,
 every view and takes a screenshot of each: into a temporary folder, or into the folder
 named by ``SINKSCOPE_SCREENSHOTS`` (``make screenshots`` writes the README's there).
 
-One server and one browser serve the whole module (a fresh Chromium costs ~5 s, a fresh
-server plus model ~10 s on 2 cores); each test opens its own page at the URL state it
-starts from, so any test runs alone.
+One server and one browser serve the whole test session (tests/conftest.py; a fresh
+Chromium costs ~5 s, a fresh server plus model ~10 s on 2 cores); each test opens its own
+page at the URL state it starts from, so any test runs alone. The helpers live in
+tests/support/browser.py.
 """
 
 from __future__ import annotations
 
-import os
 import statistics
-import tempfile
 import time
-from pathlib import Path
-from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+from tests.support.browser import (JS_LAYOUT, SHOTS, TIMEOUT, VIEWPORT, choose_view, no_errors,
+                                   open_page, query, settle, shot, text_box, titles,
+                                   wait_idle, wait_js, wait_query, wait_title)
 
-SHOTS = Path(os.environ.get("SINKSCOPE_SCREENSHOTS") or tempfile.mkdtemp(prefix="sinkscope-shots-"))
-VIEWPORT = {"width": 1400, "height": 2000}
-TIMEOUT = 90_000  # ms; the first page load includes the model load
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 TEXT_A = "The quick brown fox jumps over the lazy dog near the river bank."
 TEXT_B = "A fast fox leaped across a sleepy hound by the water."
 
-# The first chart's title (and subplot titles), read from plotly's own div.
-JS_TITLES = """() => [...document.querySelectorAll('.js-plotly-plot')].map(g =>
-    [(g.layout && g.layout.title && g.layout.title.text) || '',
-     ...((g.layout && g.layout.annotations) || []).map(a => a.text || '')].join(' | '))"""
-JS_LAYOUT = """() => [...document.querySelectorAll('.js-plotly-plot')].map(g =>
-    JSON.stringify(g.layout || {})).join('\\n')"""
+# The pair and view the README's screenshots show.
+PAIR = {"a": TEXT_A, "b": TEXT_B, "layer": "2", "head": "7", "eps": "0.5", "steps": "100"}
 
 
 @pytest.fixture(scope="module")
@@ -44,89 +37,12 @@ def context(browser):
     ctx.close()
 
 
-def open_page(context, server: str, query: dict | None = None):
-    """A fresh page at ``server`` with the URL state ``query`` (each test states its own)."""
-    pg = context.new_page()
-    pg.set_default_timeout(TIMEOUT)
-    pg.goto(f"{server}/?{urlencode(query)}" if query else server)
-    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
-    wait_idle(pg)
-    return pg
-
-
-# The pair and view the README's screenshots show.
-PAIR = {"a": TEXT_A, "b": TEXT_B, "layer": "2", "head": "7", "eps": "0.5", "steps": "100"}
-
-
 @pytest.fixture
 def page(context, app_server):
     """A fresh page on the typed pair at layer 2, head 7, ε = 0.5, 100 half-steps."""
     pg = open_page(context, app_server, PAIR)
     yield pg
     pg.close()
-
-
-def no_errors(pg) -> None:
-    assert pg.locator('[data-testid="stException"]').count() == 0, pg.content()[-3000:]
-    errors = pg.locator('[data-testid="stAlertContentError"]')
-    assert errors.count() == 0, errors.all_inner_texts()
-    assert "Traceback" not in pg.inner_text("body")
-
-
-def settle(pg, seconds: float) -> None:
-    """Pass time while talking to the page. (Headless Chromium left fully idle here was
-    seen to hold incoming websocket messages until the next DevTools command, so never
-    plain-sleep while waiting for the app.)"""
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        pg.evaluate("1")
-        time.sleep(0.05)
-
-
-def wait_js(pg, expression: str) -> None:
-    pg.wait_for_function(expression, timeout=TIMEOUT, polling=100)
-
-
-def wait_idle(pg, pause: float = 0.4) -> None:
-    """Wait until Streamlit's 'running' indicator has gone and charts have drawn."""
-    wait_js(pg, """() => !document.querySelector('[data-testid="stStatusWidget"]')""")
-    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
-    settle(pg, pause)
-
-
-def text_box(pg, which: str):
-    """The sidebar's Text A or Text B box, found by its label (not by position: the sidebar
-    re-renders while the app writes the address bar)."""
-    return pg.get_by_role("textbox", name="Text A (queries)" if which == "a" else "Text B (keys)",
-                          exact=True)
-
-
-def titles(pg) -> list[str]:
-    return pg.evaluate(JS_TITLES)
-
-
-def choose_view(pg, label: str) -> None:
-    pg.locator('[data-testid="stButtonGroup"] button', has_text=label).first.click()
-
-
-def wait_title(pg, needle: str) -> None:
-    wait_js(pg, f"""() => ({JS_TITLES})().some(t => t.includes({needle!r}))""")
-
-
-def wait_query(pg, key: str, value: str) -> None:
-    """Wait until the address bar says key=value (the app writes it at the end of a run)."""
-    wait_js(pg, f"""() => new URLSearchParams(location.search).get({key!r}) === {value!r}""")
-
-
-def query(pg) -> dict[str, str]:
-    return {k: v[-1] for k, v in parse_qs(urlparse(pg.url).query).items()}
-
-
-def shot(pg, name: str) -> Path:
-    path = SHOTS / f"{name}.png"
-    pg.screenshot(path=str(path))
-    assert path.stat().st_size > 20_000, f"{name}.png looks empty"
-    return path
 
 
 def test_01_bare_address_opens_the_default_example_with_charts(context, app_server):

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from tests.support.server import streamlit_server
-from tests.test_browser import (JS_LAYOUT, TIMEOUT, VIEWPORT, no_errors, query, shot, wait_idle,
-                                wait_js, wait_query, wait_title)
+from tests.support.browser import (JS_LAYOUT, TIMEOUT, VIEWPORT, no_errors, query, shot,
+                                   wait_idle, wait_js, wait_query, wait_title)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -33,7 +33,8 @@ def test_sentences_to_compare_and_model_picker(server, browser):
         wait_title(pg, "One ranking against the other")
         wait_idle(pg)
         no_errors(pg)
-        assert query(pg)["sset"] == "guitar" and query(pg)["view"] == "sentences"
+        q = query(pg)  # the set stays in the address, under its readable name (old: sset)
+        assert q.get("sentence_set", q.get("sset")) == "guitar" and q["view"] == "sentences"
         assert pg.get_by_role("button", name="Compare").count() == 20
         shot(pg, "sentences")
 

@@ -3,7 +3,7 @@ is shown literally (in the text box and as the charts' tick labels), no dialog o
 element the payload describes is created, and no script of its runs.
 
 One server and one page serve every payload (a fresh Chromium costs ~5 s here). Waits
-poll (headless Chromium left idle may hold websocket messages; see tests/test_browser.py).
+poll (headless Chromium left idle may hold websocket messages; see tests/support/browser.py).
 """
 
 from __future__ import annotations
@@ -12,11 +12,10 @@ import re
 
 import pytest
 
+from tests.support.browser import TIMEOUT, settle, wait_idle, wait_js
 from tests.support.hostile import CASES, HTML_PAYLOADS
 
 pytestmark = [pytest.mark.browser]
-
-TIMEOUT = 90_000  # ms; the first page load includes the model load
 
 # Payloads that would set window.__xss if any part of them ever ran.
 FLAG_PAYLOADS = (
@@ -51,25 +50,6 @@ JS_INJECTED = """() => {
     }
     return hits;
 }"""
-
-
-def settle(pg, seconds: float) -> None:
-    """Pass time while talking to the page (never plain-sleep: see test_browser)."""
-    import time
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        pg.evaluate("1")
-        time.sleep(0.05)
-
-
-def wait_js(pg, expression: str, arg=None) -> None:
-    pg.wait_for_function(expression, arg=arg, timeout=TIMEOUT, polling=100)
-
-
-def wait_idle(pg, pause: float = 0.3) -> None:
-    wait_js(pg, """() => !document.querySelector('[data-testid="stStatusWidget"]')""")
-    pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
-    settle(pg, pause)
 
 
 def words(text: str) -> list[str]:

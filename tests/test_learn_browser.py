@@ -12,11 +12,12 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import urlparse
 
 import pytest
 
 from sinkscope_app.learn_text import N_STEPS, STEPS, UI
+from tests.support.browser import no_errors, query, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -43,24 +44,6 @@ def page(app_server, browser):
     pg.set_default_timeout(TIMEOUT)
     yield pg
     ctx.close()
-
-
-def query(pg) -> dict[str, str]:
-    return {k: v[-1] for k, v in parse_qs(urlparse(pg.url).query).items()}
-
-
-def no_errors(pg) -> None:
-    assert pg.locator('[data-testid="stException"]').count() == 0, pg.content()[-3000:]
-    errors = pg.locator('[data-testid="stAlertContentError"]')
-    assert errors.count() == 0, errors.all_inner_texts()
-
-
-def settle(pg, seconds: float) -> None:
-    """Pass time while talking to the page (an idle headless page can hold messages)."""
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        pg.evaluate("1")
-        time.sleep(0.05)
 
 
 def wait_step(pg, step: int, lang: str = "en") -> None:

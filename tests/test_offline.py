@@ -44,8 +44,9 @@ SCRIPT = textwrap.dedent(r"""
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_no_network_through_model_load_encoding_and_app():
     out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                         timeout=600)
+                         timeout=540)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "OFFLINE-OK" in out.stdout

@@ -6,7 +6,6 @@ every chart's toolbar, and opens the downloaded HTML report and clicks its toolb
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -14,6 +13,7 @@ import pytest
 
 from sinkscope_app.learn_text import N_STEPS
 from sinkscope_app.state import VIEWS
+from tests.support.browser import settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -40,13 +40,6 @@ class Egress:
         else:
             self.outside.append(route.request.url)
             route.abort()
-
-
-def settle(pg, seconds: float) -> None:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        pg.evaluate("1")
-        time.sleep(0.05)
 
 
 def idle(pg) -> None:

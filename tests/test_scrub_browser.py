@@ -10,13 +10,11 @@ No page error and no console error on any view.
 
 from __future__ import annotations
 
-import json
 import re
-import time
-from urllib.parse import parse_qs, urlparse
 
 import pytest
 
+from tests.support.browser import query, settle
 from tests.support.server import streamlit_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -192,14 +190,6 @@ def wait_js(pg, expression: str, arg=None) -> None:
     pg.wait_for_function(expression, arg=arg, timeout=TIMEOUT, polling=50)
 
 
-def settle(pg, seconds: float) -> None:
-    """Pass time while talking to the page (idle headless Chromium can hold messages)."""
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        pg.evaluate("1")
-        time.sleep(0.05)
-
-
 def stats(pg) -> dict:
     return pg.evaluate("({...window.__sinkscope.stats, ws: window.__wsSent.length, "
                        "wsTimes: window.__wsSent})")
@@ -227,10 +217,6 @@ def wait_server_frame(pg, frame: str) -> None:
         return g.length > 0 && g.every(x => x.dataset.source === 'server' && x.dataset.frame === f)
           && q.get('eps') + ',' + q.get('steps') === f
           && !document.querySelector('[data-testid="stStatusWidget"]'); }""", frame)
-
-
-def query(pg) -> dict[str, str]:
-    return {k: v[-1] for k, v in parse_qs(urlparse(pg.url).query).items()}
 
 
 def metrics(pg) -> dict[str, str]:
@@ -443,7 +429,8 @@ def test_09_long_texts_fall_back_to_the_server(page):
         area.fill(text)
         area.press("Control+Enter")
         wait_js(page, "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')")
-    wait_js(page, "() => document.querySelector('.sk-note').textContent.includes('SINKSCOPE_LIVE_MAX_CELLS')")
+    wait_js(page, "() => (document.querySelector('.sk-note') || {textContent: ''})"
+                  ".textContent.includes('SINKSCOPE_LIVE_MAX_CELLS')")  # the note may be redrawn
     assert page.evaluate("window.__sinkscope.scrub.live()") is False
     eps = slider(page, EPS_NAME)
     start = float(eps.get_attribute("aria-valuenow"))

@@ -10,8 +10,8 @@ import pytest
 
 from tests.support.engine_server import EngineProcess
 from tests.support.server import free_port, streamlit_server
-from tests.test_browser import (TIMEOUT, VIEWPORT, choose_view, no_errors, titles, wait_idle,
-                                wait_js, wait_title)
+from tests.support.browser import (TIMEOUT, VIEWPORT, choose_view, no_errors, titles,
+                                   wait_idle, wait_js, wait_title)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.service]
 
@@ -35,6 +35,7 @@ def served_app(engine):
         yield url
 
 
+@pytest.mark.timeout(600)  # the engine starts twice (up to 180 s each on a loaded machine)
 def test_app_waits_for_the_engine_and_survives_its_restart(served_app, engine, browser):
     ctx = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
     page = ctx.new_page()
