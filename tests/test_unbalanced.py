@@ -40,9 +40,12 @@ def on_support(solve, S, a, b):
 
 def pot_uot(S, a, b, eps, tau):
     """POT's unbalanced Sinkhorn on our problem: reg = ε, reg_m = τ, M = −S, with
-    reg_type="entropy" (its Ω(γ) = Σ γ log γ − γ is our −H(π))."""
+    reg_type="entropy" (its Ω(γ) = Σ γ log γ − γ is our −H(π)). Its plain scaling
+    (|S|/ε stays below ~40 here); POT 0.9.7's "sinkhorn_stabilized" returned a plan
+    400 times too small on the 1 × 2 problem S = [[4.08, −5.11]], ε = 0.25, τ = 1, where
+    "sinkhorn", "sinkhorn_translation_invariant" and ours agree and satisfy f = −τ log(π1/a)."""
     return on_support(lambda s, x, y: ot.unbalanced.sinkhorn_unbalanced(
-        x, y, -s, eps, tau, reg_type="entropy", method="sinkhorn_stabilized",
+        x, y, -s, eps, tau, reg_type="entropy", method="sinkhorn",
         numItermax=100_000, stopThr=1e-14), S, a, b)
 
 
@@ -196,9 +199,11 @@ def test_unbalanced_and_partial_float32_finite_at_small_eps():
 @settings(max_examples=FEW, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), eps=st.floats(0.2, 5.0), tau=st.floats(0.05, 50.0))
 def test_hypothesis_unbalanced_equals_pot(data, eps, tau):
+    """(Scores scaled to at most 2τ: the relaxed plan's mass grows like e^{S/τ}, and for
+    larger S/τ the residuals of plans of mass 10⁴ and more hit rounding above 1e-13.)"""
     n, m = data.draw(st.integers(1, 6)), data.draw(st.integers(1, 6))
     rng = np.random.default_rng(data.draw(st.integers(0, 2**31 - 1)))
-    S = rng.normal(size=(n, m)) * data.draw(st.sampled_from([0.5, 2.0]))
+    S = rng.normal(size=(n, m)) * min(data.draw(st.sampled_from([0.5, 2.0])), 2 * tau)
     a, b = rng.random(n) * rng.integers(0, 2, n), rng.random(m) + 0.05
     a[0] += 0.1  # at least one row of weight; others may be 0
     c = sinkhorn(S, a, b, eps, 100_000, tau=tau, tol=1e-13, early_stop=True)
