@@ -58,7 +58,11 @@ def track(nav: Mapping[str, str | None], *, key: str = "sinkscope_history") -> N
             parameter is no change), e.g. ``{"ex": None, "view": "compare"}``.
         key: the element's fixed key.
     """
-    component = st.components.v2.component("sinkscope_history", js=JS, isolate_styles=False)
+    # Its element takes no room: hidden, so the page's layout (and its gaps) stay as they
+    # were; the script runs all the same.
+    css = f".st-key-{key} {{display: none !important}}"
+    component = st.components.v2.component(f"sinkscope_history_{key}", js=JS, css=css,
+                                           isolate_styles=False)
     component(key=key, data={"nav": dict(nav)}, height=0)
 
 
