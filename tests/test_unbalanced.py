@@ -141,6 +141,28 @@ def test_unbalanced_kernel_path_equals_log_steps(eps):
     assert np.all(auto.plan[..., 0, :] == 0) and np.all(auto.plan[..., 7] == 0)
 
 
+def test_padded_batch_stays_on_the_kernel_path(monkeypatch):
+    """Pairs padded to one size (zero weights differing per problem), alignment-like costs
+    in [0, 1]: "auto" scales in the kernel domain throughout (no hand-over to log steps)
+    and gives the log-domain plan."""
+    import engine.solver.sinkhorn as solver
+
+    rng = np.random.default_rng(12)
+    P, n, m = 6, 7, 5
+    S = -rng.random((P, n, m))
+    a, b = rng.random((P, n)) + 0.1, rng.random((P, m)) + 0.1
+    for p in range(P):
+        a[p, n - p % 3:] = 0
+        b[p, m - p % 2:] = 0
+    a, b = a / a.sum(-1, keepdims=True), b / b.sum(-1, keepdims=True)
+    tau = np.array([0.1, 1.0])[:, None]
+    log = sinkhorn(S, a, b, 0.05, 300, tau=tau, method="log")
+    monkeypatch.setattr(solver, "_log_steps", None)  # a hand-over would fail here
+    auto = sinkhorn(S, a, b, 0.05, 300, tau=tau)
+    assert np.abs(auto.plan - log.plan).max() <= 1e-12
+    assert np.all(auto.plan[1, 1, :, -1] == 0) and np.all(auto.plan[0, 2, -2:] == 0)
+
+
 def test_large_tau_approaches_balanced():
     """‖π_τ − π‖₁ falls like 1/τ (a large τ converges slowly: its damping is near 1)."""
     S, a, b = problem(seed=5)

@@ -788,6 +788,8 @@ def _kernel_block(K, Kt, a, b, u, v, t, nb, zeros, big, relax=None):
                     v = torch.where(b > 0, v, 0)
             else:
                 v = torch.exp(relax[0] * (relax[2] - torch.log(c)) + relax[4])
+                if zeros:  # (a zero column's sum is 0 too: log 0 − log 0)
+                    v = torch.where(b > 0, v, 0)
             cs.append(c)
             vs.append(v)
         else:
@@ -798,6 +800,8 @@ def _kernel_block(K, Kt, a, b, u, v, t, nb, zeros, big, relax=None):
                     u = torch.where(a_row > 0, u, 0)
             else:
                 u = torch.exp(relax[0] * (relax[1] - torch.log(r)) + relax[3])
+                if zeros:
+                    u = torch.where(a_row > 0, u, 0)
             rs.append(r)
             us.append(u)
     a = a_row
