@@ -1,0 +1,179 @@
+"""What a new user trips on, in headless Chromium against a real ``streamlit run``: a paste
+over the character limit, the browser's Back and Forward buttons (main page and Learn),
+own texts after an example, a link that names no texts, and the Sentences ranking's export.
+
+One server and one browser serve the module; each test opens its own page at the address
+it starts from, so any test runs alone.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from tests.support.browser import (VIEWPORT, no_errors, open_page, query, settle, text_box,
+                                   titles, wait_idle, wait_js, wait_query)
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def context(browser):
+    ctx = browser.new_context(viewport=VIEWPORT, device_scale_factor=1, accept_downloads=True)
+    yield ctx
+    ctx.close()
+
+
+def choose_example(pg, title: str) -> None:
+    """Pick an example in the sidebar's select box by its title, and wait for the run."""
+    pg.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
+    pg.get_by_role("option", name=title, exact=True).click()
+    wait_idle(pg)
+
+
+def shown_example(pg) -> str:
+    """The title the sidebar's example box shows."""
+    return pg.locator('[data-testid="stSidebar"] input[aria-label="Example"]').input_value()
+
+
+def back(pg, forward: bool = False) -> None:
+    (pg.go_forward if forward else pg.go_back)()
+    settle(pg, 0.5)
+    wait_idle(pg)
+
+
+def test_a_long_paste_is_cut_to_the_limit_with_a_notice(context, app_server):
+    from engine.settings import CONFIG
+
+    pg = open_page(context, app_server)
+    paste = ("The river bank was quiet after the flood, and the boats stayed moored. "
+             * 400)[:24_285]
+    box = text_box(pg, "a")
+    box.click()
+    pg.keyboard.press("Control+A")
+    pg.keyboard.insert_text(paste)  # one input event with the whole text, as a paste
+    box.press("Control+Enter")
+    wait_js(pg, """() => [...document.querySelectorAll('[data-testid="stAlertContentWarning"]')]
+        .some(e => e.innerText.includes('24,285 characters'))""")
+    wait_query(pg, "ex", "custom")
+    wait_idle(pg)
+    assert len(box.input_value()) == CONFIG.max_chars
+    assert query(pg)["a"] == paste[: CONFIG.max_chars]
+    no_errors(pg)
+    pg.close()
+
+
+def test_back_and_forward_walk_through_examples_and_views(context, app_server):
+    from sinkscope_app.examples import load
+
+    ex = load()
+    pg = open_page(context, app_server)
+    start = pg.evaluate("history.length")
+    choose_example(pg, ex["paraphrase"]["title"])
+    choose_example(pg, ex["negation"]["title"])
+    assert pg.evaluate("history.length") == start + 2
+    eps = pg.get_by_role("slider", name="ε — entropy (log scale)")
+    eps.focus()
+    eps.press("ArrowLeft")  # a slider move rewrites the address in place: no new entry
+    wait_query(pg, "eps", "0.8")
+    wait_idle(pg)
+    assert pg.evaluate("history.length") == start + 2
+    pg.locator('[data-testid="stButtonGroup"] button', has_text="Graph").first.click()
+    wait_query(pg, "view", "graph")
+    wait_idle(pg)
+    assert pg.evaluate("history.length") == start + 3
+
+    back(pg)  # Graph → Compare, still Negation at the ε just chosen
+    wait_query(pg, "view", "compare")
+    assert (query(pg)["ex"], query(pg)["eps"]) == ("negation", "0.8")
+    wait_js(pg, "() => document.querySelectorAll('.js-plotly-plot').length >= 2")  # both maps
+    back(pg)
+    wait_query(pg, "ex", "paraphrase")
+    wait_js(pg, "t => document.querySelector('[data-testid=\"stSidebar\"] "
+                "input[aria-label=\"Example\"]').value === t", ex["paraphrase"]["title"])
+    assert float(query(pg)["eps"]) == ex["paraphrase"]["settings"]["eps"]
+    back(pg)
+    wait_query(pg, "ex", "bank")
+    assert shown_example(pg).startswith("Polysemy")
+    assert any("layer 4" in t for t in titles(pg))
+    back(pg, forward=True)
+    wait_query(pg, "ex", "paraphrase")
+    assert shown_example(pg) == ex["paraphrase"]["title"]
+    no_errors(pg)
+    pg.close()
+
+
+def test_back_on_learn_goes_to_the_previous_step(context, app_server):
+    pg = context.new_page()
+    pg.goto(f"{app_server}/learn?step=3&lang=en")
+    heading = "s => [...document.querySelectorAll('h3')].some(h => h.innerText.startsWith(s))"
+    idle = """() => !document.querySelector('[data-testid="stStatusWidget"]')"""
+    wait_js(pg, heading, "Step 3 of 8")
+    wait_js(pg, idle)
+    pg.locator(".st-key-learn_next button").click()
+    wait_js(pg, heading, "Step 4 of 8")
+    wait_query(pg, "step", "4")
+    settle(pg, 0.5)
+    wait_js(pg, idle)
+    pg.go_back()
+    wait_js(pg, heading, "Step 3 of 8")
+    wait_query(pg, "step", "3")
+    settle(pg, 0.5)
+    wait_js(pg, idle)
+    pg.go_forward()
+    wait_js(pg, heading, "Step 4 of 8")
+    wait_query(pg, "step", "4")
+    no_errors(pg)
+    pg.close()
+
+
+def test_own_texts_after_an_example_start_at_the_model_s_own_attention(context, app_server):
+    pg = open_page(context, app_server)  # Polysemy: layer 4 at ε = 0.1
+    assert query(pg)["eps"] == "0.1"
+    box = text_box(pg, "b")
+    box.fill("A heron stood on the muddy shore.")
+    box.press("Control+Enter")
+    wait_query(pg, "ex", "custom")
+    wait_query(pg, "eps", "1")
+    wait_idle(pg)
+    info = pg.locator('[data-testid="stAlertContentInfo"]', has_text="Your own texts")
+    assert "Kept from the example: layer 4" in info.first.inner_text()
+    assert any("Softmax (ε=1)" in t for t in titles(pg))
+    no_errors(pg)
+    pg.close()
+
+
+def test_a_presentation_link_shows_the_example_its_note_describes(context, app_server):
+    from sinkscope_app.examples import load
+
+    bank = load()["bank"]
+    pg = open_page(context, app_server, {"present": "true"})
+    q = query(pg)
+    assert (q["layer"], q["eps"], q["steps"]) == ("4", "0.1", "200")
+    assert any("layer 4" in t for t in titles(pg))
+    sidebar = pg.locator('[data-testid="stSidebar"]').inner_text()
+    assert bank["note"][:60] in " ".join(sidebar.split())
+    pg.close()
+    pg = open_page(context, app_server, {"ex": "nope", "a": "My own sentence about a heron."})
+    sidebar = " ".join(pg.locator('[data-testid="stSidebar"]').inner_text().split())
+    assert bank["note"][:60] not in sidebar and "Polysemy" not in shown_example(pg)
+    pg.close()
+
+
+def test_the_sentences_ranking_downloads_as_csv(context, app_server):
+    pg = open_page(context, app_server, {"view": "sentences", "eps": "0.5"})
+    pg.get_by_text("⬇ Export").click()
+    with pg.expect_download() as dl:
+        pg.get_by_text("Sentences ranking (CSV)").click()
+    text = open(dl.value.path(), encoding="utf-8").read()
+    assert "# eps: 0.5" in text
+    rows = list(csv.DictReader(io.StringIO(
+        "".join(line for line in text.splitlines(True) if not line.startswith("#")))))
+    assert len(rows) >= 5
+    assert [int(r["rank_by_divergence"]) for r in rows] == list(range(1, len(rows) + 1))
+    assert sorted(int(r["rank_by_similarity"]) for r in rows) == list(range(1, len(rows) + 1))
+    assert all(float(r["cosine_similarity"]) <= 1 for r in rows)
+    no_errors(pg)
+    pg.close()
