@@ -425,7 +425,7 @@ def check_solver(enc, plan: Plan) -> Section:
     import torch
 
     from engine.relation.relate import relate_encodings
-    from engine.solver.sinkhorn import sinkhorn, softmax_attention
+    from engine.solver.core import sinkhorn, softmax_attention
 
     s = Section()
     r = relate_encodings(enc, layer="all", head="all", eps=1.0, half_steps=1)
@@ -532,7 +532,7 @@ def check_lattice(enc, plan: Plan) -> Section:
 
     from engine.relation import lattice as lat
     from engine.relation.relate import relate_encodings
-    from engine.solver.sinkhorn import sinkhorn
+    from engine.solver.core import sinkhorn
 
     s = Section()
     r = relate_encodings(enc, layer=5, head=0, eps=1.0, half_steps=1)
@@ -568,7 +568,7 @@ def check_unbalanced(enc, plan: Plan) -> Section:
     import torch
 
     from engine.relation.relate import relate_encodings
-    from engine.solver.sinkhorn import sinkhorn
+    from engine.solver.core import sinkhorn
 
     if "tau" not in inspect.signature(sinkhorn).parameters:
         return Section(status="absent", note="sinkhorn() takes no τ in this version.")
@@ -594,7 +594,7 @@ def check_unbalanced(enc, plan: Plan) -> Section:
 def _partial_fn():
     """The engine's partial-transport solver (``partial(S, a, b, eps, mass=m)`` in the
     solver module, or a module of its own) and where it was found, or (None, reason)."""
-    for mod_name in ("engine.solver.sinkhorn", "engine.solver.partial"):
+    for mod_name in ("engine.solver.core", "engine.solver.partial"):
         if not installed(mod_name):
             continue
         mod = importlib.import_module(mod_name)
@@ -679,7 +679,7 @@ def speed(plan: Plan, info: dict) -> Section:
     device and, with CUDA, on the CPU; the loop's bandwidth against the device's peak."""
     import torch
 
-    from engine.solver.sinkhorn import sinkhorn
+    from engine.solver.core import sinkhorn
 
     s = Section()
     dev = plan.device

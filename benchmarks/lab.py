@@ -43,7 +43,7 @@ def final_layer_times(repeat: int = 30) -> dict[str, float]:
     """Median ms of forward + backward through 40 half-steps on one training batch
     (64 pairs of 8 × 8, float32): the lab's unrolled loop and the engine's solver."""
     from engine.lab.nets import sinkhorn_log_plan
-    from engine.solver.sinkhorn import sinkhorn
+    from engine.solver.core import sinkhorn
 
     g = torch.Generator().manual_seed(0)
     S = (3 * torch.randn(64, 8, 8, generator=g)).requires_grad_(True)

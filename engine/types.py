@@ -127,7 +127,7 @@ class Coupling:
             Balanced: the L1 marginal errors ‖π1 − a‖₁ and ‖πᵀ1 − b‖₁. Unbalanced and
             partial: ‖π1 − r‖₁ and ‖πᵀ1 − c‖₁, where r (c) is the marginal one more row
             (column) update would give from the plan, so both are 0 at the fixed point
-            (see :func:`engine.solver.sinkhorn` and :func:`engine.solver.partial`).
+            (see :func:`engine.solver.core` and :func:`engine.solver.partial`).
         converged: (...) bool, both final residuals ≤ ``tol``.
         cost: (...) transport cost ⟨−S, π⟩.
         entropy: (...) H(π) = −Σ π log π.

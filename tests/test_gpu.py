@@ -113,7 +113,7 @@ def test_lattice_frames_on_cuda_match_the_cpu_lattice():
 
 @cuda
 def test_unbalanced_and_partial_on_cuda_match_cpu():
-    from engine.solver.sinkhorn import partial
+    from engine.solver.core import partial
 
     S = wide_scores((4, 16, 18), seed=2) / 4
     a, b = np.full(16, 1 / 16), np.full(18, 1 / 18)

@@ -91,7 +91,7 @@ def test_sinkhorn_layer_gradients_match_finite_differences():
 
 
 def test_sinkhorn_layer_is_the_engine_solver_and_one_half_step_is_softmax():
-    from engine.solver.sinkhorn import sinkhorn
+    from engine.solver.core import sinkhorn
 
     g = torch.Generator().manual_seed(2)
     S = torch.randn(3, 5, 4, generator=g, dtype=torch.float64)

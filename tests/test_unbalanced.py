@@ -145,7 +145,7 @@ def test_padded_batch_stays_on_the_kernel_path(monkeypatch):
     """Pairs padded to one size (zero weights differing per problem), alignment-like costs
     in [0, 1]: "auto" scales in the kernel domain throughout (no hand-over to log steps)
     and gives the log-domain plan."""
-    import engine.solver.sinkhorn as solver
+    import engine.solver.core as solver
 
     rng = np.random.default_rng(12)
     P, n, m = 6, 7, 5

@@ -223,7 +223,7 @@ def test_engine_package_names_functions_and_torch_free_modules_stay_torch_free()
     code = ("import sys, warnings; warnings.simplefilter('error');"
             "import engine.types, engine.relation.summary, engine.io.export, engine.settings;"
             "assert 'torch' not in sys.modules, 'torch imported';"
-            "import engine.relation.relate, engine.solver.sinkhorn, engine;"
+            "import engine.relation.relate, engine.solver.core, engine;"
             "from engine import relate, sinkhorn;"
             "assert callable(engine.relate) and callable(engine.sinkhorn) and relate is engine.relate;"
             "assert engine.types.Relation is engine.Relation")

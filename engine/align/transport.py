@@ -6,7 +6,7 @@ corpus is a few batched solves. The transport runs on a nonnegative cost per pai
 C = (max S − S) / (max S − min S) ∈ [0, 1] (the pair's scores min-max scaled, so one ε
 suits both sources and every pair; for cosine similarity this is 1 − cos rescaled).
 
-Every plan comes from the engine's one solver: ``engine.solver.sinkhorn`` (balanced, and
+Every plan comes from the engine's one solver: ``engine.solver.core`` (balanced, and
 unbalanced with ``tau=``) and ``engine.solver.partial``; exact plans from POT's ``ot.emd``.
 """
 

@@ -71,7 +71,7 @@ def solver_bench(quick: bool = False) -> list[dict]:
     """
     import ot
 
-    from ..solver.sinkhorn import sinkhorn
+    from ..solver.core import sinkhorn
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     cases = [(72, 32), (72, 128), (1, 2048)]

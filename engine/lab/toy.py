@@ -1,8 +1,8 @@
 """Two small clouds of points in the plane, for the Learn walk-through.
 
 A cloud is a measure μ = Σᵢ aᵢ δ_{xᵢ} with xᵢ ∈ ℝ²; the walk-through relates cloud A to
-cloud B with the engine's own :func:`~engine.solver.sinkhorn.softmax_attention` and
-:func:`~engine.solver.sinkhorn.sinkhorn`, and with POT's ``ot.emd`` for exact transport.
+cloud B with the engine's own :func:`~engine.solver.core.softmax_attention` and
+:func:`~engine.solver.core.sinkhorn`, and with POT's ``ot.emd`` for exact transport.
 
 The cost. In the plane the natural cost is the squared distance, C = ½‖x − y‖² (near is
 cheap), i.e. scores S = −½‖x − y‖². Opened up,
@@ -26,7 +26,7 @@ import numpy as np
 
 from ..solver import references
 from ..errors import SettingsError
-from ..solver.sinkhorn import check_eps, sinkhorn, softmax_attention
+from ..solver.core import check_eps, sinkhorn, softmax_attention
 from ..types import Coupling
 
 PRESETS = ("clusters", "outlier", "shifted", "unequal")

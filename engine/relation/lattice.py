@@ -22,7 +22,7 @@ from ..errors import SettingsError
 from .frames import grid  # noqa: F401  (re-exported: the frames a lattice holds)
 from .relate import _exact_cached, summary_of
 from ..settings import DEFAULT_TOL
-from ..solver.sinkhorn import check_eps, check_half_steps, check_weights, sinkhorn, softmax_attention
+from ..solver.core import check_eps, check_half_steps, check_weights, sinkhorn, softmax_attention
 from ..types import Lattice, Relation
 
 

@@ -21,7 +21,7 @@ from ..models.encoder import Encoder, clean_text
 from ..errors import SettingsError, SinkscopeError
 from .scores import Side, check_layer_head, scores, side, weights as make_weights
 from ..settings import DEFAULT_MODEL, Settings, check_setting
-from ..solver.sinkhorn import check_eps, sinkhorn, softmax_attention, to_numpy
+from ..solver.core import check_eps, sinkhorn, softmax_attention, to_numpy
 from ..types import Coupling, Encoding, Notice, Relation, Summary
 
 POSITION_BIAS_NOTE = (

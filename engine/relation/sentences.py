@@ -30,7 +30,7 @@ import torch
 from .. import settings
 from ..models.encoder import Encoder, clean_text, pooled_mean, unit
 from ..errors import TextError
-from ..solver.sinkhorn import check_eps, sinkhorn
+from ..solver.core import check_eps, sinkhorn
 from ..settings import MAX_CANDIDATES
 from ..types import Encoding, Notice, Ranking
 HALF_STEPS = 10_000  # the most half-steps per solve (they stop early at TOL)

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
-import types
 from typing import Any, Callable
 
 import numpy as np
@@ -848,19 +846,3 @@ def _absorb(alpha, beta, u, v):
     alpha = torch.where(u > 0, alpha + torch.log(torch.where(u > 0, u, 1.0)), -math.inf)
     beta = torch.where(v > 0, beta + torch.log(torch.where(v > 0, v, 1.0)), -math.inf)
     return alpha, beta
-
-
-class _SolverModule(types.ModuleType):
-    """This module, callable as its own solver.
-
-    ``engine.solver`` exports :func:`sinkhorn` under the name of the module that defines
-    it, and Python's import system binds ``engine.solver.sinkhorn`` to the module once it
-    is imported; so that ``from engine.solver import sinkhorn`` always gives something that
-    solves, whatever was imported first, calling the module calls :func:`sinkhorn`.
-    """
-
-    def __call__(self, *args, **kwargs) -> Coupling:
-        return sinkhorn(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _SolverModule
