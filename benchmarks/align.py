@@ -234,7 +234,7 @@ def main(argv=None) -> int:
     # 3. the POT loop
     print(f"\n3. unbalanced: per-pair POT loop vs batched engine (first {pot_n} pairs of each "
           f"set, {len(extract.TAU_GRID)} τ, source {best['hidden'][0]} layer "
-          f"{best['hidden'][1]})")
+          f"{best['hidden'][1]}{' centred' if best['hidden'][2] else ''})")
     key = best["hidden"]
     t_pot = t_eng = 0.0
     for name, p, S, v, _ in sets:

@@ -69,9 +69,10 @@ def cost_of(S: np.ndarray, valid_a: np.ndarray, valid_b: np.ndarray) -> np.ndarr
 
 
 def _solver():
-    from ..solver import sinkhorn as mod
+    """The engine's solver functions (``sinkhorn``, ``partial``), imported on first use."""
+    from .. import solver
 
-    return mod
+    return solver
 
 
 def balanced(C: torch.Tensor, a: torch.Tensor, b: torch.Tensor, eps: float = DEFAULT_EPS,
