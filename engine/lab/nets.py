@@ -124,7 +124,10 @@ def sinkhorn_log_plan(S: torch.Tensor, a: torch.Tensor, b: torch.Tensor, eps: fl
 
     log πᵢⱼ = Sᵢⱼ/ε + fᵢ + gⱼ (potentials in units of ε). From g = log b, odd half-steps
     set f = log a − LSEⱼ(S/ε + g) (rows sum to a), even ones g = log b − LSEᵢ(S/ε + f)
-    (columns sum to b). One half-step is diag(a)·softmaxⱼ(S/ε + log b).
+    (columns sum to b). One half-step is diag(a)·softmaxⱼ(S/ε + log b): attention over the
+    measure ν (its weights in the logits, so atoms of weight 0, padding included, get no
+    mass). For uniform b this is the engine's half-step 1, diag(a)·softmax(S/ε), and the
+    converged plan is the engine's :func:`~engine.solver.sinkhorn` for any b.
 
     Args:
         S: (B, n, m) scores ⟨Q, K⟩ (cost −S). a: (B, n), b: (B, m) weights.
