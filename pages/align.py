@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import logging
 
-from engine import settings  # noqa: F401  first: sets the offline environment
+from engine import settings
+
+settings.quiet_libraries()  # first: offline, no telemetry, before a library reads its environment
 
 import streamlit as st  # noqa: E402
 
@@ -57,10 +59,10 @@ try:
     else:
         ap.pair_view(t, theme)
 except SinkscopeError as e:
-    st.error(t["error"].format(error=e))
+    st.error(t["error"].format(error=md_text(str(e), 400)))
 except Exception as e:  # never a traceback for a visitor; the log has it for operators
     log.exception("align view failed")
-    st.error(t["error"].format(error=f"{type(e).__name__}: {e}"))
+    st.error(t["error"].format(error=md_text(f"{type(e).__name__}: {e}", 400)))
 
 q = ap.to_query(ss)
 if st.query_params.to_dict() != q:

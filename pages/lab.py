@@ -17,7 +17,9 @@ import logging
 from dataclasses import replace
 from pathlib import Path
 
-from engine import settings  # noqa: F401  first: sets the offline environment
+from engine import settings
+
+settings.quiet_libraries()  # first: offline, no telemetry, before a library reads its environment
 
 import streamlit as st  # noqa: E402
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import logging
 
-from engine import settings  # first: sets the offline environment the libraries read
+from engine import settings
+
+settings.quiet_libraries()  # first: offline, no telemetry, before a library reads its environment
 
 import streamlit as st  # noqa: E402
 

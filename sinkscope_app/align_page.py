@@ -31,6 +31,7 @@ from engine.errors import SinkscopeError, TextError
 from engine.settings import DEFAULT_MODEL
 from sinkscope_app import compute
 from sinkscope_app.state import valid_text
+from sinkscope_app.views import md_text
 
 log = logging.getLogger("sinkscope.align")
 
@@ -213,7 +214,7 @@ def to_query(state: Mapping[str, Any]) -> dict[str, str]:
 
 def compare_link(text_a: str, text_b: str) -> str:
     """The main page's Compare view of a pair (its URL names ``a``, ``b``, ``view``)."""
-    return "/?" + urlencode({"a": text_a, "b": text_b, "ex": "custom", "view": "compare"})
+    return "./?" + urlencode({"a": text_a, "b": text_b, "ex": "custom", "view": "compare"})
 
 
 # --------------------------------------------------------------------------- computing
@@ -589,14 +590,14 @@ def pair_view(t: dict, theme: str) -> None:
     try:
         make_pair(text_a, text_b, where="these texts")
     except AlignFileError as e:
-        st.warning(t["bad_text"].format(error=e))
+        st.warning(t["bad_text"].format(error=md_text(str(e), 400)))
         return
     pair = None
     if gold is not None:
         try:
             pair = make_pair(text_a, text_b, gold, where="gold")
         except AlignFileError as e:
-            st.warning(t["bad_gold"].format(error=e))
+            st.warning(t["bad_gold"].format(error=md_text(str(e), 400)))
             gold = None
     shown_a = (text_a.lower() if lower else text_a).split()
     shown_b = (text_b.lower() if lower else text_b).split()
@@ -608,7 +609,7 @@ def pair_view(t: dict, theme: str) -> None:
             r = align_pair(text_a, text_b, gold, method, float(ss["align_threshold"]),
                            float(ss["align_tau"]), float(ss["align_mass"]), lower, model)
     except TextError as e:
-        st.warning(t["bad_text"].format(error=e))
+        st.warning(t["bad_text"].format(error=md_text(str(e), 400)))
         return
     sure = possible = None
     if pair is not None:
@@ -693,7 +694,7 @@ def corpus_view(t: dict, theme: str) -> None:
         try:
             pairs = read_file(raw, f.name, one_based, t)
         except (AlignFileError, SinkscopeError) as e:
-            st.error(t["bad_file"].format(error=e))
+            st.error(t["bad_file"].format(error=md_text(str(e), 400)))
             return
         bar = st.progress(0.0, text=t["computing"].format(done=0, total=2 * len(pairs)))
         try:
@@ -701,7 +702,7 @@ def corpus_view(t: dict, theme: str) -> None:
                              lambda share, text: bar.progress(float(min(max(share, 0), 1)),
                                                               text=text))
         except SinkscopeError as e:
-            st.error(t["bad_file"].format(error=e))
+            st.error(t["bad_file"].format(error=md_text(str(e), 400)))
             return
         finally:
             bar.empty()

@@ -74,7 +74,7 @@ def test_url_state_round_trips_and_refuses_bad_values():
     assert values == {} and len(warn) == 3
     assert any("Unknown method" in w for w in warn)
     link = ap.compare_link("the cat", "a & b")
-    assert link.startswith("/?") and "a=the+cat" in link and "b=a+%26+b" in link
+    assert link.startswith("./?") and "a=the+cat" in link and "b=a+%26+b" in link
     assert "view=compare" in link
 
 
@@ -134,6 +134,11 @@ def test_a_pair_with_gold_shows_the_matrix_and_every_methods_scores():
     assert not at.exception and not at.error
     assert any("out of range" in w.value for w in at.warning)
     assert "link" in kinds(figures(at)["Links of unbalanced"])
+    # a message quoting the visitor's words shows them as text, never as Markdown
+    at.text_input(key="align_gold").set_value("![x](http://example.invalid/p.png)").run()
+    assert not at.exception and at.warning
+    assert all("![x](" not in w.value for w in at.warning)
+    at.text_input(key="align_gold").set_value("0-99").run()
     # HTML in a text stays text
     at.text_area(key="align_a").set_value("<b>bold</b> cat").run()
     ok(at)
