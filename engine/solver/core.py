@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from ..errors import SettingsError
-from ..settings import EPS_MAX, EPS_MIN, HALF_STEPS_CAP
+from ..settings import EPS_MAX, EPS_MIN, HALF_STEPS_CAP, check_eps, check_half_steps  # noqa: F401
 from ..types import Coupling, History
 
 
@@ -43,33 +43,6 @@ def _as_tensor(x: Any, *, dtype: torch.dtype | None = None, device=None) -> torc
     if dtype is not None or device is not None:
         t = t.to(dtype=dtype or t.dtype, device=device or t.device)
     return t
-
-
-def check_eps(eps: float) -> float:
-    """Return ε as a float, or raise SettingsError saying what to change."""
-    try:
-        eps = float(eps)
-    except (TypeError, ValueError):
-        raise SettingsError(f"ε must be a number, got {eps!r}.") from None
-    if not math.isfinite(eps) or eps <= 0:
-        raise SettingsError(f"ε must be a finite number > 0, got {eps}; try ε = 1.")
-    if not EPS_MIN <= eps <= EPS_MAX:
-        raise SettingsError(f"ε must lie in [{EPS_MIN:g}, {EPS_MAX:g}], got {eps:g}.")
-    return eps
-
-
-def check_half_steps(half_steps: int) -> int:
-    """Return the half-step count as an int ≥ 1, or raise SettingsError."""
-    if isinstance(half_steps, bool) or not isinstance(half_steps, (int, np.integer)):
-        if isinstance(half_steps, float) and half_steps.is_integer():
-            half_steps = int(half_steps)
-        else:
-            raise SettingsError(f"half_steps must be a whole number ≥ 1, got {half_steps!r}.")
-    if half_steps < 1:
-        raise SettingsError(f"half_steps must be ≥ 1 (1 = softmax), got {half_steps}.")
-    if half_steps > HALF_STEPS_CAP:
-        raise SettingsError(f"half_steps must be at most {HALF_STEPS_CAP:,}, got {half_steps:,}.")
-    return int(half_steps)
 
 
 def check_weights(w: torch.Tensor, name: str, size: int, *, normalised: bool = True) -> torch.Tensor:
@@ -91,9 +64,12 @@ def check_weights(w: torch.Tensor, name: str, size: int, *, normalised: bool = T
                                 f"one weight > 0.")
         return w
     tol = 1e-5 if w.dtype == torch.float32 else 1e-8
-    if ((total - 1).abs() > tol * max(1, size) ** 0.5 + tol).any():
-        raise SettingsError(f"{name} must sum to 1 (it sums to {float(total.flatten()[0]):.6g}); "
-                            f"normalise it, e.g. {name} / {name}.sum().")
+    off = (total - 1).abs().flatten()
+    if (off > tol * max(1, size) ** 0.5 + tol).any():
+        k = int(off.argmax())
+        where = f" in problem {k} of the batch" if off.numel() > 1 else ""
+        raise SettingsError(f"{name} must sum to 1 (it sums to {float(total.flatten()[k]):.6g}"
+                            f"{where}); normalise it, e.g. {name} / {name}.sum().")
     return w
 
 
