@@ -44,7 +44,7 @@ def data_dir() -> Path | None:
 
 def encode_set(pairs, encoder):
     """Scores of every layer of both sources: {(kind, layer, centred): [S per pair]}."""
-    from engine.align.sources import Source, encode_words, scores
+    from engine.alignment.sources import Source, encode_words, scores
 
     texts = [t for p in pairs for t in (p.text_a, p.text_b)]
     words = encode_words(texts, encoder, keep=None, batch_size=32)
@@ -66,8 +66,8 @@ def encode_set(pairs, encoder):
 
 
 def scored_of(pairs, S, valid, key):
-    from engine.align.api import Scored
-    from engine.align.sources import Source
+    from engine.alignment.api import Scored
+    from engine.alignment.sources import Source
 
     kind, layer, centre = key
     return Scored(tuple(pairs), tuple(S), tuple(v[0] for v in valid), tuple(v[1] for v in valid),
@@ -80,7 +80,7 @@ def folds_of(n: int, seed: int = 0) -> np.ndarray:
 
 
 def cv(scored, method, grid=None):
-    from engine.align.api import cross_validate, evaluate_grid
+    from engine.alignment.api import cross_validate, evaluate_grid
 
     res = evaluate_grid(scored, method, folds=folds_of(len(scored.pairs)), grid=grid)
     return cross_validate(res)
@@ -92,7 +92,7 @@ def pot_loop_unbalanced(scored, taus, eps, iters=1000):
 
     import ot
 
-    from engine.align.transport import cost_of
+    from engine.alignment.transport import cost_of
 
     out = []
     with warnings.catch_warnings(record=True) as caught:
@@ -115,9 +115,9 @@ def pot_loop_unbalanced(scored, taus, eps, iters=1000):
 
 def grid_from_plans(scored, plans_tn, folds):
     """The same grid evaluation as ``evaluate_grid`` on plans computed elsewhere."""
-    from engine.align import extract
-    from engine.align.api import GridResult, _batch, method_of
-    from engine.align.score import COUNTS, METRICS, metrics_from_counts
+    from engine.alignment import extract
+    from engine.alignment.api import GridResult, _batch, method_of
+    from engine.alignment.score import COUNTS, METRICS, metrics_from_counts
 
     T, N = len(plans_tn), len(scored.pairs)
     K = int(folds.max()) + 1
@@ -156,9 +156,9 @@ def main(argv=None) -> int:
         return 0
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     torch.set_num_threads(args.threads)
-    from engine.align import extract
-    from engine.align.api import cross_validate, evaluate_grid
-    from engine.align.readers import read_pairs
+    from engine.alignment import extract
+    from engine.alignment.api import cross_validate, evaluate_grid
+    from engine.alignment.readers import read_pairs
     from engine.io.bench import machine
     from engine.relation.relate import default_encoder
 

@@ -17,7 +17,7 @@ into ``--out`` (default ``out/gpu``), in four sections:
 3. **Batching**: encode and relate throughput for 1, 4, 16 and 64 concurrent requests,
    batched as the served deployment batches them against one at a time, in process (and
    through ``python -m engine serve`` where Ray Serve is installed and ``--serve`` is on).
-4. **Corpus alignment** throughput, device against CPU, where ``engine.align`` exists.
+4. **Corpus alignment** throughput, device against CPU, where ``engine.alignment`` exists.
 
 The model is the packaged all-MiniLM-L6-v2's *architecture* with random weights (seed 0):
 its configuration and tokenizer files are read from ``--model-dir``, ``.gpu/model`` (what
@@ -937,20 +937,20 @@ def _serve_rps(folder: Path, plan: Plan, max_batch: int) -> dict[int, float]:
 
 # --------------------------------------------------------------------------- 4. alignment
 def alignment(dev_enc, folder: Path, plan: Plan) -> Section:
-    """Pairs per second of the corpus alignment (``engine.align``'s default method and
+    """Pairs per second of the corpus alignment (``engine.alignment``'s default method and
     source) on generated pairs, with the model on the device against the CPU (float32),
     and whether both give the same links."""
     import torch
 
     api = None
-    for name in ("engine.align.api", "engine.align"):
-        if installed("engine.align") and installed(name):
+    for name in ("engine.alignment.api", "engine.alignment"):
+        if installed("engine.alignment") and installed(name):
             mod = importlib.import_module(name)
             if callable(getattr(mod, "align_pairs", None)):
                 api = mod
                 break
     if api is None:
-        return Section(status="absent", note="engine.align has no align_pairs() in this version.")
+        return Section(status="absent", note="engine.alignment has no align_pairs() in this version.")
     from engine.models.encoder import Encoder
 
     cpu_enc = dev_enc if plan.device.type == "cpu" else Encoder(

@@ -72,9 +72,9 @@ def text_relation(data: str, train_pairs: int) -> None:
     those 100, and every figure is total F1 (macro, OTAlign's) on the development set."""
     from pathlib import Path
 
-    from engine.align.api import align_pairs
-    from engine.align.readers import read_pairs
-    from engine.align.score import score
+    from engine.alignment.api import align_pairs
+    from engine.alignment.readers import read_pairs
+    from engine.alignment.score import score
     from engine.lab.text import TextSettings, links_at, text_plans, train_text, tune_theta, \
         word_states
     from engine.models.encoder import Encoder

@@ -5,7 +5,7 @@ The engine by concept, one sub-package each:
 - ``engine.solver``: entropic transport on scores (balanced and relaxed marginals), references.
 - ``engine.models``: the allow-list, the encoder, queries and keys per architecture.
 - ``engine.relation``: measures and weights, scores, ``relate``, metrics, lattices, rankings.
-- ``engine.align``: word alignments read off relations, scored on gold, over corpora.
+- ``engine.alignment``: word alignments read off relations, scored on gold, over corpora.
 - ``engine.lab``: measures in the plane and Sinkhorn Transformers trained on coupling systems.
 - ``engine.serving``: the Ray Serve deployment (schemas, routes, runtime), the client, the wire.
 - ``engine.io``: exports and file formats, the command line, benchmark helpers.
@@ -34,9 +34,9 @@ _WHERE = {
     "encode_texts": "relation.relate", "eps_path": "relation.relate",
     "relate": "relation.relate", "relate_encodings": "relation.relate",
     "Lattice": "relation.lattice", "relation_lattice": "relation.lattice",
-    "align": "align.api", "align_pairs": "align.api", "tune": "align.api",
-    "score": "align.score", "Alignment": "align.api", "Tuning": "align.api",
-    "CorpusScore": "align.score", "Pair": "align.readers", "read_pairs": "align.readers",
+    "align": "alignment.api", "align_pairs": "alignment.api", "tune": "alignment.api",
+    "score": "alignment.score", "Alignment": "alignment.api", "Tuning": "alignment.api",
+    "CorpusScore": "alignment.score", "Pair": "alignment.readers", "read_pairs": "alignment.readers",
 }
 __all__ = sorted(_WHERE)
 

@@ -132,7 +132,7 @@ curves_slot = st.empty()
 
 @st.cache_data(max_entries=4, show_spinner=False)
 def text_pairs_of(text: str, name: str):
-    from engine.align.readers import parse_pairs
+    from engine.alignment.readers import parse_pairs
 
     return parse_pairs(text, name=name, lowercase=True)
 
@@ -256,7 +256,7 @@ try:
     up = st.file_uploader(ui["text_file"], key="lab_text_upload",
                           type=["tsv", "txt", "json", "jsonl", "csv"])
     if up is not None:
-        from engine.align.readers import decode
+        from engine.alignment.readers import decode
 
         ss["lab_text_data"], ss["lab_text_name"] = decode(up.getvalue(), up.name), up.name
     if ss.get("lab_text_data"):

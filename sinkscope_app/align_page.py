@@ -1,8 +1,8 @@
-"""The Align page's logic: URL state, cached calls into ``engine.align``, and the two views.
+"""The Align page's logic: URL state, cached calls into ``engine.alignment``, and the two views.
 
 **Pair** aligns the words of two texts with one method, draws the plan the links came from
 beside the links (gold over them), the bipartite graph, and, with gold, a table of every
-method's scores. **Corpus** reads a file of pairs (the formats of ``engine.align.readers``),
+method's scores. **Corpus** reads a file of pairs (the formats of ``engine.alignment.readers``),
 aligns every pair with every method (a progress bar), and shows a sortable table, corpus
 scores with bootstrap intervals and exports; a row click opens that pair in Pair.
 
@@ -140,8 +140,8 @@ def ui(lang: str = "en") -> dict:
 
 
 def method_defaults(name: str) -> dict[str, float]:
-    """The threshold θ (on V), τ and m a method starts from (engine.align's defaults)."""
-    from engine.align.api import DEFAULTS as ENGINE_DEFAULTS
+    """The threshold θ (on V), τ and m a method starts from (engine.alignment's defaults)."""
+    from engine.alignment.api import DEFAULTS as ENGINE_DEFAULTS
 
     m = ENGINE_DEFAULTS["hidden"][name]
     return {"align_threshold": round(m.theta, 2), "align_tau": nearest(TAU_OPTIONS, m.tau),
@@ -261,7 +261,7 @@ def pair_scores(text_a: str, text_b: str, lowercase: bool, model: str
 
     The only step that encodes text; every slider move reuses it.
     """
-    from engine.align.api import score_corpus
+    from engine.alignment.api import score_corpus
 
     enc = compute.encoder(model)
     _one_thread()
@@ -270,7 +270,7 @@ def pair_scores(text_a: str, text_b: str, lowercase: bool, model: str
 
 
 def _method(name: str, threshold: float, tau: float, mass: float):
-    from engine.align.api import method_of
+    from engine.alignment.api import method_of
 
     m = method_of(name, "hidden")
     if name in THRESHOLDED:
@@ -310,7 +310,7 @@ def method_values(text_a: str, text_b: str, method: str, tau: float, mass: float
     their plan min-max scaled (what θ is compared with); argmax methods the matrix whose
     maxima they take.
     """
-    from engine.align import extract
+    from engine.alignment import extract
 
     S, va, vb = pair_scores(text_a, text_b, lowercase, model)
     for name, v in (("Text A", va), ("Text B", vb)):
@@ -345,8 +345,8 @@ def align_pair(text_a: str, text_b: str, gold: str | None, method: str, threshol
     Raises:
         SinkscopeError: empty or too long texts, gold links that do not fit the words.
     """
-    from engine.align.readers import links_text, make_pair
-    from engine.align.score import METRICS, metrics_from_counts, pair_counts
+    from engine.alignment.readers import links_text, make_pair
+    from engine.alignment.score import METRICS, metrics_from_counts, pair_counts
 
     m = _method(method, threshold, tau, mass)
     if served_align():
@@ -419,7 +419,7 @@ def read_file(raw: bytes, name: str, one_based: bool, t: dict) -> tuple:
     Raises:
         SinkscopeError: with a message that says what to change.
     """
-    from engine.align.readers import AlignFileError, decode, parse_pairs
+    from engine.alignment.readers import AlignFileError, decode, parse_pairs
 
     if len(raw) > MAX_UPLOAD_BYTES:
         raise AlignFileError(t["too_big"].format(size=len(raw) / 2**20, mb=MAX_UPLOAD_MB))
@@ -437,9 +437,9 @@ def _jaccard_distance(x, y) -> float:
 
 def align_corpus(pairs, key: str, lowercase: bool, model: str, progress) -> Corpus:
     """Every pair by every method at its defaults; ``progress(share, text)`` reports."""
-    from engine.align.api import extract_links, method_of, score_corpus
-    from engine.align.readers import links_text
-    from engine.align.score import score
+    from engine.alignment.api import extract_links, method_of, score_corpus
+    from engine.alignment.readers import links_text
+    from engine.alignment.score import score
 
     t = ui()
     total = len(pairs)
@@ -553,7 +553,7 @@ def _fmt(x) -> str:
 def pair_view(t: dict, theme: str) -> None:
     """The Pair view: texts, gold, method and sliders; matrix, graph and scores."""
     import viz.align as va
-    from engine.align.readers import AlignFileError, make_pair
+    from engine.alignment.readers import AlignFileError, make_pair
 
     ss = st.session_state
     for key, name in (("align_a", t["text_a"]), ("align_b", t["text_b"])):
@@ -675,7 +675,7 @@ def apply_pending() -> None:
 def corpus_view(t: dict, theme: str) -> None:
     """The Corpus view: upload, align every pair, table, scores, exports."""
     import viz.align as va
-    from engine.align.readers import AlignFileError
+    from engine.alignment.readers import AlignFileError
 
     ss = st.session_state
     f = st.file_uploader(t["upload"], key="align_file", max_upload_size=MAX_UPLOAD_MB,

@@ -8,12 +8,12 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from engine.align import extract, transport
-from engine.align.api import Scored, evaluate_grid, extract_links, method_of, tune_scored
-from engine.align.extract import Method, make_batch
-from engine.align.readers import make_pair
-from engine.align.score import METRICS, corpus_score, metrics_from_counts, pair_counts, score
-from engine.align.sources import Source
+from engine.alignment import extract, transport
+from engine.alignment.api import Scored, evaluate_grid, extract_links, method_of, tune_scored
+from engine.alignment.extract import Method, make_batch
+from engine.alignment.readers import make_pair
+from engine.alignment.score import METRICS, corpus_score, metrics_from_counts, pair_counts, score
+from engine.alignment.sources import Source
 from engine.errors import SettingsError
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine.align.readers import AlignFileError
+from engine.alignment.readers import AlignFileError
 from sinkscope_app import align_page as ap
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -194,8 +194,8 @@ def test_a_50_pair_file_fills_the_table_and_a_row_opens_the_pair():
 def test_a_served_engine_gets_its_own_fields_in_chunks(monkeypatch):
     """With SINKSCOPE_ENGINE a URL, the corpus goes to POST /v1/align in requests of at most
     256 pairs, with only the fields the endpoint takes; nothing is encoded here."""
-    from engine.align.api import Alignment
-    from engine.align.readers import parse_pairs
+    from engine.alignment.api import Alignment
+    from engine.alignment.readers import parse_pairs
     from engine.serving.schemas import AlignRequest
 
     calls = []

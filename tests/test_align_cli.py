@@ -86,7 +86,7 @@ def test_cli_end_to_end(few, tmp_path, capsys):
 
 @pytest.mark.model
 def test_align_pairs_batched_equals_one_by_one_and_round_trips():
-    from engine.align.api import Alignment, align, align_pairs
+    from engine.alignment.api import Alignment, align, align_pairs
 
     pairs = [("the cat sat on the mat", "a cat was sitting on the mat", "1-1 2-3 3-4 4-5 5-6"),
              ("he bought a new car", "he purchased a brand new vehicle", "0-0 1-1 3-4 4-5"),
@@ -108,8 +108,8 @@ def test_align_pairs_batched_equals_one_by_one_and_round_trips():
 @pytest.mark.model
 @pytest.mark.slow
 def test_tune_on_dev_reports_test():
-    from engine.align.api import tune
-    from engine.align.readers import read_pairs
+    from engine.alignment.api import tune
+    from engine.alignment.readers import read_pairs
 
     pairs = read_pairs(DATA / "pairs.tsv")
     t = tune(pairs[:6], pairs[6:10], methods=("softmax-argmax", "sinkhorn-threshold"),
@@ -118,8 +118,8 @@ def test_tune_on_dev_reports_test():
                                                              "sinkhorn-threshold"}
     assert t.test["sinkhorn-threshold"].n_pairs == 4
     # the dev score at the picked threshold is the best over the threshold grid
-    from engine.align.api import evaluate_grid, score_corpus
-    from engine.align.score import METRICS
+    from engine.alignment.api import evaluate_grid, score_corpus
+    from engine.alignment.score import METRICS
 
     res = evaluate_grid(score_corpus(pairs[:6]), "sinkhorn-threshold")
     mean = res.metric_sums[0, 0] / 6

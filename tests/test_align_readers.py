@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.align import readers
-from engine.align.readers import AlignFileError, parse_links, read_links, read_pairs
+from engine.alignment import readers
+from engine.alignment.readers import AlignFileError, parse_links, read_links, read_pairs
 
 DATA = Path(__file__).parent / "data" / "align"
 

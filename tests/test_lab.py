@@ -274,7 +274,7 @@ def test_cli_defaults_are_the_page_defaults():
 def test_a_text_head_learns_gold_links_on_frozen_states_sinkhorn_and_softmax():
     """Word states built so that word i of A matches word π(i) of B through a hidden
     linear map: the trained heads recover the links; a settings error says what to fix."""
-    from engine.align.readers import Pair
+    from engine.alignment.readers import Pair
     from engine.lab.text import TextSettings, WordStates, links_at, text_plans, train_text, \
         tune_theta
 

@@ -659,10 +659,10 @@ ALIGN_PAIRS = [("the river bank was steep", "the bank of the river was steep", "
 
 
 def test_align_served_equals_embedded(url, encoder):
-    """POST /v1/align through the client: the same alignments as engine.align's own
+    """POST /v1/align through the client: the same alignments as engine.alignment's own
     align_pairs on the same pairs (links, null words, scores, values to their 6 decimals);
     bad bodies get the engine's message."""
-    from engine.align.api import Alignment, align_pairs
+    from engine.alignment.api import Alignment, align_pairs
 
     for kw in ({}, {"method": "sinkhorn-threshold", "threshold": 0.2},
                {"method": "partial", "mass": 0.7, "source": "attention", "layer": 2}):

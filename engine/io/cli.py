@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import json
 import os
 import sys
@@ -24,7 +23,7 @@ from ..settings import MODES, WEIGHTS, Settings
 from ..relation.summary import half_steps_text, rows
 
 # Sub-packages whose ``cli`` module adds a command (see the module docstring).
-COMMANDS = ("engine.align.cli", "engine.lab.cli")
+COMMANDS = ("engine.alignment.cli", "engine.lab.cli")
 
 
 def _layer_or_all(x: str) -> int | str:
@@ -80,8 +79,7 @@ def parser() -> argparse.ArgumentParser:
                    help="requests queued beyond those the replicas hold; above it the "
                         "engine answers 503 with Retry-After (default 64)")
     for name in COMMANDS:
-        if importlib.util.find_spec(name.rsplit(".", 1)[0]) and importlib.util.find_spec(name):
-            importlib.import_module(name).add_parser(sub)
+        importlib.import_module(name).add_parser(sub)
     return p
 
 

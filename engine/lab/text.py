@@ -79,7 +79,7 @@ def word_states(pairs: Sequence, encoder, layer: int = 3, *, batch_size: int = 3
 
     Words the model did not read (cut off at its length limit) keep zero states.
     """
-    from ..align.sources import Source, encode_words
+    from ..alignment.sources import Source, encode_words
 
     keep = Source("hidden", layer=layer, head="mean", center=False)
     wa = encode_words([p.text_a for p in pairs], encoder, keep=keep, batch_size=batch_size,
@@ -197,7 +197,7 @@ def links_at(plans: Sequence[np.ndarray], theta: float) -> list[list[tuple[int, 
 def tune_theta(plans: Sequence[np.ndarray], pairs: Sequence,
                thetas: Sequence[float] = THETAS) -> tuple[float, float]:
     """(θ, total F1) with the best total F1 (OTAlign's macro average) on these pairs."""
-    from ..align.score import score
+    from ..alignment.score import score
 
     best = (float(thetas[0]), -1.0)
     for t in thetas:
@@ -227,8 +227,8 @@ def compare_heads(pairs: Sequence, encoder, *, test_share: float = 0.25,
     Raises:
         LabError: fewer than 4 pairs with gold.
     """
-    from ..align.api import align_pairs
-    from ..align.score import score
+    from ..alignment.api import align_pairs
+    from ..alignment.score import score
 
     pairs = [p for p in pairs if p.has_gold]
     if len(pairs) < 4:

@@ -151,9 +151,9 @@ ALIGN_SCHEMA = "sinkscope.alignments/1"
 
 
 def align_answer(enc: Encoder, req: AlignRequest, device=None) -> dict:
-    """POST /v1/align: :func:`engine.align.api.align_pairs` on the replica's encoder (the
+    """POST /v1/align: :func:`engine.alignment.api.align_pairs` on the replica's encoder (the
     pairs in padded batches), one alignment document per pair."""
-    from ..align.api import align_pairs
+    from ..alignment.api import align_pairs
 
     pairs = [{"text_a": p.text_a, "text_b": p.text_b, "gold": p.gold} for p in req.pairs]
     out = align_pairs(pairs, method=req.method, source=req.source, layer=req.layer,

@@ -222,10 +222,10 @@ class EngineClient:
 
     def align(self, pairs, *, model: str = DEFAULT_MODEL, values: bool = True,
               **settings: Any) -> list:
-        """``POST /v1/align``: what :func:`engine.align.api.align_pairs` returns for the
+        """``POST /v1/align``: what :func:`engine.alignment.api.align_pairs` returns for the
         same pairs (``(text_a, text_b[, gold])`` tuples, dicts or ``Pair`` s) and settings
         (method, source, layer, head, center, threshold, tau, mass, eps, lowercase): one
-        ``engine.align.api.Alignment`` per pair, in order. ``values=False`` leaves each
+        ``engine.alignment.api.Alignment`` per pair, in order. ``values=False`` leaves each
         pair's value matrix out of the answer."""
         body_pairs = []
         for p in pairs:
@@ -233,7 +233,7 @@ class EngineClient:
                 d = {k: p.get(k) for k in ("text_a", "text_b", "gold")}
             elif isinstance(p, (tuple, list)):
                 d = dict(zip(("text_a", "text_b", "gold"), p))
-            else:  # an engine.align Pair: its gold as Pharaoh text
+            else:  # an engine.alignment Pair: its gold as Pharaoh text
                 links = [f"{i}-{j}" for i, j in sorted(p.sure)] + [
                     f"{i}p{j}" for i, j in sorted(p.possible - p.sure)]
                 d = {"text_a": p.text_a, "text_b": p.text_b,
@@ -241,7 +241,7 @@ class EngineClient:
             body_pairs.append({k: v for k, v in d.items() if v is not None})
         doc = self._call("POST", "/v1/align", {"pairs": body_pairs, "model": model,
                                                "values": values, **settings})
-        from ..align.api import Alignment  # torch-free callers never get here
+        from ..alignment.api import Alignment  # torch-free callers never get here
 
         try:
             return [Alignment.from_dict(a) for a in doc["alignments"]]

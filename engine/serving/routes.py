@@ -217,7 +217,7 @@ def build_api(engine) -> FastAPI:
     @api.post("/v1/align", response_model=AlignmentsDocument,
               responses={**_DOCUMENT, **_ERRORS})
     async def align(req: AlignRequest, request: Request) -> Response:
-        """Word alignments of many pairs (engine.align), solved in batches on the replica."""
+        """Word alignments of many pairs (engine.alignment), solved in batches on the replica."""
         return await engine.align(req, request.headers.get("accept"))
 
     return api

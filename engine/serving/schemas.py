@@ -288,7 +288,7 @@ def _check_model(v):
 
 
 def _check_method(v):
-    from ..align.extract import METHODS
+    from ..alignment.extract import METHODS
 
     raise SettingsError(f"method must be one of {', '.join(METHODS)}; got {v!r:.60}.")
 
@@ -363,11 +363,8 @@ def max_body() -> int:
 
 
 # --------------------------------------------------------------------------- alignment
-try:  # word alignment is its own sub-package (engine.align)
-    from ..align.api import DEFAULT_METHOD as ALIGN_DEFAULT
-    from ..align.extract import METHODS as ALIGN_METHODS
-except ImportError:  # pragma: no cover - a tree without engine.align serves no /v1/align
-    ALIGN_METHODS, ALIGN_DEFAULT = (), "unbalanced"
+from ..alignment.api import DEFAULT_METHOD as ALIGN_DEFAULT  # noqa: E402
+from ..alignment.extract import METHODS as ALIGN_METHODS  # noqa: E402
 
 MAX_ALIGN_PAIRS = 256
 
@@ -390,7 +387,7 @@ class AlignRequest(_Request):
     model: setting("model")
     method: Literal[ALIGN_METHODS or (ALIGN_DEFAULT,)] = Field(  # type: ignore[valid-type]
         ALIGN_DEFAULT, description="How links are read off the relation "
-        "(engine.align.extract.METHODS; the default is engine.align's).")
+        "(engine.alignment.extract.METHODS; the default is engine.alignment's).")
     source: Optional[Literal["attention", "hidden"]] = Field(
         None, description="What relates the words: hidden states or attention scores "
         "(default: the benchmark's best).")
@@ -413,7 +410,7 @@ class AlignRequest(_Request):
 
 class AlignmentsDocument(Document):
     """POST /v1/align: one alignment per pair, in order
-    (``engine.align.api.Alignment.to_dict``)."""
+    (``engine.alignment.api.Alignment.to_dict``)."""
 
     model: str
     alignments: list[dict[str, Any]]

@@ -184,8 +184,8 @@ def score(links: Sequence[Iterable], pairs: Sequence, *, null_gold: str = "sure"
 
     Args:
         links: one collection of (i, j) 0-based word links per pair (or an
-            :class:`~engine.align.api.Alignment` with ``.links``).
-        pairs: the :class:`~engine.align.readers.Pair` s with gold, in the same order.
+            :class:`~engine.alignment.api.Alignment` with ``.links``).
+        pairs: the :class:`~engine.alignment.readers.Pair` s with gold, in the same order.
         null_gold: "sure" (a word is gold-aligned when it has a sure link) or "possible".
         bootstrap: resamples for the 95 % intervals (0: none). seed: their random seed.
 

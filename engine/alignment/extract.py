@@ -205,7 +205,7 @@ def plans(method: Method, batch: Batch, grid: Sequence[float] | None = None, *,
           dtype: torch.dtype | None = None, device=None) -> torch.Tensor:
     """The plans behind a transport method, (T, N, n, m), one per value of ``grid`` (τ for
     ``unbalanced``, m for ``partial``; the method's own value when None), solved in
-    ``dtype`` (:data:`~engine.align.transport.DTYPE` by default; ``exact`` is float64) on
+    ``dtype`` (:data:`~engine.alignment.transport.DTYPE` by default; ``exact`` is float64) on
     ``device`` (the CPU by default; "cuda" solves there and brings the plans back)."""
     if device is None or torch.device(device).type == "cpu" or method.name == "exact":
         return _plans(method, batch, grid, dtype)
@@ -279,7 +279,7 @@ def links_of(V: torch.Tensor, theta: float, shapes: Sequence[tuple[int, int]]
 
 def grid_counts(V: torch.Tensor, batch: Batch, null_gold: str = "sure",
                 G: int = GRID) -> torch.Tensor:
-    """Counts (:data:`~engine.align.score.COUNTS`) of the links V > θ_k for every
+    """Counts (:data:`~engine.alignment.score.COUNTS`) of the links V > θ_k for every
     θ_k = k/G at once: V (T, N, n, m) → (T, N, G, 7) int64.
 
     A value v ∈ (0, 1] lies above θ_k exactly when ⌈vG⌉ − 1 ≥ k, so each count is a

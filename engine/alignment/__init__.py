@@ -2,7 +2,7 @@
 relations (softmax, balanced, exact, partial and unbalanced transport), scored on gold
 (precision, recall, F1, AER, null and total F1) and tuned on a dev corpus.
 
-``engine.align.api`` holds ``align``, ``align_pairs``, ``tune``; ``engine.align.score``
-the metrics; ``engine.align.readers`` the file formats; ``engine.align.cli`` the
+``engine.alignment.api`` holds ``align``, ``align_pairs``, ``tune``; ``engine.alignment.score``
+the metrics; ``engine.alignment.readers`` the file formats; ``engine.alignment.cli`` the
 ``python -m engine align`` command.
 """

@@ -1,9 +1,9 @@
 """``align``, ``align_pairs``, ``score`` and ``tune``: word alignments from the engine's
 relations, scored on gold, tuned on a dev corpus.
 
-Data flow: pairs → :mod:`~engine.align.sources` (scores S between whitespace words) →
-:mod:`~engine.align.extract` (plans, values V, links V > θ) →
-:mod:`~engine.align.score` (metrics). Pairs are solved in padded batches of similar size;
+Data flow: pairs → :mod:`~engine.alignment.sources` (scores S between whitespace words) →
+:mod:`~engine.alignment.extract` (plans, values V, links V > θ) →
+:mod:`~engine.alignment.score` (metrics). Pairs are solved in padded batches of similar size;
 a grid of thresholds costs one histogram per plan and a grid of τ (or m) one more batch
 dimension of the solver.
 """
