@@ -293,3 +293,31 @@ def test_words_without_tokens_get_no_links():
         al = extract_links(sc, Method(name, threshold=0.5))[0]
         assert all(i == 0 for i, _ in al.links) and 1 in al.null_a
         assert (al.values[1] == -1).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from("ab\x00\x01\x1b\x7f\u200b\u0301e\t"),
+                        min_size=1, max_size=6).filter(lambda w: w.split() == [w]),
+                min_size=1, max_size=8))
+def test_the_encoded_text_keeps_one_word_per_gold_word(words):
+    """Control characters inside a word never split it (gold indices stay in place)."""
+    from engine.alignment.sources import words_text
+
+    assert len(words_text(words).split(" ")) == len(words)
+    assert all(w.strip() for w in words_text(words).split(" "))
+
+
+@pytest.mark.model
+def test_control_characters_keep_words_in_place_and_unread_pairs_are_named():
+    from engine.alignment.api import score_corpus
+    from engine.alignment.sources import encode_words
+    from engine.errors import TextError
+    from engine.relation.relate import default_encoder
+
+    enc = default_encoder()
+    w = encode_words(["cat\x01dog house"], enc)[0]
+    ref = encode_words(["catdog house"], enc)[0]
+    assert w.words == ("cat\x01dog", "house") and w.valid.all()
+    np.testing.assert_allclose(w.hidden, ref.hidden, atol=1e-6)
+    with pytest.raises(TextError, match=r"pair 2 \(text A\).*no word the model can read"):
+        score_corpus([make_pair("the cat", "a cat"), make_pair("\u200b", "a dog")], encoder=enc)

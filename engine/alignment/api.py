@@ -15,7 +15,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from ..errors import SettingsError
+from ..errors import SettingsError, TextError
 from . import extract
 from .extract import GRID, MASS_GRID, METHODS, TAU_GRID, Method
 from .readers import Pair, links_text, make_pair
@@ -199,6 +199,12 @@ def score_corpus(pairs: Sequence, *, encoder=None, source: Source = DEFAULT_SOUR
     texts = [t for p in pairs for t in (p.text_a, p.text_b)]
     words = encode_words(texts, encoder, keep=source, batch_size=batch_size,
                          progress=progress)
+    unread = [f"pair {k + 1} (text {'AB'[side]})" for k in range(len(pairs)) for side in (0, 1)
+              if not words[2 * k + side].valid.any()]
+    if unread:
+        more = f" and {len(unread) - 5} more" if len(unread) > 5 else ""
+        raise TextError(f"{', '.join(unread[:5])}{more}: no word the model can read (only "
+                        "invisible or control characters); fix or drop those pairs.")
     mu = corpus_mean(words, 0) if source.kind == "hidden" and source.center else None
     S, va, vb = [], [], []
     for k in range(len(pairs)):

@@ -14,6 +14,8 @@ encoded many at a time, in padded forward passes.
 
 from __future__ import annotations
 
+import unicodedata
+
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -88,6 +90,20 @@ class Words:
     n_heads: int
 
 
+def words_text(words: Sequence[str]) -> str:
+    """The text the encoder reads for these whitespace words: each word normalised (NFC,
+    control characters removed) and the words joined by one space, so the text holds
+    exactly ``len(words)`` words in order (a word of control characters only becomes a
+    zero-width space, which no word-piece tokenizer reads: that word gets no tokens).
+    """
+    out = []
+    for w in words:
+        w = unicodedata.normalize("NFC", w.encode("utf-8", "replace").decode("utf-8"))
+        w = "".join(ch for ch in w if unicodedata.category(ch) != "Cc" and not ch.isspace())
+        out.append(w or "\u200b")
+    return " ".join(out)
+
+
 def word_index(tokenizer, text: str, max_tokens: int, n_words: int) -> np.ndarray:
     """For each token of ``text`` as the encoder tokenises it, its whitespace word (−1 for
     special tokens)."""
@@ -140,7 +156,7 @@ def encode_words(texts: Sequence[str], encoder, *, keep: Source | None = None,
         for k, w in enumerate(words):
             if not w:
                 raise TextError(f"text {start + k + 1} is empty; every pair needs two texts.")
-        cleaned = [clean_text(" ".join(w)) for w in words]
+        cleaned = [clean_text(words_text(w)) for w in words]
         encs = encoder.encode_many(cleaned, attentions=False)
         for w, c, e in zip(words, cleaned, encs):
             idx = word_index(encoder.tokenizer, c.text, encoder.max_tokens, len(w))
