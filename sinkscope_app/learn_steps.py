@@ -369,6 +369,8 @@ def step_paper(ctx: Ctx, left, right) -> None:
         _text(ctx)
         _math(ctx)
         st.caption(ctx.w["refs"])
+        st.page_link("pages/lab.py", label=ctx.w["lab_link"], icon=":material/model_training:",
+                     query_params={"target": "whitened", "lang": ctx.lang})
     fig = vl.coupling_map(r.coupling.plan, r.tokens_a, r.tokens_b,
                           title=ctx.w["title"].format(layer=ctx.n_layers - 1),
                           zlabel=WORDS[ctx.lang]["mass"], words=WORDS[ctx.lang], num=ctx.num,

@@ -490,6 +490,18 @@ def test_step_six_links_to_the_main_page_with_the_same_settings():
 
 
 @pytest.mark.model
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_last_step_links_to_the_lab_with_the_context_dependent_target(lang):
+    at = learn({"step": str(N_STEPS), "lang": lang})
+    ok(at)
+    links = [el.proto for el in at.get("page_link")]
+    lab = [l for l in links if l.page.endswith("lab.py") or "lab" in l.page]
+    assert lab, [l.page for l in links]
+    assert STEPS[lang][N_STEPS - 1].words["lab_link"] in [l.label for l in lab]
+    assert "target=whitened" in lab[0].query_string and f"lang={lang}" in lab[0].query_string
+
+
+@pytest.mark.model
 def test_step_seven_is_the_models_own_attention():
     """The bars are the model's own attention (recomputed by the model itself, with its
     attention outputs), and the sink is real: [CLS] and [SEP] take far more than 2/n."""
