@@ -12,10 +12,8 @@ from ``engine.lab``, the figures from ``viz.lab``, every word from
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import replace
-from pathlib import Path
 
 from engine import settings
 
@@ -29,12 +27,12 @@ from engine.lab.nets import MODELS  # noqa: E402
 from engine.lab.targets import DEFAULT_TARGET, NAMES  # noqa: E402
 from engine.lab.training import (SWEEP_STEPS, SWEEP_WIDTHS, LabSettings, build,  # noqa: E402
                                  heldout_pairs, plan_errors, predict, sweep_widths, train)
+from sinkscope_app import i18n  # noqa: E402
 from viz import lab as vlab  # noqa: E402
 
 log = logging.getLogger("sinkscope.lab")
-TEXT_DIR = Path(__file__).resolve().parent.parent / "sinkscope_app" / "text"
 LANGS = {"en": "English", "es": "Español"}
-TEXT = {k: json.loads((TEXT_DIR / f"lab.{k}.json").read_text(encoding="utf-8")) for k in LANGS}
+TEXT = {k: i18n.texts("lab", k) for k in LANGS}
 D = LabSettings()
 EPS_CHOICES = (0.05, 0.1, 0.2, 0.5, 1.0)
 DEFAULTS = {"lab_lang": "en", "lab_target": DEFAULT_TARGET, "lab_models": list(MODELS),

@@ -226,8 +226,15 @@ def test_save_and_load_give_the_same_plans(tmp_path):
     pairs = draw_pairs(Family(points=5), 4, seed=9)
     np.testing.assert_array_equal(predict(model, pairs), predict(r.model, pairs))
     (tmp_path / "other.safetensors").write_bytes(path.read_bytes()[:10])
-    with pytest.raises(Exception):
+    with pytest.raises(LabError, match="could not be read as a lab model"):
         load(tmp_path / "other.safetensors")
+    with pytest.raises(LabError, match="could not be read"):
+        load(tmp_path / "missing.safetensors")
+    from safetensors.torch import save_file
+    state = {k: v.contiguous() for k, v in r.model.state_dict().items()}
+    save_file(state, tmp_path / "wrong.safetensors", metadata={"config": '{"width": 0}'})
+    with pytest.raises(LabError):
+        load(tmp_path / "wrong.safetensors")
 
 
 @pytest.mark.slow

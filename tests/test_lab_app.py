@@ -44,7 +44,11 @@ def test_both_languages_have_every_key_and_the_same_fields():
 
     for t in TEXTS.values():
         assert set(t["targets"]) == set(NAMES) and set(t["models"]) == set(MODELS)
-        assert all(v.strip() for v in _fields(t))
+        for key in _keys(t):  # every word is written, none left blank
+            v = t
+            for part in key.split("."):
+                v = v[part]
+            assert str(v).strip(), key
 
 
 def lab(query: dict | None = None, **state) -> AppTest:

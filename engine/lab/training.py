@@ -364,15 +364,25 @@ def load(path) -> tuple[CouplingModel, LabSettings | None]:
     from safetensors import safe_open
     from safetensors.torch import load_file
 
-    with safe_open(str(path), framework="pt") as fh:
-        meta = fh.metadata() or {}
+    try:
+        with safe_open(str(path), framework="pt") as fh:
+            meta = fh.metadata() or {}
+    except Exception as e:  # missing file, not a safetensors file, truncated: say so
+        raise LabError(f"{path} could not be read as a lab model ({type(e).__name__}: {e}); "
+                       "give a file written by engine.lab.training.save.") from None
     if "config" not in meta:
         raise LabError(f"{path} is not a lab model (no configuration in its metadata): "
                        "save models with engine.lab.training.save.")
-    model = CouplingModel(**json.loads(meta["config"]))
-    model.load_state_dict(load_file(str(path)))
+    try:
+        model = CouplingModel(**json.loads(meta["config"]))
+        model.load_state_dict(load_file(str(path)))
+        settings = LabSettings(**json.loads(meta["settings"])) if "settings" in meta else None
+    except LabError:
+        raise
+    except (ValueError, TypeError, RuntimeError, KeyError) as e:
+        raise LabError(f"{path} holds a model this version cannot rebuild ({type(e).__name__}: "
+                       f"{str(e)[:200]}); train and save it again.") from None
     model.eval()
-    settings = LabSettings(**json.loads(meta["settings"])) if "settings" in meta else None
     return model, settings
 
 
