@@ -15,9 +15,11 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SECTIONS = ("speed", "batching", "serve", "alignment")
 CHECKS = ("encoder", "sinkhorn", "grid", "eps_path", "lattice", "unbalanced", "partial", "lab")
-# What today's engine has; the optional capabilities may be "absent" in an older tree.
+# What today's engine has, every part of it: a broken import must fail here, not read as
+# "absent" (the script itself still runs on an older tree).
 REQUIRED = {"correctness.encoder", "correctness.sinkhorn", "correctness.grid",
-            "correctness.eps_path", "correctness.lattice", "speed", "batching"}
+            "correctness.eps_path", "correctness.lattice", "correctness.unbalanced",
+            "correctness.partial", "correctness.lab", "speed", "batching", "alignment"}
 
 
 def numbers(x, path=""):
