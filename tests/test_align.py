@@ -321,3 +321,8 @@ def test_control_characters_keep_words_in_place_and_unread_pairs_are_named():
     np.testing.assert_allclose(w.hidden, ref.hidden, atol=1e-6)
     with pytest.raises(TextError, match=r"pair 2 \(text A\).*no word the model can read"):
         score_corpus([make_pair("the cat", "a cat"), make_pair("\u200b", "a dog")], encoder=enc)
+
+
+def test_method_refuses_booleans_for_numbers():
+    with pytest.raises(SettingsError, match="tau must be a finite number"):
+        Method("unbalanced", tau=True)

@@ -60,7 +60,7 @@ class Method:
     threshold: float = 0.1
     tau: float = 1.0
     mass: float = 0.8
-    eps: float = transport.DEFAULT_EPS
+    eps: float = transport.ALIGN_EPS
     temperature: float = 0.1
     direction: str = "intersection"
 
@@ -73,7 +73,7 @@ class Method:
                                 f"{self.direction!r}.")
         for k in ("threshold", "tau", "mass", "eps", "temperature"):
             v = getattr(self, k)
-            if not isinstance(v, (int, float)) or not np.isfinite(v):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v):
                 raise SettingsError(f"{k} must be a finite number, got {v!r}.")
         if not 0 <= self.threshold < 1:
             raise SettingsError(f"threshold must lie in [0, 1), got {self.threshold:g}.")

@@ -19,8 +19,8 @@ import torch
 
 from ..errors import SettingsError
 
-DEFAULT_EPS = 0.1
-DEFAULT_HALF_STEPS = 200
+ALIGN_EPS = 0.1
+ALIGN_HALF_STEPS = 200
 #: Precision of the transport solves. Links are read at a resolution of 0.01 on plans
 #: min-max scaled to [0, 1], far coarser than float32's; on this CPU float32 solves ran
 #: about 5× faster than float64 (tests pass ``dtype=torch.float64`` for exact comparisons).
@@ -75,14 +75,14 @@ def _solver():
     return solver
 
 
-def balanced(C: torch.Tensor, a: torch.Tensor, b: torch.Tensor, eps: float = DEFAULT_EPS,
-             half_steps: int = DEFAULT_HALF_STEPS) -> torch.Tensor:
+def balanced(C: torch.Tensor, a: torch.Tensor, b: torch.Tensor, eps: float = ALIGN_EPS,
+             half_steps: int = ALIGN_HALF_STEPS) -> torch.Tensor:
     """Balanced Sinkhorn plans (..., n, m) of cost C by the engine's solver."""
     return _solver().sinkhorn(-C, a, b, eps, half_steps).plan
 
 
 def unbalanced(C: torch.Tensor, a: torch.Tensor, b: torch.Tensor, taus: Sequence[float],
-               eps: float = DEFAULT_EPS, half_steps: int = DEFAULT_HALF_STEPS) -> torch.Tensor:
+               eps: float = ALIGN_EPS, half_steps: int = ALIGN_HALF_STEPS) -> torch.Tensor:
     """KL-relaxed unbalanced plans for every τ at once: (T, N, n, m).
 
     π = argmin ⟨C, π⟩ − ε H(π) + τ KL(π1 ‖ a) + τ KL(πᵀ1 ‖ b).
@@ -97,7 +97,7 @@ def unbalanced(C: torch.Tensor, a: torch.Tensor, b: torch.Tensor, taus: Sequence
 
 
 def partial(C: torch.Tensor, a: torch.Tensor, b: torch.Tensor, masses: Sequence[float],
-            eps: float = DEFAULT_EPS, half_steps: int = DEFAULT_HALF_STEPS) -> torch.Tensor:
+            eps: float = ALIGN_EPS, half_steps: int = ALIGN_HALF_STEPS) -> torch.Tensor:
     """Entropic partial transport plans moving a share m of the mass, every m: (T, N, n, m)."""
     mass = np.asarray(masses, dtype=np.float64)
     if (mass <= 0).any() or (mass > 1).any():

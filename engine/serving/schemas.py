@@ -396,7 +396,7 @@ class AlignRequest(_Request):
                                                         "source's head, or \"mean\".")
     center: Optional[StrictBool] = Field(None, description="Centre hidden states on the "
                                          "request's mean.")
-    threshold: Optional[float] = Field(None, ge=0, le=1, description="Link threshold θ on "
+    threshold: Optional[float] = Field(None, ge=0, lt=1, description="Link threshold θ on "
                                        "the scaled values (default: the method's).")
     tau: Optional[float] = Field(None, gt=0, description="Unbalanced transport's τ.")
     mass: Optional[float] = Field(None, gt=0, le=1, description="Partial transport's mass m.")
