@@ -23,22 +23,47 @@ import streamlit as st  # noqa: E402
 from engine import SinkscopeError
 from engine.serving.client import EngineUnavailable
 from engine.io.export import marginals_csv, plans_csv, to_npz
-from sinkscope_app import (compute, examples, history, live, metrics, outage, present, report,
-                           scrub, views)
+from engine.relation.summary import numbers
+from sinkscope_app import (compute, examples, history, i18n, live, metrics, outage, present,
+                           report, scrub, views)
 from sinkscope_app.state import (DEFAULTS, EPS_OPTIONS, HALF_STEP_OPTIONS, IMAGE_FORMATS,
-                                 KEYS, MODES, VIEWS, WEIGHTS, cut_text, describe_setting,
+                                 KEYS, LANGS, MODES, cut_text,
                                  example_differences, example_values,
                                  parse_query, to_query, valid_text)
 
 log = logging.getLogger("sinkscope.app")
+ss = st.session_state
+
+
+def lang() -> str:
+    """The page's language: the picker's, else the address's (``?lang=es``), else English."""
+    value = ss.get("lang") or st.query_params.get("lang")
+    return value if value in LANGS else "en"
+
+
+def words() -> dict:
+    """Every word of the main page in its language (``sinkscope_app/text/main.<lang>.json``)."""
+    return i18n.texts("main", lang())
+
+
+def describe(key: str, value) -> str:
+    """One setting in the page's words: "layer 4", "capa 4", "ε = 0,1"."""
+    w, num = words()["settings"], numbers(lang())
+    if key == "head":
+        return w["head_mean"] if value == "mean" else w["head"].format(value=value)
+    if key == "pool":
+        return w["pooled" if value else "pieces"]
+    shown = num(float(value)) if key == "eps" else num(int(value)) if key == "steps" else value
+    return w[key].format(value=shown) if key in w else f"{key} {value}"
+
+
 # A presentation link (?present=on) opens with the sidebar folded away, as Learn's does.
-st.set_page_config(page_title="sinkscope · softmax vs Sinkhorn", page_icon="🔗",
+st.set_page_config(page_title=words()["page_title"], page_icon="🔗",
                    layout="wide", initial_sidebar_state="collapsed"
                    if present.link(st.query_params.get("present")) else "expanded")
 
 EXAMPLES = examples.load()
 MODELS = compute.model_names()
-ss = st.session_state
 
 
 # --------------------------------------------------------------------------- state
@@ -60,10 +85,8 @@ def init_state(n_layers: int, n_heads: int) -> None:
     if ss["layer"] == -1:
         ss["layer"] = n_layers - 1
     if "_init" not in ss and not st.query_params and compute.link_was_dropped():
-        parsed.warnings.append(
-            "This link was too long to open (over 512 Ki characters, the most Streamlit "
-            f"accepts), so the default view is shown. Texts keep at most "
-            f"{settings.CONFIG.max_chars:,} characters: share a link with shorter texts.")
+        parsed.warnings.append(words()["notices"]["link_too_long"].format(
+            chars=numbers(lang())(settings.CONFIG.max_chars)))
     ss["_url_warnings"] = parsed.warnings
     ss["_init"] = True
 
@@ -105,14 +128,15 @@ def own_texts(example) -> None:
     example = EXAMPLES.get(example) if isinstance(example, str) else example
     if not example:
         return
-    kept = [describe_setting(k, ss[k]) for k in ("layer", "head", "steps", "pool")
+    kept = [describe(k, ss[k]) for k in ("layer", "head", "steps", "pool")
             if k in example.get("settings", {}) and k in ss]
     was, own = float(ss["eps"]), DEFAULTS["eps"]
     ss["eps"] = own
+    w, num = words()["notices"], numbers(lang())
     ss.setdefault("_infos", []).append(
-        "Your own texts start from the model's own attention: "
-        + (f"ε set back to {own:g} (it was {was:g}). " if was != own else f"ε = {own:g}. ")
-        + (f"Kept from the example: {', '.join(kept)}." if kept else ""))
+        w["own_texts"]
+        + (w["eps_back"] if was != own else w["eps_same"]).format(own=num(own), was=num(was))
+        + (w["kept"].format(kept=", ".join(kept)) if kept else ""))
 
 
 def own_attention() -> None:
@@ -128,8 +152,8 @@ def example_note(n_layers: int) -> tuple[str, str] | None:
         return None
     differ = example_differences(ex, ss, n_layers=n_layers)
     if not differ:
-        return "note", ex["note"]
-    want = ", ".join(describe_setting(k, v) for k, v in ex["settings"].items())
+        return "note", words()["examples"].get(ss["ex"], {}).get("note", ex["note"])
+    want = ", ".join(describe(k, v) for k, v in ex["settings"].items())
     return "differs", want
 
 
@@ -140,10 +164,10 @@ history.track({"ex": None, "view": "compare"})
 back_or_forward = history.navigated() and "_init" in ss
 model = model_from_url() if "_init" not in ss or back_or_forward else ss["model"]
 try:
-    with st.spinner(f"Loading the model {model} (first start only, a few seconds)…"):
+    with st.spinner(words()["notices"]["loading_model"].format(model=model)):
         enc = compute.encoder(model)
 except SinkscopeError as e:
-    st.error(f"The model could not be loaded. {e}")
+    st.error(words()["notices"]["model_error"].format(error=e))
     st.stop()
 except EngineUnavailable as e:  # a served engine that has not answered yet
     outage.notice(e)
@@ -159,7 +183,7 @@ if "_pending_state" in ss:  # a view set sidebar controls (Sentences: text B, ex
 # Texts that cannot be sent to a browser (lone surrogates) are mended, and a paste longer
 # than the limit is cut to it with a notice (the boxes have no max_chars: Streamlit's
 # browser side drops a whole paste that is too long, without a word).
-for k, name in (("a", "Text A"), ("b", "Text B")):
+for k, name in (("a", "Text A"), ("b", "Text B")):  # notices from the engine: English
     clean, notice = cut_text(valid_text(ss.get(k)), name, "as typed or pasted")
     if ss.get(k) != clean:
         ss[k] = clean
@@ -173,61 +197,60 @@ theme = "dark" if getattr(st.context.theme, "type", None) == "dark" else "light"
 present.style(bool(ss["present"]))
 
 # --------------------------------------------------------------------------- sidebar
+W, NUM = words(), numbers(lang())
+side = W["sidebar"]
 with st.sidebar:
     st.title("sinkscope")
-    st.caption("How does a transformer relate two texts? Softmax attention beside the "
-               "Sinkhorn coupling — the paper's measure-theoretic view, live.")
-    st.page_link("pages/learn.py", label="Learn: from clouds of points to the Sinkhorn "
-                 "Transformer (English, español)", icon=":material/school:")
-    st.toggle("Presentation mode", key="present",
-              help="For a projector: text of at least 18 px, and the sliders with both maps "
-                   "on one 1920 × 1080 screen. It is in the page's address (present=true).")
-    ex_opts = {**{k: v["title"] for k, v in EXAMPLES.items()}, "custom": "Your own texts"}
-    st.selectbox("Example", list(ex_opts), format_func=ex_opts.get, key="ex",
+    st.caption(side["caption"])
+    st.segmented_control(side["language"], list(LANGS), format_func=LANGS.get, key="lang",
+                         required=True)
+    # In presentation mode the link's label is short enough for one line (nothing is cut).
+    st.page_link("pages/learn.py", label=side["learn_link_short" if ss["present"]
+                                             else "learn_link"],
+                 icon=":material/school:", query_params={"lang": lang()})
+    st.toggle(side["present"], key="present", help=side["present_help"])
+    ex_words = W["examples"]
+    ex_opts = {**{k: ex_words.get(k, {}).get("title", v["title"]) for k, v in EXAMPLES.items()},
+               "custom": side["custom"]}
+    st.selectbox(side["example"], list(ex_opts), format_func=ex_opts.get, key="ex",
                  on_change=on_example)
-    limit = f"at most {settings.CONFIG.max_chars:,} characters (a longer paste is cut)"
-    st.text_area("Text A (queries)", key="a", height=90, on_change=on_text,
-                 help=f"Rows of every map; {limit}. Press Ctrl+Enter or click outside the "
-                 "box to apply.")
-    st.text_area("Text B (keys)", key="b", height=90, on_change=on_text,
-                 disabled=ss["mode"] == "self",
-                 help=f"Columns of every map; {limit}. Not used in self mode.")
+    limit = side["limit"].format(chars=NUM(settings.CONFIG.max_chars))
+    st.text_area(side["text_a"], key="a", height=90, on_change=on_text,
+                 help=side["text_a_help"].format(limit=limit))
+    st.text_area(side["text_b"], key="b", height=90, on_change=on_text,
+                 disabled=ss["mode"] == "self", help=side["text_b_help"].format(limit=limit))
     note = ss["_note_drawn"] = example_note(enc.n_layers)
     if note and note[0] == "note":
         st.caption(note[1])
     elif note:  # the note would describe another picture than the one shown
-        st.caption(f"This example's note describes it at {note[1]}; the page shows other "
-                   "settings.")
-        st.button("Show the example at its settings", key="ex_settings", on_click=on_example,
+        st.caption(side["note_differs"].format(settings=note[1]))
+        st.button(side["show_settings"], key="ex_settings", on_click=on_example,
                   width="stretch")
 
-    st.subheader("Model view")
+    st.subheader(side["model_view"])
     if len(MODELS) > 1:
-        st.selectbox("Model", MODELS, key="model", format_func=compute.model_label,
-                     help="Any sentence-transformers model the operator allows "
-                          "(SINKSCOPE_MODELS). Changing it keeps your texts.")
-    st.radio("Mode", list(MODES), format_func=MODES.get, key="mode",
-             help="Separate: each text encoded in its own context, queries of A against "
-                  "keys of B (the paper's Q(μ, x), K(ν, y)). Joint: one forward pass of "
-                  "[CLS] A [SEP] B [SEP]; also shows the model's own A→B attention. Self: "
-                  "text A with itself.")
+        st.selectbox(side["model"], MODELS, key="model", format_func=compute.model_label,
+                     help=side["model_help"])
+    st.radio(side["mode"], list(MODES), format_func=side["modes"].get, key="mode",
+             help=side["mode_help"])
     c1, c2 = st.columns(2)
-    c1.selectbox("Layer", list(range(enc.n_layers)), key="layer",
-                 format_func=lambda l: f"{l} (last)" if l == enc.n_layers - 1 else str(l))
-    c2.selectbox("Head", ["mean", *range(enc.n_heads)], key="head",
-                 format_func=lambda h: "mean" if h == "mean" else str(h),
-                 help="One head's scores QKᵀ/√d, or the mean of all heads' scores.")
-    st.radio("Token weights a, b", list(WEIGHTS), format_func=WEIGHTS.get, key="weights",
-             help="How much mass each token carries in its text's measure.")
-    st.toggle("Pool subwords into words", key="pool",
-              help="Merge word pieces (##ing) into words: labels joined, vectors averaged.")
-    st.radio("Figure download format", IMAGE_FORMATS, key="img", horizontal=True,
-             format_func=str.upper, help="What the camera button on each chart saves.")
+    c1.selectbox(side["layer"], list(range(enc.n_layers)), key="layer",
+                 format_func=lambda l: side["last"].format(layer=l) if l == enc.n_layers - 1
+                 else str(l))
+    c2.selectbox(side["head"], ["mean", *range(enc.n_heads)], key="head",
+                 format_func=lambda h: side["mean"] if h == "mean" else str(h),
+                 help=side["head_help"])
+    st.radio(side["weights"], list(side["weight_opts"]), format_func=side["weight_opts"].get,
+             key="weights", help=side["weights_help"])
+    st.toggle(side["pool"], key="pool", help=side["pool_help"])
+    st.radio(side["img"], IMAGE_FORMATS, key="img", horizontal=True,
+             format_func=str.upper, help=side["img_help"])
     live.preload()  # fetch plotly.js while the texts are encoded
     cfg = settings.CONFIG
-    st.caption(f"Limits: {cfg.max_chars:,} characters per text (the model reads at most "
-               f"{enc.max_tokens} tokens), ε {cfg.eps_min:g}–{cfg.eps_max:g}, up to "
-               f"{cfg.max_half_steps:,} half-steps. Engine: {compute.engine_label(enc)}.")
+    st.caption(side["limits"].format(
+        chars=NUM(cfg.max_chars), tokens=enc.max_tokens, eps_min=NUM(cfg.eps_min),
+        eps_max=NUM(cfg.eps_max), steps=NUM(cfg.max_half_steps),
+        engine=compute.engine_label(enc)))
 
 for w in [*ss.pop("_url_warnings", []), *ss.pop("_notices", [])]:
     st.warning(w)
@@ -239,12 +262,13 @@ text_a, mode = ss["a"], ss["mode"]
 text_b = "" if mode == "self" else ss["b"]
 ctx = views.Ctx(model=ss["model"], a=text_a, b=text_b, mode=mode, layer=int(ss["layer"]),
                 head=ss["head"], weights=ss["weights"], pool=bool(ss["pool"]),
-                n_layers=enc.n_layers, n_heads=enc.n_heads, present=bool(ss["present"]))
+                n_layers=enc.n_layers, n_heads=enc.n_heads, present=bool(ss["present"]),
+                lang=lang())
 
 # --------------------------------------------------------------------------- encode
 try:
     n_chars = len(text_a) + len(text_b)
-    with st.spinner(f"Encoding the texts ({n_chars:,} characters) with {ctx.model}…"):
+    with st.spinner(W["notices"]["encoding"].format(chars=NUM(n_chars), model=ctx.model)):
         compute.prepare(ctx.model, ctx.a, ctx.b, ctx.mode)
 except SinkscopeError as e:
     st.error(str(e))
@@ -276,11 +300,13 @@ def live_sliders(ctx: views.Ctx, r) -> views.Ctx:
     cap = settings.CONFIG.live_max_cells
     live = r is not None and n * m <= cap
     lattice = scrub.lattice_id(*ctx.geometry) if live else None
+    w = words()["sliders"]
     scrub.sliders(key="scrub", eps=ss["eps"], steps=ss["steps"], eps_stops=EPS_OPTIONS,
                   step_stops=HALF_STEP_OPTIONS, lattice=lattice,
-                  metrics=metrics.rows(r) if r is not None else [],
+                  metrics=metrics.rows(r, ctx.lang) if r is not None else [],
                   note="" if live or r is None else scrub.too_large_note(n, m, cap),
-                  help=views.SLIDER_HELP, on_change=on_scrub)
+                  help={"eps": w["eps_help"], "steps": w["steps_help"]},
+                  words=w["words"], on_change=on_scrub)
     return dataclasses.replace(ctx, lattice=lattice)
 
 
@@ -308,20 +334,23 @@ def explore(ctx: views.Ctx) -> None:
         return
     for n in r.notices:
         (st.warning if n.level == "warning" else st.info)(n.message)
+    W, num = words(), numbers(ctx.lang)
+    w, names = W["notices"], W["views"]
     if ss.get("ex") == "custom" and float(ss["eps"]) != DEFAULTS["eps"]:
         c1, c2 = st.columns([4, 1.3], vertical_alignment="center")
-        c1.caption(f"Your own texts at ε = {float(ss['eps']):g}: softmax here is the model's "
-                   f"attention {'sharpened' if ss['eps'] < 1 else 'flattened'} "
-                   f"{max(float(ss['eps']), 1 / float(ss['eps'])):g}×, not its own (ε = 1).")
-        c2.button("Model's own attention (ε = 1)", key="own_attention",
-                  on_click=own_attention, width="stretch")
+        eps = float(ss["eps"])
+        c1.caption(w["own_eps"].format(eps=num(eps), how=w["sharpened" if eps < 1
+                                                            else "flattened"],
+                                       factor=num(max(eps, 1 / eps))))
+        c2.button(w["own_button"], key="own_attention", on_click=own_attention,
+                  width="stretch")
 
     top = st.columns([5, 1], vertical_alignment="bottom")
     with top[0]:
-        view = st.segmented_control("View", list(VIEWS), format_func=VIEWS.get, key="view",
+        view = st.segmented_control("View", list(names), format_func=names.get, key="view",
                                     required=True, label_visibility="collapsed")
-    export = top[1].popover("⬇ Export", width="stretch")
-    view = view if view in VIEWS else "compare"
+    export = top[1].popover(W["export"]["button"], width="stretch")
+    view = view if view in names else "compare"
     try:
         figs = views.RENDER[view](r, ctx, theme, ss["img"])
     except SinkscopeError as e:
@@ -332,10 +361,10 @@ def explore(ctx: views.Ctx) -> None:
         figs = []
     except Exception as e:  # never show a traceback to a visitor; log it for operators
         log.exception("view %s failed", view)
-        st.error(f"This view could not be drawn ({type(e).__name__}: {e}). Try other "
-                 "settings; the other views still work.")
+        st.error(w["view_failed"].format(error=f"{type(e).__name__}: {e}"))
         figs = []
     with export:
+        x = W["export"]
         stem, url = report.slug(r), _share_url()
         if view == "sentences":  # the ranking the view shows, with its settings
             cands, eps = str(ss.get("cands", "")), float(ss["eps"])  # read now: the files
@@ -343,33 +372,32 @@ def explore(ctx: views.Ctx) -> None:
             def ranking():  # are made on a click, outside this run
                 return compute.ranking(ctx.model, ctx.a, cands, eps)
             rstem = f"sinkscope_ranking_{report.texts_hash(r)}_eps{eps:g}"
-            st.download_button("Sentences ranking (CSV)",
+            st.download_button(x["ranking_csv"],
                                lambda: report.ranking_csv(ranking(), url=url),
                                f"{rstem}.csv", "text/csv", key="dl_ranking_csv",
                                on_click="ignore", width="stretch")
-            st.download_button("Sentences ranking (JSON)",
+            st.download_button(x["ranking_json"],
                                lambda: report.ranking_json(ranking(), url=url),
                                f"{rstem}.json", "application/json", key="dl_ranking_json",
                                on_click="ignore", width="stretch")
-        st.download_button("Plans & scores (CSV)", lambda: plans_csv(r), f"{stem}_plans.csv",
+        st.download_button(x["plans"], lambda: plans_csv(r), f"{stem}_plans.csv",
                            "text/csv", key="dl_plans", on_click="ignore", width="stretch")
-        st.download_button("Marginals (CSV)", lambda: marginals_csv(r),
+        st.download_button(x["marginals"], lambda: marginals_csv(r),
                            f"{stem}_marginals.csv", "text/csv", key="dl_marginals",
                            on_click="ignore", width="stretch")
-        st.download_button("Everything (JSON)", lambda: report.relation_json(r, url),
+        st.download_button(x["json"], lambda: report.relation_json(r, url),
                            f"{stem}.json", "application/json", key="dl_json",
                            on_click="ignore", width="stretch")
-        st.download_button("Arrays (NPZ)", lambda: to_npz(r, url=url), f"{stem}.npz",
+        st.download_button(x["npz"], lambda: to_npz(r, url=url), f"{stem}.npz",
                            "application/octet-stream", key="dl_npz", on_click="ignore",
                            width="stretch")
         st.download_button(
-            "This view (HTML report)",
-            lambda: report.html_report(r, figs, metrics.table(r), url=url,
-                                       title=f"sinkscope · {VIEWS[view]}"),
+            x["html"],
+            lambda: report.html_report(r, figs, metrics.table(r, ctx.lang), url=url,
+                                       title=f"sinkscope · {names[view]}"),
             f"{stem}_{view}.html", "text/html", key="dl_html", on_click="ignore",
             width="stretch")
-        st.caption("Figures: use the camera button on each chart (format in the sidebar). "
-                   "To share this view, copy the page's address: every control is in it.")
+        st.caption(x["caption"])
     if ctx.lattice is not None:  # last, so the charts are out first
         try:
             payload = compute.lattice(*ctx.geometry, EPS_OPTIONS, HALF_STEP_OPTIONS)

@@ -282,7 +282,7 @@ def main_page_link(ctx: Ctx, eps: float) -> str:
                  mode="separate", layer=ctx.n_layers - 1, head="mean",
                  weights=TEXT_WEIGHTS, eps=float(eps),
                  steps=min(TEXT_HALF_STEPS, settings.CONFIG.max_half_steps),
-                 view="compare", model=ctx.model)
+                 view="compare", model=ctx.model, lang=ctx.lang)
     return "./?" + urlencode(main_query(state))
 
 

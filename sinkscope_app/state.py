@@ -67,6 +67,7 @@ GRID_VALUES = {"softmax_col_err": "softmax column error",
                "cost": "cost ⟨−S, π⟩"}
 GRID_RANKS = {"high": "highest first", "low": "lowest first"}
 IMAGE_FORMATS = ("png", "svg")
+LANGS = {"en": "English", "es": "Español"}  # the main page's languages, as the picker names them
 
 DEFAULTS: dict[str, Any] = {
     "a": "I sat on the bank of the river and watched the water.",
@@ -97,6 +98,7 @@ DEFAULTS: dict[str, Any] = {
     "grank": "high",
     "img": "png",
     "present": False,  # presentation mode: larger text, both maps on one screen
+    "lang": "en",  # the page's language (text/main.<lang>.json)
     "sset": "bank",  # Sentences view: the example set, and the candidates (one per line)
     "cands": "\n".join(sentence_sets()["bank"]["candidates"]),
 }
@@ -139,6 +141,7 @@ PARAMS: tuple[Param, ...] = (
     Param("weights", "weights", "token weights a, b: " + ", ".join(WEIGHTS)),
     Param("pool", "pool", "true to pool word pieces into words"),
     Param("present", "present", "true for presentation mode (a projector)"),
+    Param("lang", "lang", "the page's language: en (English) or es (español)"),
     Param("img", "image_format", "what the charts' camera button saves: png or svg",
           old=("img",)),
     Param("eps", "eps", "ε, snapped to the slider's nearest stop", scope="view"),
@@ -393,6 +396,7 @@ def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
     choice("gval", GRID_VALUES, "grid value")
     choice("grank", GRID_RANKS, "ranking order")
     choice("img", IMAGE_FORMATS, "image format")
+    choice("lang", LANGS, "language")
 
     for key in ("pool", "present"):
         if key in p:

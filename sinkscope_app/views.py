@@ -22,7 +22,7 @@ from viz import sentences as vsentences
 from viz.theme import plotly_config as theme_config
 from viz.theme import present as present_figure
 
-from . import compute, examples
+from . import compute, examples, i18n
 from .about import ABOUT
 from .live import chart as live_chart
 from . import state
@@ -46,6 +46,12 @@ class Ctx:
     n_heads: int
     lattice: str | None = None  # id of the live sliders' frames, None when they are off
     present: bool = False  # presentation mode: the figures' text scaled up
+    lang: str = "en"  # the page's language: its words are text/main.<lang>.json
+
+    @property
+    def w(self) -> dict:
+        """The page's words in its language (read once per process)."""
+        return i18n.texts("main", self.lang)
 
     @property
     def geometry(self) -> tuple:
@@ -89,30 +95,25 @@ def _radio(label: str, options: dict, key: str, **kw):
 
 
 def render_compare(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]:
+    w = ctx.w["compare"]
     c1, c2 = st.columns(2)
-    with c1:
-        cview = _radio("Show", CVIEWS, "cview", help="joint: the plans π(i, j) themselves; "
-               "conditional: each row divided by its sum, π(j | i), as attention viewers "
-               "show it. The bars always show the joint marginals.")
+    with c1:  # the options' keys are CVIEWS' and CSCALES' (the URL's values)
+        cview = _radio(w["show"], {k: w["cviews"][k] for k in CVIEWS}, "cview",
+                       help=w["show_help"])
     with c2:
-        cscale = _radio("Colour scale", CSCALES, "cscale", help="One scale for both maps compares "
-               "their masses directly; one per map shows each map's own pattern (at large ε "
-               "the coupling is nearly flat and would look uniformly dark). Tokens of weight "
-               "0, such as [CLS], never set a scale: where they hold more, the colour "
-               "saturates.")
+        cscale = _radio(w["scale"], {k: w["cscales"][k] for k in CSCALES}, "cscale",
+                        help=w["scale_help"])
     figs = [heatmaps.compare(r, view=cview, scale=cscale, theme=theme)]
     chart(figs[0], "compare", img, key="fig_compare", bind=bind(r, ctx),
           present_height=PRESENT_COMPARE_HEIGHT, present=ctx.present)
-    st.caption("Bars above each map: what each token of B receives, against its weight b "
-               "(vermillion: too much, blue: left alone, grey: on target). Bars beside: what "
-               "each token of A sends, against a.")
+    st.caption(w["bars"])
     figs.append(heatmaps.difference(r, view=cview, theme=theme))
     chart(figs[1], "difference", img, key="fig_difference", bind=bind(r, ctx),
           present=ctx.present)
     if r.model_attention is not None:
-        with st.expander("The model's own attention from A to B (joint mode)"):
+        with st.expander(w["model_attention"]):
             fig = heatmaps.heatmap(r.model_attention, r.tokens_a, r.tokens_b, zlabel="attention",
-                                   title="Model's own A→B attention block, renormalised over B",
+                                   title=w["model_attention_title"],
                                    theme=theme, mode=r.mode)
             chart(fig, "model_attention", img, key="fig_model_attention",
                   present=ctx.present)
@@ -177,9 +178,7 @@ def render_convergence(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.F
     c = r.coupling
     fig = diagnostics.convergence(c, current=c.half_steps_run, theme=theme)
     chart(fig, "convergence", img, key="fig_convergence", present=ctx.present)
-    st.caption("Odd half-steps fix the rows (error ‖π1 − a‖₁ drops to 0), even ones the "
-               "columns. Half-step 1 is softmax. If the errors stall above the tolerance, "
-               "raise the half-steps or ε.")
+    st.caption(ctx.w["compare"]["convergence"])
     return [fig]
 
 
@@ -277,9 +276,7 @@ def render_path(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]:
     fig = diagnostics.eps_path(eps, plans, exact, r.tokens_a, r.tokens_b, theme=theme,
                                mode=r.mode)
     chart(fig, "eps_path", img, key="fig_eps_path", live=False, present=ctx.present)
-    st.caption("Press ▶ play: at large ε every pair gets aᵢ·bⱼ (the product measure); as ε "
-               "falls the coupling concentrates onto the exact optimal transport plan, the "
-               "last frame. Each frame is solved to convergence (up to 4000 half-steps).")
+    st.caption(ctx.w["compare"]["path"])
     return [fig]
 
 
