@@ -196,6 +196,9 @@ def stats(pg) -> dict:
 
 
 def slider(pg, name: str):
+    """The one slider called ``name``, once a rerun in flight has replaced the sliders
+    (while Streamlit swaps a component, the old copy can stay in the page for a moment)."""
+    wait_js(pg, "() => document.querySelectorAll('.sk-scrub').length === 1")
     return pg.get_by_role("slider", name=name)
 
 
