@@ -250,7 +250,8 @@ with st.sidebar:
     st.caption(side["limits"].format(
         chars=NUM(cfg.max_chars), tokens=enc.max_tokens, eps_min=NUM(cfg.eps_min),
         eps_max=NUM(cfg.eps_max), steps=NUM(cfg.max_half_steps),
-        engine=compute.engine_label(enc)))
+        engine=side["engine_served" if compute.served() else "engine_embedded"].format(
+            engine=cfg.engine, device=enc.device, dtype=getattr(enc, "dtype", ""))))
 
 for w in [*ss.pop("_url_warnings", []), *ss.pop("_notices", [])]:
     st.warning(w)

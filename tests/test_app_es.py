@@ -1,0 +1,121 @@
+"""The main page in Spanish (``?lang=es``): every word from ``text/main.es.json``, numbers
+written the Spanish way, no English left in the sidebar, and the language carried to Learn
+and back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import parse_qs
+
+import pytest
+
+from engine.relation.summary import numbers
+from sinkscope_app import i18n, metrics
+from sinkscope_app.examples import load as load_examples
+from tests.support.apptest import ok, run
+from tests.test_learn import learn
+
+pytestmark = pytest.mark.model
+
+ROOT = Path(__file__).resolve().parents[1]
+EN, ES = i18n.texts("main", "en"), i18n.texts("main", "es")
+
+
+def _leaves(tree) -> list[str]:
+    if isinstance(tree, dict):
+        return [s for v in tree.values() for s in _leaves(v)]
+    return [tree] if isinstance(tree, str) else []
+
+
+def _sidebar_words(at) -> list[str]:
+    """Every label, help text, option, caption and title the sidebar shows."""
+    out: list[str] = []
+    for el in at.sidebar:
+        for attr in ("label", "help", "value"):
+            v = getattr(el, attr, None)
+            if isinstance(v, str):
+                out.append(v)
+        out += [str(o) for o in getattr(el, "options", None) or []]
+    out += [el.proto.label for el in at.sidebar.get("page_link")]
+    return [s for s in out if s]
+
+
+def _english_words() -> set[str]:
+    """The English phrases that have a Spanish translation: the page's and the examples'."""
+    en = {s for s in _leaves(EN) if " " in s} - set(_leaves(ES))
+    for ex in load_examples().values():
+        en |= {ex["title"], ex["note"]} - {""}
+    return {s.split("{")[0].strip() for s in en if len(s.split("{")[0].strip()) > 6}
+
+
+def test_every_word_of_the_main_page_is_in_both_languages():
+    assert i18n.missing("main", optional=("examples",)) == {"en": set(), "es": set()}
+    ids = {e["id"] for e in json.loads((ROOT / "assets" / "examples.json").read_text())
+           ["examples"]}
+    assert set(ES["examples"]) == ids  # every example's title and note in Spanish
+    assert all(v["title"] and v["note"] for v in ES["examples"].values())
+
+
+def test_lang_es_shows_the_sidebar_in_spanish_with_no_english_left():
+    at = run({"lang": "es"})
+    ok(at)
+    side = ES["sidebar"]
+    assert [t.label for t in at.sidebar.text_area] == [side["text_a"], side["text_b"]]
+    assert at.sidebar.selectbox(key="ex").label == side["example"]
+    assert at.sidebar.radio(key="mode").options == list(side["modes"].values())
+    assert at.sidebar.selectbox(key="ex").options[0] == ES["examples"]["bank"]["title"]
+    captions = [c.value for c in at.sidebar.caption]
+    assert ES["examples"]["bank"]["note"] in captions  # the note at the example's settings
+    assert any("20\u00a0000 caracteres" in c for c in captions)  # Spanish number format
+    shown = _sidebar_words(at)
+    leftovers = [(e, s) for s in shown for e in _english_words() if e in s]
+    assert not leftovers, leftovers
+    assert dict(at.query_params)["lang"] == "es"
+
+
+def test_spanish_metric_strip_and_view_names():
+    at = run({"lang": "es", "ex": "bank"})
+    ok(at)
+    view = at.get("button_group")
+    names = [o for b in view for o in b.options]
+    assert ES["views"]["compare"] in names and "Compare" not in names
+    # the strip the sliders show: Spanish labels, decimal commas
+    from sinkscope_app import compute
+    from sinkscope_app.state import DEFAULTS  # noqa: F401  (the page's own settings)
+
+    ss = at.session_state
+    r = compute.relation(ss["model"], ss["a"], ss["b"], ss["mode"], int(ss["layer"]),
+                         ss["head"], float(ss["eps"]), int(ss["steps"]), ss["weights"],
+                         bool(ss["pool"]))
+    rows = metrics.rows(r, "es")
+    assert [m.label for m in rows] == [ES["metrics"]["labels"][m.key] for m in rows]
+    cost = next(m for m in rows if m.key == "cost")
+    assert cost.detail.startswith("TO exacto ") and "," in cost.value and "." not in cost.value
+    assert cost.value == numbers("es")(r.summary.cost)
+    assert [m.label for m in metrics.rows(r)] != [m.label for m in rows]  # English kept
+
+
+def test_the_language_picker_switches_the_page_and_its_address():
+    at = run()
+    ok(at)
+    assert at.sidebar.text_area[0].label == EN["sidebar"]["text_a"]
+    at.sidebar.get("button_group")[0].set_value("es").run()
+    ok(at)
+    assert at.sidebar.text_area[0].label == ES["sidebar"]["text_a"]
+    assert dict(at.query_params)["lang"] == "es"
+
+
+def test_the_language_survives_the_links_to_learn_and_back():
+    at = run({"lang": "es"})
+    link = next(el.proto for el in at.sidebar.get("page_link") if el.proto.page == "learn")
+    assert parse_qs(link.query_string) == {"lang": ["es"]}
+    page = learn({"step": "6", "lang": "es", "ex": "paraphrase"})  # what the link opens
+    assert page.session_state["learn_lang"] == "es"
+    back = next(el.proto for el in page.sidebar.get("page_link") if "learn" not in el.proto.page)
+    assert parse_qs(back.query_string) == {"lang": ["es"]}
+    main = page.get("link_button")[0].proto.url  # "Abrir estos textos en las vistas principales"
+    assert parse_qs(main[3:])["lang"] == ["es"]
+    opened = run({k: v[-1] for k, v in parse_qs(main[3:]).items()})
+    ok(opened)
+    assert opened.sidebar.text_area[0].label == ES["sidebar"]["text_a"]
