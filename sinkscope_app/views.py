@@ -82,6 +82,45 @@ def chart(fig: go.Figure, name: str, img: str, *, key: str, live: bool = True,
     return st.plotly_chart(fig, theme=None, width="stretch", config=config, key=key, **kw)
 
 
+def speak(fig: go.Figure, lang: str) -> go.Figure:
+    """``fig`` with its titles, axis titles, legend and the browser's title templates in
+    ``lang`` (``figures`` of text/main.<lang>.json; the builders stay English and pure).
+    English figures are returned as they are."""
+    if lang == "en":
+        return fig
+    en, there = i18n.texts("main", "en")["figures"], i18n.texts("main", lang)["figures"]
+    pairs = sorted(((en[k], there[k]) for k in en), key=lambda p: -len(p[0]))
+
+    def say(text):
+        if not isinstance(text, str):
+            return text
+        for old, new in pairs:
+            text = text.replace(old, new)
+        return text
+
+    lay = fig.layout
+    if lay.title.text:
+        lay.title.text = say(lay.title.text)
+    for ann in lay.annotations or ():
+        ann.text = say(ann.text)
+    for name in list(lay.to_plotly_json()):
+        part = lay[name]
+        if name[:5] in ("xaxis", "yaxis") and part.title.text:
+            part.title.text = say(part.title.text)
+        elif name.startswith("coloraxis") and part.colorbar.title.text:
+            part.colorbar.title.text = say(part.colorbar.title.text)
+    if lay.legend.title.text:
+        lay.legend.title.text = say(lay.legend.title.text)
+    if isinstance(lay.meta, dict):  # the templates the browser fills while a slider moves
+        lay.meta = {k: ([say(t) for t in v] if k == "titles" else say(v))
+                    if k in ("titles", "title", "not_converged", "note") else v
+                    for k, v in lay.meta.items()}
+    for trace in fig.data:
+        if getattr(trace, "name", None):
+            trace.name = say(trace.name)
+    return fig
+
+
 def bind(r: Relation, ctx: Ctx) -> dict | None:
     """What a chart of ``r`` needs to take other frames of the live sliders' lattice."""
     if ctx.lattice is None:
@@ -103,11 +142,11 @@ def render_compare(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figur
     with c2:
         cscale = _radio(w["scale"], {k: w["cscales"][k] for k in CSCALES}, "cscale",
                         help=w["scale_help"])
-    figs = [heatmaps.compare(r, view=cview, scale=cscale, theme=theme)]
+    figs = [speak(heatmaps.compare(r, view=cview, scale=cscale, theme=theme), ctx.lang)]
     chart(figs[0], "compare", img, key="fig_compare", bind=bind(r, ctx),
           present_height=PRESENT_COMPARE_HEIGHT, present=ctx.present)
     st.caption(w["bars"])
-    figs.append(heatmaps.difference(r, view=cview, theme=theme))
+    figs.append(speak(heatmaps.difference(r, view=cview, theme=theme), ctx.lang))
     chart(figs[1], "difference", img, key="fig_difference", bind=bind(r, ctx),
           present=ctx.present)
     if r.model_attention is not None:
@@ -176,7 +215,7 @@ def render_cloud(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]
 
 def render_convergence(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]:
     c = r.coupling
-    fig = diagnostics.convergence(c, current=c.half_steps_run, theme=theme)
+    fig = speak(diagnostics.convergence(c, current=c.half_steps_run, theme=theme), ctx.lang)
     chart(fig, "convergence", img, key="fig_convergence", present=ctx.present)
     st.caption(ctx.w["compare"]["convergence"])
     return [fig]

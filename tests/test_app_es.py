@@ -119,3 +119,16 @@ def test_the_language_survives_the_links_to_learn_and_back():
     opened = run({k: v[-1] for k, v in parse_qs(main[3:]).items()})
     ok(opened)
     assert opened.sidebar.text_area[0].label == ES["sidebar"]["text_a"]
+
+
+def test_the_compare_figures_speak_spanish_and_english_stays_english():
+    from tests.support.apptest import figures
+
+    es = figures(run({"lang": "es", "ex": "bank"}))
+    title = es[0]["layout"]["title"]["text"]
+    assert title.startswith("Cómo se relaciona el texto A con el texto B · capa 4"), title
+    assert es[0]["layout"]["xaxis"]["title"]["text"] == "texto B"
+    assert "error de columnas {softmax_col_err}" in es[0]["layout"]["meta"]["titles"][0]
+    assert "rojo: el acoplamiento" in es[1]["layout"]["annotations"][0]["text"]
+    en = figures(run({"ex": "bank"}))
+    assert en[0]["layout"]["title"]["text"].startswith("How text A relates to text B")
