@@ -23,7 +23,7 @@ from viz.theme import plotly_config as theme_config
 from viz.theme import present as present_figure
 
 from . import compute, examples, i18n
-from .about import ABOUT
+from .about import about
 from .live import chart as live_chart
 from . import state
 from .state import (CSCALES, CVIEWS, EDGES_MAX, GRAPH_WHICH, GRID_PLANS, GRID_RANKS,
@@ -457,7 +457,7 @@ def render_sentences(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Fig
 
 
 def render_about(r: Relation | None, ctx: Ctx | None, theme: str, img: str) -> list[go.Figure]:
-    st.markdown(ABOUT)
+    st.markdown(about(ctx.lang if ctx is not None else "en"))
     return []
 
 

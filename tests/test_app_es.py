@@ -132,3 +132,11 @@ def test_the_compare_figures_speak_spanish_and_english_stays_english():
     assert "rojo: el acoplamiento" in es[1]["layout"]["annotations"][0]["text"]
     en = figures(run({"ex": "bank"}))
     assert en[0]["layout"]["title"]["text"].startswith("How text A relates to text B")
+
+
+def test_the_about_view_in_spanish():
+    at = run({"lang": "es", "view": "about"})
+    ok(at)
+    text = "\n".join(m.value for m in at.markdown)
+    assert "Los textos son nubes" in text and "Softmax es medio paso de Sinkhorn" in text
+    assert "Texts are clouds" not in text
