@@ -4,7 +4,8 @@ A sidebar toggle (URL key ``present``). The figures scale their own text
 (``viz.theme.present``, applied by ``views.chart``); this module holds the page's part:
 CSS that sets every label of the main area to at least 18 px and trims the page's top
 padding, so the sliders, the metric strip and both compare maps fit one 1920 × 1080
-screen.
+screen. Nothing a lecturer quotes is cut with an ellipsis: the metric strip's labels and
+details, the sidebar's links and select boxes wrap instead.
 """
 
 from __future__ import annotations
@@ -31,7 +32,13 @@ CSS = f"""
 .sk-scrub .sk-help {{width:1.3rem;height:1.3rem;line-height:1.3rem}}
 .sk-scrub .sk-mvalue {{font-size:{MIN_PX + 6}px}}
 .sk-scrub .sk-metrics {{grid-template-columns:repeat(auto-fit,minmax(9.5rem,1fr))}}
-.sk-scrub .sk-mdetail {{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}}
+.sk-scrub .sk-mlabel, .sk-scrub .sk-mdetail {{white-space:normal !important;
+  overflow:visible !important;text-overflow:clip !important;overflow-wrap:anywhere}}
+[data-testid="stSidebar"] :where(p, span, label, a, div):not(svg *) {{
+  text-overflow:clip !important}}
+[data-testid="stSidebar"] :where([data-testid="stPageLink"], [data-baseweb="select"],
+  [data-testid="stWidgetLabel"]) :where(p, span, div, a) {{white-space:normal !important;
+  overflow:visible !important;overflow-wrap:anywhere}}
 [data-testid="stMain"] [data-testid="stVerticalBlock"] {{gap:.55rem}}
 [data-testid="stMain"] [data-testid="stButtonGroup"] > div {{flex-wrap:wrap}}
 [data-testid="stMain"] [data-testid="stRadio"] {{display:flex;flex-flow:row wrap;
