@@ -96,8 +96,10 @@ if res and res["status"] == "training" and not ss.get("_lab_go"):
 
 # --------------------------------------------------------------------------- settings
 with st.sidebar:
-    st.page_link("app.py", label=ui["main_link"], icon=":material/arrow_back:")
-    st.page_link("pages/learn.py", label=ui["learn_link"], icon=":material/school:")
+    st.page_link("app.py", label=ui["main_link"], icon=":material/arrow_back:",
+                 query_params={"lang": ss["lab_lang"] if ss["lab_lang"] in LANGS else "en"})
+    st.page_link("pages/learn.py", label=ui["learn_link"], icon=":material/school:",
+                 query_params={"lang": ss["lab_lang"] if ss["lab_lang"] in LANGS else "en"})
     st.subheader(ui["settings"])
     st.selectbox(ui["target"], list(NAMES), key="lab_target",
                  format_func=ui["targets"].get, help=ui["target_help"])

@@ -140,3 +140,17 @@ def test_the_about_view_in_spanish():
     text = "\n".join(m.value for m in at.markdown)
     assert "Los textos son nubes" in text and "Softmax es medio paso de Sinkhorn" in text
     assert "Texts are clouds" not in text
+
+
+def test_lab_links_back_to_the_main_page_and_learn_in_its_language():
+    from streamlit.testing.v1 import AppTest
+
+    from tests.support.apptest import APP
+
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.switch_page("pages/lab.py")
+    at.query_params.update({"lang": "es"})
+    at.run()
+    assert not at.exception
+    links = {el.proto.page: parse_qs(el.proto.query_string) for el in at.get("page_link")}
+    assert links == {"": {"lang": ["es"]}, "learn": {"lang": ["es"]}}
