@@ -160,27 +160,27 @@ def render_compare(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figur
     return figs
 
 
-def _highlight_options(r: Relation) -> dict[str, str]:
-    opts = {"none": "nothing"}
+def _highlight_options(r: Relation, nothing: str = "nothing") -> dict[str, str]:
+    opts = {"none": nothing}
     opts.update({f"a{i}": f"A[{i}] {t}" for i, t in enumerate(r.tokens_a)})
     opts.update({f"b{j}": f"B[{j}] {t}" for j, t in enumerate(r.tokens_b)})
     return opts
 
 
 def render_graph(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]:
-    opts = _highlight_options(r)
+    w = ctx.w["graph_cloud"]
+    opts = _highlight_options(r, w["nothing"])
     if st.session_state.get("hl") not in opts:
         st.session_state["hl"] = "none"
     c1, c2, c3, c4 = st.columns([1.2, 1.2, 1, 1.4])
     with c1:
-        which = _radio("Plans", GRAPH_WHICH, "gwhich")
+        which = _radio(w["plans"], {k: w["plans_opts"][k] for k in GRAPH_WHICH}, "gwhich")
     with c2:
-        top_k = st.slider("Edges per token of A (0 = all)", 0, TOPK_MAX, key="topk")
+        top_k = st.slider(w["topk"], 0, TOPK_MAX, key="topk")
     with c3:
-        thr = st.number_input("Least mass drawn", 0.0, 1.0, step=0.005, format="%.3f",
-                              key="thr")
+        thr = st.number_input(w["thr"], 0.0, 1.0, step=0.005, format="%.3f", key="thr")
     with c4:
-        hl = st.selectbox("Highlight a token", list(opts), format_func=opts.get, key="hl")
+        hl = st.selectbox(w["hl"], list(opts), format_func=opts.get, key="hl")
     highlight = None if hl in (None, "none") else (hl[0], int(hl[1:]))
     fig = bipartite.graph(r, which=which, top_k=int(top_k) or None, threshold=float(thr),
                           highlight=highlight, theme=theme)
@@ -189,21 +189,21 @@ def render_graph(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]
 
 
 def render_cloud(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]:
+    w = ctx.w["graph_cloud"]
     c1, c2, c3, c4, c5 = st.columns([1.6, 1, 0.8, 1.3, 1.2])
     with c1:
-        space = _radio("Points", SPACES, "space")
+        space = _radio(w["points"], {k: w["spaces"][k] for k in SPACES}, "space")
     with c2:
-        method = _radio("Projection", METHODS, "method")
+        method = _radio(w["projection"], METHODS, "method")
     with c3:
-        dim = _radio("Dimensions", {2: "2-D", 3: "3-D"}, "dim")
+        dim = _radio(w["dimensions"], {2: "2-D", 3: "3-D"}, "dim")
     with c4:
-        edges = st.slider("Heaviest edges drawn", 1, EDGES_MAX, key="edges")
+        edges = st.slider(w["edges"], 1, EDGES_MAX, key="edges")
     with c5:
-        which = _radio("Edges of", {"sinkhorn": "Sinkhorn", "softmax": "softmax"}, "cwhich")
+        which = _radio(w["edges_of"], {"sinkhorn": "Sinkhorn", "softmax": "softmax"}, "cwhich")
     if method == "umap" and compute.umap_warming():
-        st.info("UMAP is being compiled in the background (once per server start, about "
-                "15 s); the picture appears when it is ready. PCA is instant.")
-    label = "Fitting UMAP…" if method == "umap" else "Projecting…"
+        st.info(w["umap_warming"])
+    label = w["fitting_umap"] if method == "umap" else w["projecting"]
     with st.spinner(label):
         proj = compute.projection(*ctx.geometry, space, method, int(dim))
     fig = clouds.cloud(r, proj, which=which, top_edges=int(edges), theme=theme)

@@ -154,3 +154,11 @@ def test_lab_links_back_to_the_main_page_and_learn_in_its_language():
     assert not at.exception
     links = {el.proto.page: parse_qs(el.proto.query_string) for el in at.get("page_link")}
     assert links == {"": {"lang": ["es"]}, "learn": {"lang": ["es"]}}
+
+
+@pytest.mark.parametrize("view, key, word", [("graph", "gwhich", "plans"),
+                                             ("cloud", "space", "points")])
+def test_graph_and_cloud_controls_in_spanish(view, key, word):
+    at = run({"lang": "es", "view": view})
+    ok(at)
+    assert at.radio(key=key).label == ES["graph_cloud"][word]
