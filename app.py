@@ -208,6 +208,10 @@ with st.sidebar:
     st.page_link("pages/learn.py", label=side["learn_link_short" if ss["present"]
                                              else "learn_link"],
                  icon=":material/school:", query_params={"lang": lang()})
+    if not ss["present"]:
+        st.page_link("pages/align.py", label=side["align_link"], icon=":material/link:")
+        st.page_link("pages/lab.py", label=side["lab_link"], icon=":material/model_training:",
+                     query_params={"lang": lang()})
     st.toggle(side["present"], key="present", help=side["present_help"])
     ex_words = W["examples"]
     ex_opts = {**{k: ex_words.get(k, {}).get("title", v["title"]) for k, v in EXAMPLES.items()},

@@ -544,6 +544,8 @@ def test_main_page_links_to_learn():
     at = AppTest.from_file(APP, default_timeout=120).run()
     links = [el.proto for el in at.get("page_link")]
     assert any("Learn" in p.label and "learn" in p.page for p in links), links
+    assert any("Align" in p.label and "align" in p.page for p in links), links
+    assert any("Lab" in p.label and "lab" in p.page for p in links), links
 
 
 def test_a_paste_over_the_limit_is_cut_with_a_notice_in_the_page_s_language():
