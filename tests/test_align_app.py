@@ -11,22 +11,18 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.support.apptest import run
+
 from engine.alignment.readers import AlignFileError
 from sinkscope_app import align_page as ap
 
 ROOT = Path(__file__).resolve().parent.parent
-APP = str(ROOT / "app.py")
 PAIRS = ROOT / "tests" / "data" / "align" / "pairs.tsv"
 
 
 def align(query: dict | None = None, **state) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.switch_page("pages/align.py")
-    if query:
-        at.query_params.update(query)
-    for k, v in state.items():
-        at.session_state[k] = v
-    return at.run()
+    """A fresh session of the Align page at ``query`` with ``state`` set, run once."""
+    return run(query, page="pages/align.py", timeout=180, **state)
 
 
 def ok(at: AppTest) -> None:

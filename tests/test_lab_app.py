@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.support.apptest import run
+
 ROOT = Path(__file__).resolve().parent.parent
-APP = str(ROOT / "app.py")
 TEXTS = {lang: json.loads((ROOT / "sinkscope_app" / "text" / f"lab.{lang}.json")
                           .read_text(encoding="utf-8")) for lang in ("en", "es")}
 SMALL = dict(lab_steps=6, lab_width=4, lab_depth=1, lab_models=["sinkhorn", "softmax"],
@@ -52,13 +53,8 @@ def test_both_languages_have_every_key_and_the_same_fields():
 
 
 def lab(query: dict | None = None, **state) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.switch_page("pages/lab.py")
-    if query:
-        at.query_params.update(query)
-    for k, v in state.items():
-        at.session_state[k] = v
-    return at.run()
+    """A fresh session of the Lab page at ``query`` with ``state`` set, run once."""
+    return run(query, page="pages/lab.py", timeout=180, **state)
 
 
 def ok(at: AppTest) -> None:

@@ -10,9 +10,13 @@ from streamlit.testing.v1 import AppTest
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
-def run(query: dict | None = None, **state) -> AppTest:
-    """A fresh session of the main page, opened at ``query`` with ``state`` set, run once."""
-    at = AppTest.from_file(APP, default_timeout=120)
+def run(query: dict | None = None, *, page: str | None = None, timeout: float = 120,
+        **state) -> AppTest:
+    """A fresh session of the main page (or of ``page``, e.g. "pages/align.py"), opened at
+    ``query`` with ``state`` set, run once."""
+    at = AppTest.from_file(APP, default_timeout=timeout)
+    if page:
+        at.switch_page(page)
     if query:
         at.query_params.update(query)
     for k, v in state.items():
