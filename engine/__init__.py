@@ -20,7 +20,7 @@ Names load on first use (PEP 562), so the torch-free parts (``engine.types``,
 
 from __future__ import annotations
 
-import importlib
+from ._lazy import exports
 
 _WHERE = {
     "ModelError": "errors", "SettingsError": "errors", "SinkscopeError": "errors",
@@ -40,14 +40,4 @@ _WHERE = {
 }
 __all__ = sorted(_WHERE)
 
-
-def __getattr__(name: str):
-    if name not in _WHERE:
-        raise AttributeError(f"module 'engine' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_WHERE))
+__getattr__, __dir__ = exports(__name__, _WHERE)

@@ -11,7 +11,7 @@ Names load on first use, so ``python -m engine lab --help`` does not import torc
 
 from __future__ import annotations
 
-import importlib
+from .._lazy import exports
 
 _WHERE = {
     "Family": "measures", "Pairs": "measures", "draw_pairs": "measures",
@@ -26,14 +26,4 @@ _WHERE = {
 }
 __all__ = sorted(_WHERE)
 
-
-def __getattr__(name: str):
-    if name not in _WHERE:
-        raise AttributeError(f"module 'engine.lab' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_WHERE))
+__getattr__, __dir__ = exports(__name__, _WHERE)

@@ -7,19 +7,9 @@ without torch.
 
 from __future__ import annotations
 
-import importlib
+from .._lazy import exports
 
 _WHERE = {"sinkhorn": "core", "partial": "core", "softmax_attention": "core"}
 __all__ = sorted(_WHERE)
 
-
-def __getattr__(name: str):
-    if name not in _WHERE:
-        raise AttributeError(f"module 'engine.solver' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_WHERE))
+__getattr__, __dir__ = exports(__name__, _WHERE)
