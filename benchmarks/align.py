@@ -15,7 +15,8 @@ absent), lower-cased and split on whitespace. For each set:
    the published code does) and by the engine's batched solver on the same pairs, same
    τ grid, same thresholds: time ratio and total F1 of both.
 
-``--quick`` uses the first 60 pairs of each set (and 16 for the POT loop).
+``--quick`` uses the first 60 pairs of each set (and 16 for the POT loop); otherwise the POT
+loop runs on every pair the protocol uses (``--pot-pairs N`` limits it to the first N).
 """
 
 from __future__ import annotations
@@ -145,8 +146,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="first 60 pairs of each set")
     ap.add_argument("--pairs", type=int, default=None, help="first N pairs of each set")
-    ap.add_argument("--pot-pairs", type=int, default=None,
-                    help="pairs of each set in the POT comparison (default 16 quick, 48)")
+    ap.add_argument("--pot-pairs", default=None,
+                    help="pairs of each set in the POT comparison: N or 'all' (default 16 "
+                         "with --quick, else all: the same pairs as the protocol)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     args = ap.parse_args(argv)
     d = data_dir()
@@ -163,7 +165,15 @@ def main(argv=None) -> int:
     from engine.relation.relate import default_encoder
 
     limit = args.pairs or (60 if args.quick else None)
-    pot_n = args.pot_pairs or (16 if args.quick else 48)
+    if args.pot_pairs in (None, "all"):
+        pot_n = 16 if args.quick and args.pot_pairs is None else None
+    else:
+        try:
+            pot_n = int(args.pot_pairs)
+        except ValueError:
+            ap.error(f"--pot-pairs takes a number or 'all', got {args.pot_pairs!r}")
+        if pot_n < 1:
+            ap.error("--pot-pairs must be at least 1")
     print(f"benchmarks.align · {time.strftime('%Y-%m-%d')} · {machine()}")
     print(f"data: {d} · {'first ' + str(limit) + ' pairs per set' if limit else 'all pairs'}"
           f" · lower-cased · {FOLDS}-fold cross-validation within dev · macro over pairs")
@@ -215,6 +225,9 @@ def main(argv=None) -> int:
                 for field in ("threshold", "tau", "mass"):
                     if field in st:
                         st[field] = float(np.median([getattr(x, field) for x in picked]))
+                if method in ("partial", "unbalanced"):  # every fold's pick, not only the median
+                    field = "mass" if method == "partial" else "tau"
+                    st["picks"] = "/".join(f"{getattr(x, field):.3g}" for x in picked)
                 st.pop("method")
                 summary.setdefault((kind, method), []).append((macro, st))
                 sets_s = " ".join(f"{k}={x:.3g}" if isinstance(x, float) else f"{k}={x}"
@@ -232,7 +245,8 @@ def main(argv=None) -> int:
         print(f"  {kind:<10}{method:<21}{np.mean([r[0]['total_f1'] for r in rows]):.3f}")
 
     # 3. the POT loop
-    print(f"\n3. unbalanced: per-pair POT loop vs batched engine (first {pot_n} pairs of each "
+    which = "every pair" if pot_n is None else f"first {pot_n} pairs"
+    print(f"\n3. unbalanced: per-pair POT loop vs batched engine ({which} of each "
           f"set, {len(extract.TAU_GRID)} τ, source {best['hidden'][0]} layer "
           f"{best['hidden'][1]}{' centred' if best['hidden'][2] else ''})")
     key = best["hidden"]

@@ -253,6 +253,59 @@ def test_tune_picks_the_dev_optimum():
     assert 0.3 <= th < 0.8  # anything between the off-diagonal and the diagonal values
 
 
+def test_partial_gives_each_word_capacity_one_and_leaves_the_longer_texts_extra_word():
+    # OTAlign's weights: a_i = b_j = 1 (here / min(n, n')), m a share of min(‖a‖, ‖b‖); the
+    # balanced plan must send a third of the mass to B's extra word 2, partial sends none
+    S = np.array([[1.0, 0.0, 0.5], [0.0, 1.0, 0.5]])
+    batch = make_batch([S], [np.ones(2, bool)], [np.ones(3, bool)])
+    P = extract.plans(Method("partial"), batch, [0.5, 0.98], dtype=torch.float64)[:, 0]
+    assert torch.allclose(P.sum((-1, -2)), torch.tensor([0.5, 0.98], dtype=torch.float64))
+    assert float(P.sum(-1).max()) <= 0.5 + 1e-9 and float(P.sum(-2).max()) <= 0.5 + 1e-9
+    assert float(P[1, :, 2].sum()) < 0.02  # the extra word of B gets (almost) nothing
+    bal = extract.plans(Method("sinkhorn-threshold"), batch, dtype=torch.float64)[0, 0]
+    assert float(bal[:, 2].sum()) == pytest.approx(1 / 3, abs=1e-6)
+    assert _links(Method("partial", threshold=0.3, mass=0.98), S) == {(0, 0), (1, 1)}
+
+
+def test_mass_grid_is_otaligns_and_leaves_out_the_balanced_plan():
+    assert len(extract.MASS_GRID) == 50 and max(extract.MASS_GRID) < 1
+    assert extract.MASS_GRID[0] == pytest.approx(1 / 51) and extract.MASS_GRID[-1] == \
+        pytest.approx(50 / 51)
+
+
+def test_tune_picks_a_partial_mass_below_one_where_it_is_best():
+    # every pair: 5 × 5 words, four gold links (one weak, 0.7, with a spurious 0.8 beside it
+    # on the same word of B) and one unaligned word on each side. A balanced plan (and
+    # m = 1) must link the two unaligned words; m ≈ 4/5 leaves them out and keeps the weak
+    # link, which a small m (like a threshold on the similarity) loses to the spurious one.
+    rng = np.random.default_rng(5)
+    S, golds = [], []
+    for _ in range(12):
+        s = rng.uniform(0.0, 0.2, size=(5, 5))
+        pa, pb = rng.permutation(5), rng.permutation(5)
+        for i in range(3):
+            s[pa[i], pb[i]] = rng.uniform(0.9, 1.0)
+        s[pa[3], pb[3]] = 0.7
+        s[pa[0], pb[3]] = 0.8
+        S.append(s)
+        golds.append(" ".join(f"{pa[i]}-{pb[i]}" for i in range(4)))
+    sc = _scored(S, golds)
+    tuned = tune_scored(sc, methods=("partial", "sinkhorn-threshold", "similarity-threshold"),
+                        bootstrap=0)
+    m = tuned.settings["partial"].mass
+    assert m in extract.MASS_GRID and 0.6 < m < 1
+    assert tuned.dev["partial"].macro["total_f1"] == pytest.approx(1.0)
+    res = evaluate_grid(sc, "partial")
+    f = res.metric_sums[0][..., METRICS.index("total_f1")].max(-1) / len(S)
+    assert res.grid[int(np.argmax(f))] == m  # the dev optimum over the m grid
+    assert f[0] < 0.95  # the smallest m keeps the spurious link
+    full = evaluate_grid(sc, "partial", grid=(1.0,)).metric_sums[0][
+        ..., METRICS.index("total_f1")].max() / len(S)
+    assert full < 0.95  # m = 1 cannot leave the unaligned pair out
+    for other in ("sinkhorn-threshold", "similarity-threshold"):
+        assert tuned.dev[other].macro["total_f1"] < 0.95
+
+
 def test_method_settings_are_checked():
     with pytest.raises(SettingsError, match="method must be one of"):
         Method("argmax")

@@ -15,6 +15,14 @@ a word takes no part), and links are the pairs with V > θ. Methods (``METHODS``
   ``unbalanced`` (KL relaxation τ): the plan min-max scaled per pair (OTAlign, Arase et
   al., ACL 2023), above θ.
 
+Partial transport follows OTAlign's weights: every word has capacity 1 (a_i = b_j = 1,
+here divided by min(n, n'), which leaves the min-max scaled plan unchanged), and m is the
+share of min(‖a‖, ‖b‖) moved, m ∈ (0, 1). Each word of the shorter text can send at most
+its own mass and each word of the longer one receive at most as much, so even m → 1 leaves
+the longer text's extra words without mass; m < 1 also drops the shorter text's worst
+matched words. (With both texts normalised to mass 1, m = 1 is the balanced plan, and a
+smaller m shrinks every row alike, so after min-max scaling m hardly changes the links.)
+
 Plans are min-max scaled over each pair's own words, π̃ = (π − min π)/(max π − min π), so
 one threshold means the same for pairs of any length.
 """
@@ -38,7 +46,9 @@ DIRECTIONS = ("intersection", "forward", "backward", "union")
 #: Grid resolution of θ on V: θ_k = k / GRID, k = 0 … GRID − 1.
 GRID = 100
 TAU_GRID = tuple(float(x) for x in np.logspace(-2, 1, 50))
-MASS_GRID = tuple(float(x) for x in np.round(np.linspace(0.1, 1.0, 19), 3))
+#: m of ``partial``: OTAlign's grid, k/51 for k = 1 … 50 (0.0196 … 0.980). m = 1 is left
+#: out: it moves all of the shorter text, which ``sinkhorn-threshold`` nearly covers.
+MASS_GRID = tuple(float(x) for x in np.linspace(0.0, 1.0, 51, endpoint=False)[1:])
 
 
 @dataclass(frozen=True)
@@ -50,7 +60,8 @@ class Method:
         threshold: θ on the min-max scaled plan or similarity; for ``softmax-both`` the
             probability threshold t (awesome-align's 10⁻³). Unused by argmax methods.
         tau: τ of ``unbalanced`` (KL marginal strength; τ → ∞ is balanced).
-        mass: m of ``partial`` (share of the mass moved, in (0, 1]).
+        mass: m of ``partial``: the share of min(‖a‖, ‖b‖) moved, in (0, 1], with every
+            word of capacity 1 (OTAlign's weights; see the module docstring).
         eps: ε of the transport methods (on the cost scaled to [0, 1]).
         temperature: softmax temperature of ``softmax-both``.
         direction: ``softmax-argmax``'s direction (see :data:`DIRECTIONS`).
@@ -224,8 +235,12 @@ def _plans(method, batch, grid, dtype, device=None):
     C = C.to(dtype=dt, device=device)
     a = batch.valid_a.to(dtype=dt, device=device)
     b = batch.valid_b.to(dtype=dt, device=device)
-    a = a / a.sum(-1, keepdim=True).clamp_min(1)
-    b = b / b.sum(-1, keepdim=True).clamp_min(1)
+    if method.name == "partial":  # capacity 1 per word, scaled so min(‖a‖, ‖b‖) = 1
+        shorter = torch.minimum(a.sum(-1, keepdim=True), b.sum(-1, keepdim=True)).clamp_min(1)
+        a, b = a / shorter, b / shorter
+    else:
+        a = a / a.sum(-1, keepdim=True).clamp_min(1)
+        b = b / b.sum(-1, keepdim=True).clamp_min(1)
     if method.name in ("sinkhorn-argmax", "sinkhorn-threshold"):
         return transport.balanced(C, a, b, method.eps).unsqueeze(0)
     if method.name == "unbalanced":
