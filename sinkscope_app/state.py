@@ -17,6 +17,7 @@ from engine import settings
 from engine.settings import (DEFAULT_EPS, DEFAULT_HALF_STEPS, DEFAULT_MODEL, MODES, WEIGHTS,
                              Config)
 
+from . import i18n
 from .examples import sentence_sets
 
 
@@ -207,12 +208,61 @@ def from_url(params: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+@dataclass(frozen=True)
+class Message:
+    """One notice about a link or a text, as a key of the ``url`` words and its fields.
+
+    Attributes:
+        key: the template's key in ``text/main.<lang>.json`` (section ``url``).
+        args: the fields: numbers (written the language's way), strings (as they are),
+            and ``label``/``name``/``where``/``fallback`` naming further words by key.
+    """
+
+    key: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+
+    def text(self, lang: str = "en") -> str:
+        """The notice in ``lang`` (English, as the page always wrote it, by default)."""
+        return say(self.key, lang, **self.args)
+
+
+def _shown(value: Any, lang: str) -> str:
+    """A field of a notice: English numbers as ``:g`` / ``:,`` wrote them, other
+    languages' through their number format (``engine.relation.summary.numbers``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return str(value)
+    if lang == "en":
+        return f"{value:,}" if isinstance(value, (int, np.integer)) else f"{float(value):g}"
+    from engine.relation.summary import numbers
+    return numbers(lang)(value)
+
+
+def say(key: str, lang: str = "en", **args: Any) -> str:
+    """The ``url`` notice ``key`` of the main page's words in ``lang``, fields filled.
+
+    Fields named ``label``, ``name``, ``where`` and ``fallback`` hold keys of the
+    ``url.labels`` / ``url.names`` / ``url.where`` / ``url.fallbacks`` words; an unknown one
+    is shown as it is. A language without a text file reads as English.
+    Example: ``say("unknown_set", "es", value="'x'")``.
+    """
+    lang = lang if lang in i18n.languages("main") else "en"
+    w = i18n.texts("main", lang)["url"]
+    words = {"label": "labels", "name": "names", "where": "where", "fallback": "fallbacks"}
+    shown = {k: (w[words[k]].get(v, v) if k in words else _shown(v, lang))
+             for k, v in args.items()}
+    return w[key].format(**shown)
+
+
 @dataclass
 class Parsed:
-    """Values read from a URL, and what had to change to make them safe."""
+    """Values read from a URL, and what had to change to make them safe.
+
+    ``warnings`` are the sentences in the language asked for (English by default),
+    ``messages`` the same notices as keys and fields (:class:`Message`)."""
 
     values: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
 
 
 def example_values(example: Mapping[str, Any], mode: str) -> dict[str, Any]:
@@ -272,22 +322,34 @@ def valid_text(text: object) -> str:
         if any("\ud800" <= ch <= "\udfff" for ch in text) else text
 
 
-def cut_text(text: str, name: str, where: str, limit: int | None = None
-             ) -> tuple[str, str | None]:
+# What cut_text's callers name a text and its origin, by the key of its words (url.names,
+# url.where): the English the page has always written.
+TEXT_NAMES = {"Text A": "text_a", "Text B": "text_b", "The candidates": "candidates"}
+TEXT_WHERE = {"in the link": "link", "as typed or pasted": "typed"}
+
+
+def cut_text(text: str, name: str, where: str, limit: int | None = None, *,
+             lang: str = "en") -> tuple[str, str | None]:
     """``text`` cut to the character limit, and the notice that says so (None if uncut).
 
     Args:
         text: a text from a box, a paste or a link.
-        name: what it is, as the page names it ("Text A").
-        where: where it came from ("in the link", "pasted").
+        name: what it is, as the page names it in English ("Text A"; :data:`TEXT_NAMES`).
+        where: where it came from ("in the link", "as typed or pasted"; :data:`TEXT_WHERE`).
         limit: the most characters kept (``SINKSCOPE_MAX_CHARS`` by default).
+        lang: the notice's language (English by default).
     """
     limit = settings.CONFIG.max_chars if limit is None else limit
     if len(text) <= limit:
         return text, None
-    return text[:limit], (f"{name} {where} had {len(text):,} characters; only the first "
-                          f"{limit:,} are kept (SINKSCOPE_MAX_CHARS): relate the rest "
-                          "in parts.")
+    return text[:limit], cut_message(len(text), name, where, limit).text(lang)
+
+
+def cut_message(chars: int, name: str, where: str, limit: int) -> Message:
+    """The notice that a text of ``chars`` characters was cut to its first ``limit``."""
+    return Message("text_cut", {"name": TEXT_NAMES.get(name, name),
+                                "where": TEXT_WHERE.get(where, where),
+                                "chars": int(chars), "limit": int(limit)})
 
 
 def _first(v: Any) -> str:
@@ -321,25 +383,31 @@ def nearest(options: tuple[float, ...], x: float, *, log: bool = False) -> float
 
 def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
                 models: tuple[str, ...], examples: Mapping[str, Any],
-                limits: Config | None = None) -> Parsed:
+                limits: Config | None = None, lang: str = "en") -> Parsed:
     """Turn untrusted query parameters into safe control values.
 
     Unknown keys are ignored; a bad value falls back to its default (or is clamped into
-    range) and adds a warning that says what happened. Never raises.
+    range) and adds a warning that says what happened, in ``lang`` (the ``url`` words of
+    ``text/main.<lang>.json``; English by default). Never raises.
     """
     limits = limits or settings.CONFIG
     out = Parsed()
-    v, warn = out.values, out.warnings.append
+    v = out.values
+
+    def warn(key: str, **args: Any) -> None:
+        message = Message(key, args)
+        out.messages.append(message)
+        out.warnings.append(message.text(lang))
     rejected: set[str] = set()  # keys whose link value was refused: their default holds
     p = from_url(params)
 
-    def choice(key: str, allowed, label: str):
+    def choice(key: str, allowed, label: str):  # label: a key of the url.labels words
         if key in p:
             if p[key] in allowed:
                 v[key] = p[key]
             else:
-                warn(f"Unknown {label} {p[key][:40]!r} in the link; using "
-                     f"{DEFAULTS[key]!r}.")
+                warn("unknown_choice", label=label, value=repr(p[key][:40]),
+                     default=repr(DEFAULTS[key]))
                 rejected.add(key)
 
     # Texts: an example first, then explicit texts override it. A link that names no texts
@@ -348,8 +416,8 @@ def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
     texts_given = any(k in p for k in ("a", "b", "sset", "cands"))
     ex = p.get("ex")
     if ex is not None and ex not in examples and ex != "custom":
-        fallback = "your own texts" if texts_given else "the default example"
-        warn(f"Unknown example {ex[:40]!r} in the link; showing {fallback}.")
+        warn("unknown_example", value=repr(ex[:40]),
+             fallback="own" if texts_given else "default")
         ex = "custom" if texts_given else None
     if ex is None and not texts_given and DEFAULTS["ex"] in examples:
         ex = DEFAULTS["ex"]
@@ -368,13 +436,14 @@ def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
         elif p["sset"] == "custom":
             v["sset"] = "custom"
         else:
-            warn(f"Unknown example set {p['sset'][:40]!r} in the link; ignored.")
+            warn("unknown_set", value=repr(p["sset"][:40]))
     for key, name in (("a", "Text A"), ("b", "Text B"), ("cands", "The candidates")):
         if key in p:
-            v[key], notice = cut_text(valid_text(p[key]), name, "in the link",
-                                      limits.max_chars)
-            if notice:
-                warn(notice)
+            text = valid_text(p[key])
+            v[key] = text[:limits.max_chars]
+            if len(text) > limits.max_chars:
+                warn("text_cut", **cut_message(len(text), name, "in the link",
+                                               limits.max_chars).args)
     if ("a" in p or "b" in p) and "ex" not in v:
         v["ex"] = "custom"
     sets = sentence_sets()
@@ -382,41 +451,33 @@ def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
                          v["cands"] != "\n".join(sets[v["sset"]]["candidates"])):
         v["sset"] = "custom"
 
-    choice("model", models, "model")
-    choice("mode", MODES, "mode")
-    choice("weights", WEIGHTS, "weights")
-    choice("view", VIEWS, "view")
-    choice("cview", CVIEWS, "heatmap view")
-    choice("cscale", CSCALES, "colour scale")
-    choice("gwhich", GRAPH_WHICH, "graph choice")
-    choice("space", SPACES, "cloud space")
-    choice("method", METHODS, "projection method")
-    choice("cwhich", ("sinkhorn", "softmax"), "cloud edges")
-    choice("gplan", GRID_PLANS, "grid plan")
-    choice("gval", GRID_VALUES, "grid value")
-    choice("grank", GRID_RANKS, "ranking order")
-    choice("img", IMAGE_FORMATS, "image format")
-    choice("lang", LANGS, "language")
+    for key, allowed in (("model", models), ("mode", MODES), ("weights", WEIGHTS),
+                         ("view", VIEWS), ("cview", CVIEWS), ("cscale", CSCALES),
+                         ("gwhich", GRAPH_WHICH), ("space", SPACES), ("method", METHODS),
+                         ("cwhich", ("sinkhorn", "softmax")), ("gplan", GRID_PLANS),
+                         ("gval", GRID_VALUES), ("grank", GRID_RANKS),
+                         ("img", IMAGE_FORMATS), ("lang", LANGS)):
+        choice(key, allowed, key)
 
     for key in ("pool", "present"):
         if key in p:
             if (flag := parse_bool(p[key])) is not None:
                 v[key] = flag
             else:
-                warn(f"{key} must be true or false, got {p[key][:20]!r}; using false.")
+                warn("not_bool", param=key, value=repr(p[key][:20]))
                 rejected.add(key)
 
     if "layer" in p:
         x = _int(p["layer"])
         if x is None:
-            warn(f"layer must be a whole number, got {p['layer'][:20]!r}; using the last layer.")
+            warn("layer_nan", value=repr(p["layer"][:20]))
             rejected.add("layer")
         else:
             if x < 0:
                 x += n_layers
             if not 0 <= x < n_layers:
                 c = min(max(x, 0), n_layers - 1)
-                warn(f"layer {p['layer'][:20]} is out of range 0–{n_layers - 1}; using {c}.")
+                warn("layer_range", value=p["layer"][:20], last=n_layers - 1, used=c)
                 x = c
             v["layer"] = x
     if "head" in p:
@@ -425,8 +486,7 @@ def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
         else:
             x = _int(p["head"])
             if x is None or not 0 <= x < n_heads:
-                warn(f"head must be 'mean' or 0–{n_heads - 1}, got {p['head'][:20]!r}; "
-                     "using the mean over heads.")
+                warn("head", last=n_heads - 1, value=repr(p["head"][:20]))
                 rejected.add("head")
             else:
                 v["head"] = x
@@ -434,42 +494,39 @@ def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
     if "eps" in p:
         x = _float(p["eps"])
         if x is None or x <= 0:
-            warn(f"ε must be a positive number, got {p['eps'][:20]!r}; using ε = 1.")
+            warn("eps_nan", value=repr(p["eps"][:20]))
             rejected.add("eps")
         else:
             if not limits.eps_min <= x <= limits.eps_max:
                 c = min(max(x, limits.eps_min), limits.eps_max)
-                warn(f"ε = {x:g} is outside {limits.eps_min:g}–{limits.eps_max:g}; "
-                     f"using {c:g}.")
+                warn("eps_range", x=float(x), lo=float(limits.eps_min),
+                     hi=float(limits.eps_max), used=float(c))
                 x = c
             v["eps"] = nearest(EPS_OPTIONS, x, log=True)
     if "steps" in p:
         x = _int(p["steps"])
         if x is None:
-            warn(f"half-steps must be a whole number, got {p['steps'][:20]!r}; using "
-                 f"{DEFAULTS['steps']}.")
+            warn("steps_nan", value=repr(p["steps"][:20]), default=int(DEFAULTS["steps"]))
             rejected.add("steps")
         else:
             if not 1 <= x <= limits.max_half_steps:
                 c = min(max(x, 1), limits.max_half_steps)
-                warn(f"half-steps = {x:,} is outside 1–{limits.max_half_steps:,}; using {c:,} "
-                     "(SINKSCOPE_MAX_HALF_STEPS).")
+                warn("steps_range", x=int(x), hi=int(limits.max_half_steps), used=int(c))
                 x = c
             v["steps"] = int(nearest(HALF_STEP_OPTIONS, x))
 
-    for key, lo, hi, label in (("topk", 0, TOPK_MAX, "edges per token"),
-                               ("edges", 1, EDGES_MAX, "cloud edges"),
-                               ("dim", 2, 3, "dimensions")):
+    for key, lo, hi in (("topk", 0, TOPK_MAX), ("edges", 1, EDGES_MAX), ("dim", 2, 3)):
         if key in p:
             x = _int(p[key])
             if x is None or not lo <= x <= hi:
-                warn(f"{label} must be {lo}–{hi}, got {p[key][:20]!r}; using {DEFAULTS[key]}.")
+                warn("int_range", label=key, lo=lo, hi=hi, value=repr(p[key][:20]),
+                     default=DEFAULTS[key])
             else:
                 v[key] = x
     if "thr" in p:
         x = _float(p["thr"])
         if x is None or not 0 <= x <= 1:
-            warn(f"edge threshold must be 0–1, got {p['thr'][:20]!r}; using 0.")
+            warn("thr", value=repr(p["thr"][:20]))
         else:
             v["thr"] = round(x, 4)
     if "hl" in p:
@@ -478,7 +535,7 @@ def parse_query(params: Mapping[str, Any], *, n_layers: int, n_heads: int,
                             and len(hl) < 8):
             v["hl"] = hl
         else:
-            warn(f"Unknown highlight {hl[:20]!r} in the link; ignored.")
+            warn("unknown_highlight", value=repr(hl[:20]))
     for key in rejected:  # not an example's value either: the warning named the default
         v.pop(key, None)
     return out
