@@ -34,8 +34,9 @@ chromium:
 	  (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || \
 	  { echo "Could not install chromium: run 'apt-get install -y chromium' as root."; exit 1; }; }
 
+# The launcher is `streamlit run app.py` that starts loading the model with the server.
 run: install
-	$(if $(ENGINE),SINKSCOPE_ENGINE=$(ENGINE) )$(PY) -m streamlit run app.py \
+	$(if $(ENGINE),SINKSCOPE_ENGINE=$(ENGINE) )$(PY) -m sinkscope_app.launch \
 	  --server.headless true --server.port $(PORT) \
 	  --server.address $(ADDRESS) --browser.gatherUsageStats false
 
@@ -53,6 +54,7 @@ test-fast: install
 bench: install chromium
 	$(PY) -m engine.io.bench solver
 	$(PY) -m benchmarks.latency
+	$(PY) -m benchmarks.coldstart
 	$(PY) -m benchmarks.learn
 	$(PY) -m benchmarks.models
 	$(PY) -m benchmarks.service

@@ -24,8 +24,8 @@ from engine import SinkscopeError
 from engine.serving.client import EngineUnavailable
 from engine.io.export import marginals_csv, plans_csv, to_npz
 from engine.relation.summary import numbers
-from sinkscope_app import (compute, examples, history, i18n, live, metrics, outage, present,
-                           report, scrub, views)
+from sinkscope_app import (compute, examples, history, i18n, launch, live, metrics, notices,
+                           outage, present, report, scrub, views)
 from sinkscope_app.state import (DEFAULTS, EPS_OPTIONS, HALF_STEP_OPTIONS, IMAGE_FORMATS,
                                  KEYS, LANGS, MODES, cut_text,
                                  example_differences, example_values,
@@ -78,7 +78,7 @@ def init_state(n_layers: int, n_heads: int) -> None:
     # A bare address opens the default example at the settings that show its point.
     params = st.query_params.to_dict() or {"ex": DEFAULTS["ex"]}
     parsed = parse_query(params, n_layers=n_layers, n_heads=n_heads, models=MODELS,
-                         examples=EXAMPLES)
+                         examples=EXAMPLES, lang=lang())
     for k, v in DEFAULTS.items():
         ss.setdefault(k, v)
     ss.update(parsed.values)
@@ -163,9 +163,8 @@ def example_note(n_layers: int) -> tuple[str, str] | None:
 history.track({"ex": None, "view": "compare"})
 back_or_forward = history.navigated() and "_init" in ss
 model = model_from_url() if "_init" not in ss or back_or_forward else ss["model"]
-try:
-    with st.spinner(words()["notices"]["loading_model"].format(model=model)):
-        enc = compute.encoder(model)
+try:  # its layers and heads at once (a file read); the model itself after the controls
+    enc = compute.model_shape(model)
 except SinkscopeError as e:
     st.error(words()["notices"]["model_error"].format(error=e))
     st.stop()
@@ -183,8 +182,8 @@ if "_pending_state" in ss:  # a view set sidebar controls (Sentences: text B, ex
 # Texts that cannot be sent to a browser (lone surrogates) are mended, and a paste longer
 # than the limit is cut to it with a notice (the boxes have no max_chars: Streamlit's
 # browser side drops a whole paste that is too long, without a word).
-for k, name in (("a", "Text A"), ("b", "Text B")):  # notices from the engine: English
-    clean, notice = cut_text(valid_text(ss.get(k)), name, "as typed or pasted")
+for k, name in (("a", "Text A"), ("b", "Text B")):
+    clean, notice = cut_text(valid_text(ss.get(k)), name, "as typed or pasted", lang=lang())
     if ss.get(k) != clean:
         ss[k] = clean
     if notice:
@@ -192,6 +191,24 @@ for k, name in (("a", "Text A"), ("b", "Text B")):  # notices from the engine: E
 ss["layer"] = min(max(int(ss["layer"]), 0), enc.n_layers - 1)
 if ss["head"] != "mean" and not 0 <= int(ss["head"]) < enc.n_heads:
     ss["head"] = "mean"
+
+# The controls are drawn from the model's shape; the model is awaited after them, and until
+# the first coupling is out the charts' place says it is loading (`make run` starts loading
+# it when the server starts: sinkscope_app.launch).
+waiting = st.empty()
+
+
+def load_model(model: str, shape):
+    """The model itself, awaited once the controls are out (they were drawn from ``shape``)."""
+    if not isinstance(shape, launch.Shape):
+        return shape
+    waiting.info(words()["notices"]["loading_model"].format(model=model), icon="⏳")
+    try:
+        return compute.encoder(model)
+    except SinkscopeError as e:
+        waiting.error(words()["notices"]["model_error"].format(error=e))
+        st.stop()
+
 
 theme = "dark" if getattr(st.context.theme, "type", None) == "dark" else "light"
 present.style(bool(ss["present"]))
@@ -250,6 +267,8 @@ with st.sidebar:
     st.radio(side["img"], IMAGE_FORMATS, key="img", horizontal=True,
              format_func=str.upper, help=side["img_help"])
     live.preload()  # fetch plotly.js while the texts are encoded
+enc = load_model(model, enc)
+with st.sidebar:
     cfg = settings.CONFIG
     st.caption(side["limits"].format(
         chars=NUM(cfg.max_chars), tokens=enc.max_tokens, eps_min=NUM(cfg.eps_min),
@@ -286,7 +305,7 @@ else:  # a text the model mostly cannot read (another language, emoji): say so p
         notice = compute.vocabulary_notice(getattr(enc, "tokenizer", None), text, name,
                                            ctx.model)
         if notice:
-            st.warning(notice)
+            st.warning(notices.say("vocabulary", notice, ctx.lang))
 
 
 # --------------------------------------------------------------------------- main area
@@ -337,8 +356,8 @@ def explore(ctx: views.Ctx) -> None:
             st.error(str(error))
         sync_url()
         return
-    for n in r.notices:
-        (st.warning if n.level == "warning" else st.info)(n.message)
+    for level, text in notices.say_all(r.notices, ctx.lang):  # in the page's language
+        (st.warning if level == "warning" else st.info)(text)
     W, num = words(), numbers(ctx.lang)
     w, names = W["notices"], W["views"]
     if ss.get("ex") == "custom" and float(ss["eps"]) != DEFAULTS["eps"]:
@@ -352,10 +371,16 @@ def explore(ctx: views.Ctx) -> None:
 
     top = st.columns([5, 1], vertical_alignment="bottom")
     with top[0]:
-        view = st.segmented_control("View", list(names), format_func=names.get, key="view",
+        view = st.segmented_control(W["view_label"], list(names), format_func=names.get, key="view",
                                     required=True, label_visibility="collapsed")
     export = top[1].popover(W["export"]["button"], width="stretch")
     view = view if view in names else "compare"
+    if "_pending_state" in ss:  # a view set sidebar controls: redraw the sidebar too
+        st.rerun(scope="app")
+    ctx = dataclasses.replace(  # what the views' own controls hold (a view reads no session)
+        ctx, eps=float(ss["eps"]), hl=str(ss.get("hl", "none")), sset=str(ss.get("sset", "")),
+        cands=str(ss.get("cands", "")), scand=int(ss.get("scand", 0) or 0),
+        clicks=int(ss.get("_sent_clicks", 0)))
     try:
         figs = views.RENDER[view](r, ctx, theme, ss["img"])
     except SinkscopeError as e:
@@ -425,6 +450,7 @@ def _share_url() -> str:
 
 
 explore(ctx)
+waiting.empty()  # the first coupling is out
 sync_url()
 compute.umap_warmup()  # compiles UMAP in a background thread once per process, after the
 # first page is out (compiling during the first run slowed it by seconds on 2 cores)

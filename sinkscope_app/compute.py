@@ -128,15 +128,40 @@ def encoder(model: str):
     return _encoder(model)
 
 
+def model_shape(model: str):
+    """Without waiting for the model: the loaded model (or the served engine's
+    ``ModelInfo``) when it is ready, else its layers and heads read from its configuration
+    file (:func:`sinkscope_app.launch.config_shape`): the page's controls need no more.
+
+    Raises:
+        ModelError: the name is not allow-listed or its folder is not a model.
+    """
+    if served() or model in _LOADED:
+        return encoder(model)
+    from sinkscope_app.launch import PRELOAD, config_shape
+
+    return encoder(model) if PRELOAD.ready(model) else config_shape(model)
+
+
+_LOADED: dict[str, object] = {}  # models this process has loaded (model_shape reads it)
+
+
 @st.cache_resource(show_spinner=False)
 def _encoder(model: str):
-    """The model, loaded once per process (shared, read-only)."""
-    from engine import Encoder
+    """The model, loaded once per process (shared, read-only): the one the launcher
+    preloaded at server start (``python -m sinkscope_app.launch``; waiting for it while it
+    loads), else loaded here."""
+    from sinkscope_app.launch import PRELOAD
 
-    if settings.CONFIG.torch_threads > 0:
-        import torch
-        torch.set_num_threads(settings.CONFIG.torch_threads)
-    enc = Encoder(model)  # allow-listed names only (never a folder from a visitor)
+    enc = PRELOAD.get(model)
+    if enc is None:
+        from engine import Encoder
+
+        if settings.CONFIG.torch_threads > 0:
+            import torch
+            torch.set_num_threads(settings.CONFIG.torch_threads)
+        enc = Encoder(model)  # allow-listed names only (never a folder from a visitor)
+    _LOADED[model] = enc
     freeze_heap()
     return enc
 

@@ -54,9 +54,13 @@ def peak_rss_mb(pid: int) -> float:
     return _status_mb(pid, "VmHWM")
 
 
-def command(port: int) -> list[str]:
-    """``streamlit run app.py`` on 127.0.0.1:port, headless, without usage statistics."""
-    return [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
+def command(port: int, *, launcher: bool = False) -> list[str]:
+    """``streamlit run app.py`` on 127.0.0.1:port, headless, without usage statistics;
+    with ``launcher``, ``python -m sinkscope_app.launch`` (``make run``: the same server,
+    loading the model from its start)."""
+    start = (["-m", "sinkscope_app.launch"] if launcher
+             else ["-m", "streamlit", "run", str(ROOT / "app.py")])
+    return [sys.executable, *start,
             "--server.headless", "true", "--server.port", str(port),
             "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
             "--server.fileWatcherType", "none"]

@@ -1,0 +1,242 @@
+"""Start the app with the model already loading: ``python -m sinkscope_app.launch``.
+
+``make run`` uses it. It starts one background thread that imports the engine, loads the
+default model and relates two tiny texts (so torch's first-call costs are paid too), then
+runs Streamlit in the same process: ``python -m sinkscope_app.launch --server.port 8501``
+takes every option of ``streamlit run`` and runs ``app.py`` (or the script given first).
+The page's cached loader (:func:`sinkscope_app.compute.encoder`) takes the model from
+:data:`PRELOAD` (waiting for it while it loads) instead of loading it a second time. A
+failure here is logged and changes nothing else: the page then loads the model itself
+and, if that fails too, says why. ``streamlit run app.py`` still works, without preload.
+
+Off with ``SINKSCOPE_PRELOAD=0``; nothing is loaded here when ``SINKSCOPE_ENGINE`` names a
+served engine (the model lives there).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+log = logging.getLogger("sinkscope.launch")
+ROOT = Path(__file__).resolve().parents[1]
+
+# Two short texts whose first relation compiles nothing but warms every path a page uses.
+WARM_A = "The bank of the river."
+WARM_B = "Money in the bank."
+
+
+def load_and_warm(model: str) -> Any:
+    """The engine's :class:`~engine.models.encoder.Encoder` for ``model``, after one tiny
+    relation (one head, 2 half-steps) so the first visitor pays no first-call costs.
+
+    Uses the app's settings (``SINKSCOPE_TORCH_THREADS``) exactly as the page would.
+    """
+    from engine import settings
+
+    settings.quiet_libraries()
+    from engine import Encoder, encode_texts, relate_encodings
+
+    if settings.CONFIG.torch_threads > 0:
+        import torch
+
+        torch.set_num_threads(settings.CONFIG.torch_threads)
+    enc = Encoder(model)
+    t = time.perf_counter()
+    try:
+        e = encode_texts(enc, WARM_A, WARM_B, "separate")
+        relate_encodings(e, layer=enc.n_layers - 1, head="mean", eps=1.0, half_steps=2)
+    except Exception as err:  # the model loaded: keep it, the page relates by itself
+        log.warning("sinkscope: the warm-up relation failed (%s: %s)",
+                    type(err).__name__, err)
+    log.info("sinkscope: first relation in %.2f s", time.perf_counter() - t)
+    return enc
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the page's controls need of a model that is still loading.
+
+    Attributes:
+        n_layers, n_heads: L and H.
+    """
+
+    n_layers: int
+    n_heads: int
+
+
+def config_shape(model: str) -> Shape:
+    """L and H of an allow-listed model from its ``config.json`` (a file read: no
+    transformers, no weights), or from the engine's configuration reader when the file
+    names them otherwise.
+
+    Raises:
+        ModelError: the name is not allow-listed, or its folder is not a model.
+    """
+    from engine.models.encoder import check_folder, describe, resolve
+
+    name, folder = resolve(model)
+    check_folder(name, folder)
+    try:
+        modules = json.loads((folder / "modules.json").read_text())
+        sub = next((folder / m.get("path", "") for m in modules
+                    if str(m.get("type", "")).endswith("Transformer")), folder)
+        cfg = json.loads((sub / "config.json").read_text())
+        return Shape(int(cfg["num_hidden_layers"]), int(cfg["num_attention_heads"]))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        info = describe(model)
+        return Shape(info.n_layers, info.n_heads)
+
+
+class Preload:
+    """One model loaded in a background thread, handed to whoever asks for it.
+
+    Args:
+        load: ``load(model) -> object``; :func:`load_and_warm` by default (tests pass a
+            stand-in). It runs at most once per :meth:`start`.
+    """
+
+    def __init__(self, load: Callable[[str], Any] = load_and_warm) -> None:
+        self._load = load
+        self._guard = threading.Lock()
+        self._done = threading.Event()
+        self.model: str | None = None
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.started_at: float | None = None  # time.time() of start(), for the log
+        self.seconds: float | None = None
+        self.thread: threading.Thread | None = None
+
+    def start(self, model: str, *, after: Callable[[], object] | None = None
+              ) -> threading.Thread:
+        """Load ``model`` in a daemon thread (joined for up to a minute at exit: a thread
+        still inside torch at interpreter teardown aborts the process), after ``after()``
+        returns when given. A second call returns the first call's thread and loads
+        nothing."""
+        with self._guard:
+            if self.thread is not None:
+                return self.thread
+            self.model, self.started_at = model, time.time()
+            self.thread = threading.Thread(target=self._run, args=(after,),
+                                           name="sinkscope-preload", daemon=True)
+            atexit.register(self.thread.join, 60)
+            log.info("sinkscope: preloading %s in the background (server start)", model)
+            self.thread.start()
+            return self.thread
+
+    def _run(self, after: Callable[[], object] | None = None) -> None:
+        t = time.perf_counter()
+        try:
+            if after is not None:
+                after()
+                log.info("sinkscope: loading %s (%.2f s after the start)", self.model,
+                         time.perf_counter() - t)
+            self.value = self._load(self.model)
+        except Exception as e:  # the page loads the model itself and reports the error
+            self.error = e
+            log.warning("sinkscope: preloading %s failed (%s: %s); the page will load it "
+                        "on the first visit", self.model, type(e).__name__, e)
+        else:
+            log.info("sinkscope: %s preloaded in %.2f s", self.model, time.perf_counter() - t)
+        finally:
+            self.seconds = time.perf_counter() - t
+            self._done.set()
+
+    @property
+    def loading(self) -> bool:
+        """True while the thread is still loading."""
+        return self.thread is not None and not self._done.is_set()
+
+    def ready(self, model: str) -> bool:
+        """True when ``model`` was preloaded and can be handed over without waiting."""
+        return self._done.is_set() and self.model == model and self.error is None
+
+    def get(self, model: str, timeout: float | None = 300.0) -> Any:
+        """The preloaded object for ``model``, waiting up to ``timeout`` seconds while it
+        loads; None when nothing was started, another model was preloaded, the load failed
+        or it did not finish in time (the caller then loads it itself)."""
+        if self.thread is None or self.model != model:
+            return None
+        if not self._done.wait(timeout):
+            log.warning("sinkscope: %s still preloading after %s s; loading it again",
+                        model, timeout)
+            return None
+        return self.value if self.error is None else None
+
+
+PRELOAD = Preload()  # the process's one preload (empty unless the launcher started it)
+
+
+def server_listening(timeout: float = 30.0) -> None:
+    """Return once this process's Streamlit server is up (or after ``timeout`` seconds).
+
+    The preload's imports hold the interpreter lock for long stretches (torch's libraries
+    load under it): started together with Streamlit's own start, they delayed the server's
+    first answer from ~1.4 s to ~5 s on two cores. Started once it listens, the page's
+    controls are drawn while the model loads.
+    """
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            from streamlit.runtime import Runtime
+            from streamlit.runtime.runtime import RuntimeState
+
+            if Runtime.exists() and Runtime.instance().state in (
+                    RuntimeState.NO_SESSIONS_CONNECTED,
+                    RuntimeState.ONE_OR_MORE_SESSIONS_CONNECTED):
+                return
+        except Exception:  # another Streamlit: wait out the timeout instead
+            pass
+        time.sleep(0.02)
+
+
+def preload_enabled(env: dict | None = None) -> bool:
+    """Whether the launcher preloads: not with ``SINKSCOPE_PRELOAD=0``, nor when the app
+    talks to a served engine (``SINKSCOPE_ENGINE`` other than "embedded")."""
+    env = os.environ if env is None else env
+    if env.get("SINKSCOPE_PRELOAD", "1").strip() == "0":
+        return False
+    return env.get("SINKSCOPE_ENGINE", "embedded").strip() in ("", "embedded")
+
+
+def streamlit_args(argv: list[str]) -> list[str]:
+    """``streamlit run`` arguments: the script (``app.py`` unless ``argv`` starts with a
+    ``.py`` file), then the options given."""
+    if argv and argv[0].endswith(".py"):
+        return ["run", argv[0], *argv[1:]]
+    return ["run", str(ROOT / "app.py"), *argv]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Start the preload, then run Streamlit in this process (does not return)."""
+    argv = sys.argv[1:] if argv is None else argv
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    if preload_enabled():
+        from engine.settings import DEFAULT_MODEL
+
+        PRELOAD.start(DEFAULT_MODEL, after=server_listening)
+    else:
+        log.info("sinkscope: no preload (SINKSCOPE_PRELOAD=0 or a served engine)")
+    from streamlit.web.cli import main as streamlit_main
+
+    streamlit_main(args=streamlit_args(argv), prog_name="streamlit")
+
+
+if __name__ == "__main__":
+    # Run the module under its own name, so the page's `sinkscope_app.launch` is this
+    # one (with its PRELOAD), not a second copy imported beside `__main__`.
+    from sinkscope_app.launch import main as _main
+
+    _main()

@@ -1,0 +1,96 @@
+"""The launcher's preload (sinkscope_app.launch): loads once, in the background; a failure
+is logged and raises nothing; the page's loader takes the preloaded model."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+
+from sinkscope_app import launch
+from sinkscope_app.launch import Preload, config_shape, preload_enabled, streamlit_args
+
+
+def test_preload_loads_once_in_a_background_thread_and_hands_the_model_over():
+    calls, gate = [], threading.Event()
+
+    def load(model):
+        calls.append((model, threading.current_thread().name))
+        gate.wait(5)
+        return {"model": model}
+
+    p = Preload(load)
+    t = p.start("m")
+    assert p.start("m") is t and p.start("other") is t  # a second start loads nothing
+    assert p.loading and not p.ready("m")
+    gate.set()
+    got = p.get("m", timeout=5)
+    assert got == {"model": "m"} and p.get("m") is got  # the same object every time
+    assert calls == [("m", "sinkscope-preload")]
+    assert p.ready("m") and not p.loading and not p.ready("other")
+    assert p.get("other") is None  # another model: the caller loads it itself
+    assert p.seconds is not None and p.seconds >= 0
+
+
+def test_a_failed_preload_is_logged_and_raises_nothing(caplog):
+    def load(model):
+        raise OSError("weights missing")
+
+    p = Preload(load)
+    with caplog.at_level(logging.WARNING, logger="sinkscope.launch"):
+        p.start("m").join(5)
+        assert p.get("m", timeout=5) is None  # the page then loads it (and reports)
+    assert isinstance(p.error, OSError) and not p.ready("m")
+    assert any("preloading m failed" in r.getMessage() and "weights missing" in r.getMessage()
+               for r in caplog.records)
+
+
+def test_nothing_started_means_nothing_to_wait_for():
+    p = Preload(lambda m: pytest.fail("must not load"))
+    assert p.get("m", timeout=0.01) is None and not p.loading and not p.ready("m")
+
+
+def test_a_preload_still_running_past_the_timeout_gives_none():
+    gate = threading.Event()
+    p = Preload(lambda m: gate.wait(5))
+    p.start("m")
+    try:
+        assert p.get("m", timeout=0.05) is None
+    finally:
+        gate.set()
+        p.thread.join(5)
+
+
+def test_the_page_loader_takes_the_preloaded_model(monkeypatch):
+    from sinkscope_app import compute
+
+    sentinel = type("Enc", (), {"n_layers": 2, "n_heads": 3})()
+    p = Preload(lambda m: sentinel)
+    p.start("all-MiniLM-L6-v2").join(5)
+    monkeypatch.setattr(launch, "PRELOAD", p)
+    monkeypatch.setattr(compute, "_LOADED", {})
+    compute._encoder.clear()
+    try:
+        assert compute.model_shape("all-MiniLM-L6-v2") is sentinel  # ready: no waiting
+        assert compute.encoder("all-MiniLM-L6-v2") is sentinel
+    finally:
+        compute._encoder.clear()
+
+
+def test_the_controls_shape_comes_from_the_configuration_file():
+    shape = config_shape("all-MiniLM-L6-v2")
+    assert (shape.n_layers, shape.n_heads) == (6, 12)  # MiniLM-L6: 6 layers, 12 heads
+    from engine.errors import ModelError
+
+    with pytest.raises(ModelError, match="allow-list"):
+        config_shape("no-such-model")
+
+
+def test_switches_and_command_line():
+    assert preload_enabled({}) and preload_enabled({"SINKSCOPE_ENGINE": "embedded"})
+    assert not preload_enabled({"SINKSCOPE_PRELOAD": "0"})
+    assert not preload_enabled({"SINKSCOPE_ENGINE": "http://127.0.0.1:8000"})
+    args = streamlit_args(["--server.port", "9"])
+    assert args[0] == "run" and args[1].endswith("app.py") and args[2:] == ["--server.port", "9"]
+    assert streamlit_args(["other.py", "--x"]) == ["run", "other.py", "--x"]
