@@ -1,15 +1,13 @@
 """The Ray Serve deployment: one replica's wiring.
 
 Each replica loads its models once on its device (CUDA when present, float32 there with
-the solver's log-domain fallback; else the CPU in float64, as embedded) and mounts the
-HTTP API (:mod:`engine.serving.routes`). Requests from concurrent callers are batched with
-``serve.batch`` twice: encoding (one padded forward pass) and relating (requests on the
-same texts and view, such as a class moving the ε slider, share one batched softmax and
-Sinkhorn call; a request arriving alone runs at once). Encodings are kept in a bounded LRU
-(:mod:`engine.serving.cache`), so a slider move never re-encodes. What each endpoint
-computes is in :mod:`engine.serving.answers`. Ray Serve does everything else: replicas,
-routing, bounded queues (503 with ``Retry-After`` when they are full), autoscaling
-(``deploy/serve.yaml``, ``import_path: engine.serving.deployment:app``).
+the solver's log-domain fallback; else the CPU in float64, as embedded), mounts the HTTP
+API (:mod:`engine.serving.routes`) and hands requests to its batching
+(:mod:`engine.serving.batching`: what shares a forward pass or a solve, the encoding cache,
+the overload bounds) through Serve's ``serve.batch``, twice: encoding and relating. What
+each endpoint computes is in :mod:`engine.serving.answers`. Ray Serve does everything
+else: replicas, routing, bounded queues (503 with ``Retry-After`` when they are full),
+autoscaling (``deploy/serve.yaml``, ``import_path: engine.serving.deployment:app``).
 """
 
 # No ``from __future__ import annotations``: Serve pickles this class, and the routes'
@@ -17,7 +15,6 @@ routing, bounded queues (503 with ``Retry-After`` when they are full), autoscali
 import asyncio
 import collections
 import copy
-import dataclasses
 import json
 import logging
 import os
@@ -30,28 +27,23 @@ from ray.serve.config import BackpressureConfig
 
 from .. import settings
 from ..errors import ModelError, SinkscopeError
-from ..models.encoder import Encoder, allowed_models, clean_text
+from ..models.encoder import Encoder, allowed_models
 from ..relation.sentences import measures
 from ..settings import DEFAULT_MODEL
 from ..types import Encoding
-from . import answers, wire
+from . import answers, batching, wire
+from .batching import OVERLOAD, TUNING, Batcher
 from .cache import EncodingCache, Job
 
 log = logging.getLogger("ray.serve.sinkscope")
 
 MEASURES_KEPT = 16  # Sentences requests whose encoded texts a replica keeps
-# Replica settings Serve can change without a restart (user_config → reconfigure).
-# batch_wait_timeout_s: how long an encode batch waits to fill; relate_wait_timeout_s:
-# the same for slider moves, which join a batch only while others are being related (one
-# arriving alone never waits); 10–30 ms gave the most relations per second here.
-TUNING = {"max_batch_size": 16, "batch_wait_timeout_s": 0.005, "relate_wait_timeout_s": 0.02,
-          "cache_mb": None}
-GPU_BUCKET = 32  # tokens: on an accelerator, jobs up to this much apart share a pass
-# Overload: each caller (an HTTP proxy) queues at most this many requests beyond what the
-# replicas hold (max_ongoing_requests each); above it Serve answers 503 with Retry-After.
-MAX_ONGOING = 32
-MAX_QUEUED = 64
-RETRY_AFTER_S = 1
+# Overload (batching.Overload): each caller (an HTTP proxy) queues at most MAX_QUEUED
+# requests beyond what the replicas hold (MAX_ONGOING each); above it Serve answers 503
+# with Retry-After.
+MAX_ONGOING = OVERLOAD.max_ongoing
+MAX_QUEUED = OVERLOAD.max_queued
+RETRY_AFTER_S = OVERLOAD.retry_after_s
 
 
 def load_model(name: str) -> Encoder:
@@ -73,13 +65,15 @@ def _rss_mb() -> float:
 
 
 @serve.deployment(max_ongoing_requests=MAX_ONGOING, max_queued_requests=MAX_QUEUED,
-                  backpressure_config=BackpressureConfig(retry_after_s=RETRY_AFTER_S),
+                  backpressure_config=BackpressureConfig(**OVERLOAD.serve_options()[
+                      "backpressure"]),
                   ray_actor_options={"num_cpus": 1}, user_config=TUNING,
                   health_check_period_s=5)
 @serve.ingress()
 class Engine:
-    """One replica: the allow-listed models on this replica's device, an encoding cache
-    and the batchers; the HTTP API on top (``__serve_build_asgi_app__``)."""
+    """One replica: the allow-listed models on this replica's device, its batching
+    (:class:`~engine.serving.batching.Batcher`, with the encoding cache) and the HTTP API
+    on top (``__serve_build_asgi_app__``)."""
 
     def __init__(self) -> None:
         import torch
@@ -104,14 +98,9 @@ class Engine:
         answers.warm_up(next(iter(self.encoders.values())), self.on_device)
         self.device_name = (torch.cuda.get_device_name(self.device)
                             if self.device.type == "cuda" else "")
-        self.cache = EncodingCache(settings.CONFIG.cache_mb * 2**20)
-        self.inflight: dict[tuple, asyncio.Future] = {}
+        self.batching = Batcher(self.encoders, EncodingCache(settings.CONFIG.cache_mb * 2**20),
+                                max_batch_size=TUNING["max_batch_size"])
         self.measures: dict[tuple, tuple] = {}  # the Sentences view's texts, newest last
-        self.batches: collections.Counter[int] = collections.Counter()
-        self.relate_batches: collections.Counter[int] = collections.Counter()
-        self.relating = 0  # relate requests being computed now (alone or in a batch)
-        self.max_batch_size = TUNING["max_batch_size"]
-        self.passes = 0
         self.requests = 0
         self.errors: collections.Counter[int] = collections.Counter()
         try:
@@ -128,14 +117,14 @@ class Engine:
     def reconfigure(self, config: dict) -> None:
         """Serve's ``user_config``: batch size, batch waits and cache size, changed live."""
         config = {**TUNING, **(config or {})}
-        self.max_batch_size = int(config["max_batch_size"])
+        self.batching.max_batch_size = int(config["max_batch_size"])
         for batcher, wait in ((self._encode_batch, "batch_wait_timeout_s"),
                               (self._relate_batch, "relate_wait_timeout_s")):
-            batcher.set_max_batch_size(self.max_batch_size)
+            batcher.set_max_batch_size(self.batching.max_batch_size)
             batcher.set_batch_wait_timeout_s(float(config[wait]))
         if config.get("cache_mb") is not None:
-            self.cache.max_bytes = int(config["cache_mb"]) * 2**20
-            self.cache.shrink()
+            self.batching.cache.max_bytes = int(config["cache_mb"]) * 2**20
+            self.batching.cache.shrink()
 
     # ----------------------------------------------------------------------- documents
     def health(self) -> dict:
@@ -158,47 +147,32 @@ class Engine:
 
     def stats(self) -> dict:
         """GET /v1/stats: requests per encode and relate batch, forward passes, cache."""
+        b = self.batching.stats()
         return {"replica": self.replica, "requests": self.requests,
-                "batch_sizes": {str(k): v for k, v in sorted(self.batches.items())},
-                "relate_batch_sizes": {str(k): v for k, v in
-                                       sorted(self.relate_batches.items())},
-                "forward_passes": self.passes, "cache": self.cache.stats(),
+                "batch_sizes": b["batch_sizes"], "relate_batch_sizes": b["relate_batch_sizes"],
+                "forward_passes": b["forward_passes"], "cache": b["cache"],
                 "errors": {str(k): v for k, v in sorted(self.errors.items())}}
 
     # ----------------------------------------------------------------------- answering
     async def answer(self, req, answer: Callable[[tuple[Encoding, ...], Any, Any], dict],
                      accept: str | None, *, batched: bool = False) -> Response:
-        """Check a request, get its encodings, run ``answer`` off the event loop and write
-        its document as JSON or NPZ (``accept``).
-
-        ``batched`` (relations): a request that arrives while others are being related
-        joins them in :meth:`_relate_batch`, one batched solve; one arriving alone runs at
-        once, without waiting for company."""
+        """Check a request, get its encodings, compute ``answer`` off the event loop and
+        write its document as JSON or NPZ (``accept``); ``batched`` (relations): it may be
+        solved together with others (:meth:`Batcher.solve`)."""
         self.requests += 1
         t0 = time.perf_counter()
-        encodings, batch = await self._encodings(self._job(req))
+        encodings, batch = await self.batching.encodings(
+            self._job(req), lambda job: self._encode_batch(self._measured(job)))
         t1 = time.perf_counter()
         media = wire.media_type(accept)
-        together = batched and self.relating > 0 and self.max_batch_size > 1
-        if batched:
-            self.relating += 1
 
         def work() -> tuple[bytes, float]:  # one trip to a worker thread
             doc = answer(encodings, req, self.on_device)
             t = time.perf_counter()
             return wire.dumps(doc, media), t
 
-        try:
-            if together:
-                outcome = await self._relate_batch((encodings, req, media))
-                if isinstance(outcome, BaseException):
-                    raise outcome
-                body, t2, solved = outcome
-            else:
-                (body, t2), solved = await asyncio.to_thread(work), 1
-        finally:
-            if batched:
-                self.relating -= 1
+        body, t2, solved = await self.batching.solve(
+            (encodings, req, media), work, self._relate_batch if batched else None)
         t3 = time.perf_counter()
         timing = ", ".join(f"{k};dur={v * 1e3:.1f}" for k, v in
                            (("encode", t1 - t0), ("compute", t2 - t1), ("write", t3 - t2)))
@@ -251,97 +225,36 @@ class Engine:
         """Check the request and name the encoding it needs (no model call)."""
         enc = self.encoder(req.model)
         answers.check_request(req, enc)
-        a = clean_text(req.text_a, name="Text A")
-        texts = (a,) if req.mode == "self" else (
-            a, clean_text(req.text_b if req.text_b is not None else "", name="Text B"))
-        return Job(model=enc.name, mode=req.mode, texts=texts)
+        return batching.job_for(req, enc)
+
+    def _count(self, model: str) -> Callable[[list[str]], list[int]]:
+        """Token counts of texts for ``model``'s forward pass (its own tokenizer copy)."""
+        enc, tok = self.encoders[model], self.counters[model]
+        return lambda texts: [len(ids) for ids in tok(
+            texts, truncation=True, max_length=enc.max_tokens,
+            split_special_tokens=True)["input_ids"]]
 
     def _measured(self, job: Job) -> Job:
         """The job with the padded length of its forward pass (tokenised here)."""
-        enc = self.encoders[job.model]
-        ids = self.counters[job.model]([t.text for t in job.texts], truncation=True,
-                                       max_length=enc.max_tokens,
-                                       split_special_tokens=True)["input_ids"]
-        return dataclasses.replace(job, length=max(map(len, ids)),
-                                   bucket=1 if self.on_device is None else GPU_BUCKET)
+        return batching.measure(job, self._count(job.model),
+                                accelerator=self.on_device is not None)
 
-    async def _encodings(self, job: Job) -> tuple[tuple[Encoding, ...], int]:
-        """The job's encodings and the size of the batch that made them (0: cached).
-
-        Concurrent requests for the same texts wait for one encoding."""
-        hit = self.cache.get(job.key)
-        if hit is not None:
-            return hit, 0
-        future = self.inflight.get(job.key)
-        if future is None:
-            future = asyncio.ensure_future(self._encode_batch(self._measured(job)))
-            self.inflight[job.key] = future
-            future.add_done_callback(lambda _: self.inflight.pop(job.key, None))
-        outcome = await asyncio.shield(future)
-        if isinstance(outcome, BaseException):
-            raise outcome
-        encodings, batch = outcome
-        self.cache.put(job.key, encodings)
-        return encodings, batch
-
+    # Serve's batchers: each collects concurrent calls into a list for the Batcher.
     @serve.batch(max_batch_size=TUNING["max_batch_size"],
                  batch_wait_timeout_s=TUNING["batch_wait_timeout_s"])
     async def _encode_batch(self, jobs: list[Job]) -> list:
         """Encode the jobs of concurrent requests: one forward pass per padded length."""
-        self.batches[len(jobs)] += 1
-        groups: dict[tuple, list[int]] = collections.defaultdict(list)
-        for i, job in enumerate(jobs):
-            groups[job.pass_key].append(i)
-        self.passes += len(groups)
-        return await asyncio.to_thread(self._encode_now, jobs, list(groups.values()))
-
-    def _encode_now(self, jobs: list[Job], groups: list[list[int]]) -> list:
-        """Run the forward passes (in a worker thread): one per group of job indices.
-        Each job gets (encodings, batch size) or the exception its pass raised."""
-        out: list[Any] = [None] * len(jobs)
-        for idx in groups:
-            group = [jobs[i] for i in idx]
-            enc = self.encoders[group[0].model]
-            try:
-                if group[0].mode == "joint":
-                    results = [(enc.encode_pair(*j.texts),) for j in group]
-                else:
-                    flat = enc.encode_many([t for j in group for t in j.texts],
-                                           attentions=False)
-                    results, k = [], 0
-                    for j in group:
-                        results.append(tuple(flat[k:k + len(j.texts)]))
-                        k += len(j.texts)
-                for i, r in zip(idx, results):
-                    out[i] = (r, len(jobs))
-            except Exception as e:  # this pass fails, the others stand
-                for i in idx:
-                    out[i] = e
-        return out
+        return await self.batching.encode(jobs)
 
     @serve.batch(max_batch_size=TUNING["max_batch_size"],
                  batch_wait_timeout_s=TUNING["relate_wait_timeout_s"])
     async def _relate_batch(self, items: list[tuple]) -> list:
-        """Relate the requests of concurrent callers (encodings, request, media type):
-        requests on the same texts and view share one batched softmax and Sinkhorn call
-        (:func:`engine.serving.answers.relation_answers`). Each gets (body, time computed,
-        batch size) or the exception it raised."""
-        self.relate_batches[len(items)] += 1
-        return await asyncio.to_thread(self._relate_now, items)
-
-    def _relate_now(self, items: list[tuple]) -> list:
-        docs = answers.relation_answers([(e, req) for e, req, _ in items], self.on_device)
-        t = time.perf_counter()
-        out: list[Any] = []
-        for doc, (_, _, media) in zip(docs, items):
-            if isinstance(doc, BaseException):
-                out.append(doc)
-                continue
-            try:
-                out.append((wire.dumps(doc, media), t, len(items)))
-            except Exception as e:  # this answer fails, the others stand
-                out.append(e)
-        return out
+        """Relations of concurrent callers (encodings, request, media type): requests on the
+        same texts and view share one batched softmax and Sinkhorn call
+        (:func:`engine.serving.answers.relation_answers`)."""
+        return await self.batching.relate(
+            items, lambda pairs: answers.relation_answers(pairs, self.on_device),
+            wire.dumps, time.perf_counter)
 
 
 def build(*, replicas: int = 1, gpus_per_replica: float = 0.0, cpus_per_replica: float = 1.0,
