@@ -1,0 +1,105 @@
+// The Align page's live sliders (sinkscope_app/js/align.js) against Python.
+// With SINKSCOPE_ALIGN_FIXTURES (written by tests/test_align_js.py from engine.alignment's
+// extract and score and from viz.align) every link, score, line and figure trace must be
+// Python's; the hand-made cases below hold in any run (tests/test_js.py runs this folder).
+import assert from "node:assert/strict";
+import {readFileSync} from "node:fs";
+import {deflateSync} from "node:zlib";
+import {test} from "node:test";
+
+import {classify, counts, decodePayload, fixed3, graphData, linksAt, matrixData, metrics,
+        planOf, scoresText, linksText, unaligned} from "../../sinkscope_app/js/align.js";
+
+test("links, unaligned words and counts on a hand-made 2 × 3 pair", () => {
+  const V = Float32Array.from([0.9, 0.2, -1, 0.5, 0.31, -1]);
+  assert.deepEqual(linksAt(V, 0, 2, 3, 0.3), [[0, 0], [1, 0], [1, 1]]);
+  assert.deepEqual(linksAt(V, 0, 2, 3, 0.9), []);  // a link where V > θ, strictly
+  assert.deepEqual(unaligned([[0, 0]], 2, 3), [[1], [1, 2]]);
+  // sure {0-0}, possible {1-1}: |A| 3, |A∩S| 1, |A∩P| 2, |S| 1; no null predicted
+  // (word 2 of B is: -1 cells); gold nulls: A1, B1, B2
+  const c = counts([[0, 0], [1, 0], [1, 1]], 2, 3, [[0, 0]], [[1, 1]]);
+  assert.deepEqual(c, [3, 1, 2, 1, 1, 3, 1]);
+  const s = metrics(c);
+  assert.equal(s.precision, 2 / 3);
+  assert.equal(s.recall, 1);
+  assert.equal(s.aer, 1 - 3 / 4);
+  assert.equal(s.null_precision, 1);
+  assert.equal(s.null_recall, 1 / 3);
+  const k = classify([[1, 0], [0, 0], [1, 1]], [[0, 0]], [[1, 1], [0, 2]]);
+  assert.deepEqual(k.hit, [[0, 0]]);
+  assert.deepEqual(k.hit_possible, [[1, 1]]);
+  assert.deepEqual(k.false, [[1, 0]]);
+  assert.deepEqual(k.miss_possible, [[0, 2]]);
+  assert.deepEqual(classify([[1, 0], [0, 0]], null, null).link, [[0, 0], [1, 0]]);
+});
+
+test("empty sets score 1 when both are empty, 0 otherwise (score._ratio)", () => {
+  const s = metrics([0, 0, 0, 0, 0, 0, 0]);
+  assert.equal(s.precision, 1);
+  assert.equal(s.f1, 1);
+  assert.equal(s.aer, 0);
+  assert.equal(metrics([2, 0, 0, 0, 0, 0, 0]).recall, 0);
+});
+
+test("scores written as Python's f\"{x:.3f}\" (ties to even on the exact value)", () => {
+  assert.equal(fixed3(0.0625), "0.062");
+  assert.equal(fixed3(0.5625), "0.562");
+  assert.equal(fixed3(0.0005), "0.001");  // 0.0005 is a little above a half in binary
+  assert.equal(fixed3(2 / 3), "0.667");
+  assert.equal(fixed3(1), "1.000");
+});
+
+test("a payload decodes from its bytes (SKA1, header, zlib float32)", async () => {
+  const h = {id: "x", n: 1, m: 2, grid: [1, 2], thetas: [0.5], method: "unbalanced"};
+  const head = Buffer.from(JSON.stringify(h));
+  const V = Float32Array.from([0.25, 1, 0, 0.75]);
+  const size = Buffer.alloc(4);
+  size.writeUInt32LE(head.length);
+  const bytes = Buffer.concat([Buffer.from("SKA1"), size, head,
+                               deflateSync(Buffer.from(V.buffer))]);
+  const P = await decodePayload(new Uint8Array(bytes));
+  assert.equal(P.G, 2);
+  assert.deepEqual(Array.from(P.V), [0.25, 1, 0, 0.75]);
+  assert.deepEqual(planOf(P.V, 2, 1, 2), [[0, 0.75]]);
+  await assert.rejects(decodePayload(new Uint8Array(Buffer.from("XXXX0000"))), /not a sinkscope/);
+});
+
+const FILE = process.env.SINKSCOPE_ALIGN_FIXTURES;
+if (FILE) {
+  const FIX = JSON.parse(readFileSync(FILE, "utf8"));
+
+  test("fixtures from Python: f\"{x:.3f}\" and score.metrics_from_counts", () => {
+    for (const {x, out} of FIX.fixed3) assert.equal(fixed3(x), out, `fixed3(${x})`);
+    for (const {c, out} of FIX.metrics) assert.deepEqual(metrics(c), out, `metrics(${c})`);
+  });
+
+  test("fixtures from Python: links, scores and lines at every setting tried", () => {
+    for (const c of FIX.cases) {
+      const h = c.header, V = Float32Array.from(c.V), nm = h.n * h.m;
+      for (const s of c.steps) {
+        const where = `${c.name} at grid ${s.g}, θ stop ${s.k}`;
+        const links = linksAt(V, s.g * nm, h.n, h.m, h.thetas[s.k]);
+        assert.deepEqual(links, s.links, where);
+        const got = h.sure === null ? null : metrics(counts(links, h.n, h.m, h.sure, h.possible));
+        assert.deepEqual(got, s.scores, where);
+        assert.equal(scoresText(FIX.words, h.method, got), s.scores_line, where);
+        assert.equal(linksText(FIX.words, links), s.links_line, where);
+      }
+    }
+  });
+
+  test("fixtures from Python: the figures' traces as viz.align.matrix and graph", () => {
+    let drawn = 0;
+    for (const c of FIX.cases) {
+      const h = c.header, V = Float32Array.from(c.V), nm = h.n * h.m;
+      for (const s of c.steps.filter((x) => x.matrix)) {
+        const where = `${c.name} at grid ${s.g}, θ stop ${s.k}`;
+        const z = planOf(V, s.g * nm, h.n, h.m);
+        assert.deepEqual(matrixData(c.before, h, c.style, z, s.links), s.matrix, where);
+        assert.deepEqual(graphData(h, c.style, s.links), s.graph, where);
+        drawn += 1;
+      }
+    }
+    assert.ok(drawn >= 30, `only ${drawn} figures compared`);
+  });
+}

@@ -1,0 +1,232 @@
+"""The Align page's live sliders against Python: the payload and the browser's rules.
+
+``sinkscope_app/align_live.py`` ships, per pair and method, the values V at every τ (or m)
+in one batched solve; ``sinkscope_app/js/align.js`` reads links, scores and figures from
+them in the browser. Python's own functions are the truth: ``engine.alignment.extract``
+(V, links V > θ), ``engine.alignment.score`` (counts, metrics) and ``viz.align`` (the
+figures). This file writes fixtures from them — hand-made pairs and the project's small
+gold set — and runs ``node --test tests/js/align.test.mjs`` on them; the payload itself is
+checked here (float32 on the right side of every threshold, the batched grid equal to
+one solve per value). No model is loaded: the word scores S are drawn at random.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.alignment import extract
+from engine.alignment.api import method_of
+from engine.alignment.readers import make_pair, parse_pairs
+from engine.alignment.score import METRICS, metrics_from_counts, pair_counts
+from sinkscope_app import align_live as al
+from sinkscope_app.align_page import MASS_OPTIONS, TAU_OPTIONS, THRESHOLDED
+from tests.test_js import plain
+from viz import align as va
+
+ROOT = Path(__file__).resolve().parent.parent
+NODE = shutil.which("node")
+GOLD = ROOT / "tests" / "data" / "align" / "pairs.tsv"
+
+
+def nan_to_none(node):
+    if isinstance(node, float) and math.isnan(node):
+        return None
+    if isinstance(node, list):
+        return [nan_to_none(x) for x in node]
+    if isinstance(node, dict):
+        return {k: nan_to_none(v) for k, v in node.items()}
+    return node
+
+
+def hand_made() -> list[tuple]:
+    """(pair, S, valid_a, valid_b): small pairs with the cases extraction treats apart."""
+    rng = np.random.default_rng(20)
+    out = []
+    p = make_pair("the cat sat", "a cat sat down", "0p0 1-1 2-2 2p3")
+    out.append((p, rng.normal(size=(3, 4)), np.ones(3, bool), np.ones(4, bool)))
+    p = make_pair("x y z w", "u v", "0-0 3-1")  # a word without tokens gets no link
+    out.append((p, rng.normal(size=(4, 2)), np.array([1, 0, 1, 1], bool), np.ones(2, bool)))
+    p = make_pair("one", "one")  # 1 × 1, no gold
+    out.append((p, np.array([[0.7]]), np.ones(1, bool), np.ones(1, bool)))
+    p = make_pair("a b c d", "a b c d", "0-0 1-1 2-2 3-3")  # ties everywhere
+    out.append((p, np.round(rng.normal(size=(4, 4)), 1), np.ones(4, bool), np.ones(4, bool)))
+    return out
+
+
+def gold_set(k: int = 5) -> list[tuple]:
+    """The first k pairs of the project's gold set, with random scores."""
+    rng = np.random.default_rng(21)
+    pairs = parse_pairs(GOLD.read_text(encoding="utf-8"), name="pairs.tsv")[:k]
+    return [(p, rng.normal(size=p.shape) + 2 * np.eye(*p.shape), np.ones(p.shape[0], bool),
+             np.ones(p.shape[1], bool)) for p in pairs]
+
+
+def payload_of(pair, S, va_, vb_, name: str) -> al.LivePayload:
+    key, grid = al.grid_of(name, TAU_OPTIONS, MASS_OPTIONS)
+    return al.build(S, va_, vb_, method_of(name), pair, grid_key=key, grid=grid,
+                    id_=al.payload_id(name, pair.text_a, pair.text_b))
+
+
+def python_values(pair, S, va_, vb_, name: str) -> np.ndarray:
+    """V (G, n, m) float64 straight from extraction, as the server reads links."""
+    key, grid = al.grid_of(name, TAU_OPTIONS, MASS_OPTIONS)
+    batch = extract.make_batch([S], [va_], [vb_])
+    return extract.values(method_of(name), batch, grid=list(grid) if key else None)[:, 0].numpy()
+
+
+def python_links(V: np.ndarray, theta: float) -> tuple:
+    import torch
+
+    return tuple(extract.links_of(torch.from_numpy(V[None]), theta, [V.shape])[0])
+
+
+def python_scores(links, pair) -> dict | None:
+    if not pair.has_gold:
+        return None
+    per = metrics_from_counts(pair_counts(links, pair))
+    return {k: float(per[k]) for k in METRICS}
+
+
+def gold_of(pair):
+    if not pair.has_gold:
+        return None, None
+    return sorted(pair.sure), sorted(pair.possible)
+
+
+def figures(payload: al.LivePayload, pair, g: int, links) -> tuple[dict, dict]:
+    sure, possible = gold_of(pair)
+    mx = va.matrix(pair.words_a, pair.words_b, links, plan=payload.plan(g), sure=sure,
+                   possible=possible, method=payload.method)
+    gr = va.graph(pair.words_a, pair.words_b, links, sure=sure, possible=possible)
+    return nan_to_none(plain(mx)), plain(gr)
+
+
+def fixtures() -> dict:
+    rng = np.random.default_rng(22)
+    cases = []
+    for c, (pair, S, va_, vb_) in enumerate(hand_made() + gold_set()):
+        for name in THRESHOLDED:
+            if c >= 4 and name in ("exact", "sinkhorn-threshold") and c % 2:
+                continue  # keep the file small: every method on most pairs
+            p = payload_of(pair, S, va_, vb_, name)
+            V64 = python_values(pair, S, va_, vb_, name)
+            G = V64.shape[0]
+            n, m = p.shape
+            style = al.style_of(n, m, "light")
+            steps = []
+            g0, k0 = int(rng.integers(G)), int(rng.integers(100))
+            before_links = python_links(V64[g0], p.thetas[k0])
+            # figures are slow to build: a few pairs (gold and none, a dead word) per method
+            draw = c in (0, 1, 2, 6) and (c != 2 or name == "unbalanced")
+            before = figures(p, pair, g0, before_links) if draw else ({"data": None},)
+            picks = {(int(rng.integers(G)), int(k)) for k in rng.integers(0, 100, 6)}
+            picks |= {(0, 0), (G - 1, 99), (G // 2, 30)}
+            for q, (g, k) in enumerate(sorted(picks)):
+                links = python_links(V64[g], p.thetas[k])
+                mx, gr = figures(p, pair, g, links) if draw and q < 2 else ({}, {})
+                s = python_scores(links, pair)
+                steps.append(dict(g=g, k=k, links=[list(x) for x in links], scores=s,
+                                  scores_line=al.scores_line(al.WORDS, name, s),
+                                  links_line=al.links_line(al.WORDS, links),
+                                  matrix=mx.get("data"), graph=gr.get("data")))
+            cases.append(dict(name=f"{name}/{c}", header=p.header(), style=style,
+                              V=[float(x) for x in p.V.ravel()], before=before[0]["data"],
+                              steps=steps))
+    numbers = [0.0, 1.0, 0.0625, 0.5625, 0.0005, 0.0015, 0.9995, 2 / 3, 1 / 3, 0.1235,
+               0.12345, 5 / 8, 7 / 16, 0.8125, 1e-9] + list(rng.uniform(0, 1, 200))
+    numbers += [k / d for d in (8, 16, 32, 2000) for k in range(d + 1)]
+    counts = [list(map(int, rng.integers(0, 6, 7))) for _ in range(200)]
+    counts += [[0] * 7, [0, 0, 0, 3, 0, 0, 0], [2, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 2, 0, 0]]
+    return dict(cases=cases, words=al.WORDS,
+                fixed3=[dict(x=x, out=al.fixed3(x)) for x in numbers],
+                metrics=[dict(c=c, out={k: float(v) for k, v in
+                                        metrics_from_counts(np.array(c)).items()})
+                         for c in counts])
+
+
+@pytest.mark.slow
+def test_the_browser_reads_links_scores_and_figures_as_python(tmp_path):
+    assert NODE, "Node ≥ 20 (`node`) is needed to test the browser code; apt-get install nodejs"
+    path = tmp_path / "align.json"
+    path.write_text(json.dumps(fixtures(), allow_nan=False), encoding="utf-8")
+    run = subprocess.run([NODE, "--test", "--test-reporter=tap",
+                          str(ROOT / "tests" / "js" / "align.test.mjs")],
+                         env={**os.environ, "SINKSCOPE_ALIGN_FIXTURES": str(path)},
+                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out[-6000:]
+    assert "# fail 0" in out and re.search(r"^# pass [1-9]", out, re.M), out[-2000:]
+    assert "fixtures from Python" in out  # the fixture tests ran, not only the hand-made ones
+
+
+def test_float32_values_keep_every_threshold_side():
+    thetas = al.thetas_of(method_of("similarity-threshold"))
+    eps32 = np.float64(np.finfo(np.float32).eps)
+    # values within a float32 rounding of a threshold, on both sides, and on it
+    V = np.array([t + d for t in thetas for d in (-2e-8, -1e-9, 0.0, 1e-9, 2e-8)] + [-1.0, 1.0])
+    plain32 = V.astype(np.float32).astype(np.float64)
+    flips = sum(int(((plain32 > t) != (V > t)).sum()) for t in thetas)
+    assert flips > 0  # plain rounding does cross thresholds: the case is real
+    f = al.side_safe_float32(V, thetas).astype(np.float64)
+    for t in thetas:
+        assert np.array_equal(f > t, V > t)
+    assert np.all(np.abs(f - V) <= 2 * eps32 * np.maximum(np.abs(V), 1e-30) + 1e-45)
+    # softmax-both's thresholds are its own round trip through t = 10^(4θ − 4)
+    soft = al.thetas_of(method_of("softmax-both"))
+    assert len(soft) == 100 and all(abs(a - b) < 1e-12 for a, b in zip(soft, al.THETA_STOPS))
+
+
+@pytest.mark.parametrize("name", THRESHOLDED)
+def test_the_payload_links_are_extractions_at_every_setting(name):
+    pair, S, va_, vb_ = gold_set(3)[2]
+    p = payload_of(pair, S, va_, vb_, name)
+    V64 = python_values(pair, S, va_, vb_, name)
+    G = {"unbalanced": len(TAU_OPTIONS), "partial": len(MASS_OPTIONS)}.get(name, 1)
+    assert p.V.shape == (G, *pair.shape) and p.V.dtype == np.float32
+    for g in range(G):
+        for k in range(100):
+            assert p.links(g, k) == python_links(V64[g], p.thetas[k]), (name, g, k)
+    header, V = al.decode(p.encode())
+    assert np.array_equal(V, p.V) and header["thetas"] == list(p.thetas)
+    assert header["words_a"] == pair.words_a and header["method"] == name
+    assert header["sure"] == [list(x) for x in sorted(pair.sure)]
+
+
+@pytest.mark.parametrize("name,key,options", [("unbalanced", "tau", TAU_OPTIONS[::8]),
+                                               ("partial", "mass", MASS_OPTIONS[::6])])
+def test_one_batched_solve_equals_one_solve_per_value(name, key, options):
+    """τ (and m) are a batch dimension of the solver: the grid is one call, and each of its
+    plans is the plan of that value solved alone (float64 here, to compare exactly)."""
+    import torch
+
+    pair, S, va_, vb_ = gold_set(2)[1]
+    batch = extract.make_batch([S], [va_], [vb_])
+    m = method_of(name)
+    grid = extract.plans(m, batch, list(options), dtype=torch.float64)[:, 0]
+    for g, x in enumerate(options):
+        one = extract.plans(method_of(name, **{key: x}), batch, dtype=torch.float64)[0, 0]
+        assert torch.allclose(grid[g], one, rtol=1e-9, atol=1e-12), (name, x)
+
+
+def test_the_budget_falls_back_with_a_reason():
+    w = al.WORDS
+    assert al.too_large(10, 10, 41, max_cells=4096, max_bytes=3_000_000, words=w) == ""
+    cells = al.too_large(70, 70, 41, max_cells=4096, max_bytes=3_000_000, words=w)
+    assert "70 × 70 words" in cells and "4,096" in cells and "SINKSCOPE_LIVE_MAX_CELLS" in cells
+    big = al.too_large(60, 60, 41, max_cells=4096, max_bytes=100_000, words=w)
+    assert "SINKSCOPE_LIVE_MAX_BYTES" in big and "0.1 MB" in big
+    assert al.parse_choice({"choice": {"theta": 0.304, "grid": 5.2}}, TAU_OPTIONS) == (
+        0.3, min(TAU_OPTIONS, key=lambda x: abs(x - 5.2)))
+    assert al.parse_choice({"choice": {"theta": "x"}}, ()) is None
+    assert al.parse_choice({"choice": {"theta": float("nan")}}, ()) is None
+    assert al.parse_choice({}, ()) is None
+    assert al.parse_choice({"choice": {"theta": 0.5, "grid": None}}, ()) == (0.5, None)
