@@ -294,3 +294,100 @@ def test_solver_package_exports_callables_whatever_was_imported_first():
             "assert module.check_eps(2) == 2.0")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+# ---- the solver pieces the Lab shares: step, log_plan, g_init, ε-annealing -------------
+
+def test_log_plan_is_the_solvers_own_half_steps_and_differentiable():
+    from engine.solver.core import log_plan
+
+    g = torch.Generator().manual_seed(5)
+    S = torch.randn(4, 5, 6, generator=g, dtype=torch.float64, requires_grad=True)
+    a = torch.softmax(torch.randn(4, 5, generator=g, dtype=torch.float64), -1)
+    b = torch.softmax(torch.randn(4, 6, generator=g, dtype=torch.float64), -1)
+    for t in (1, 2, 9):
+        L = log_plan(S, a, b, 0.6, t)
+        ref = sinkhorn(S.detach(), a, b, 0.6, t, method="log").plan
+        assert torch.equal(L.detach().exp(), ref)  # the same half-steps, to the bit
+    # start="b": half-step 1 is attention over the measure ν, a·softmax(S/ε + log b)
+    L1 = log_plan(S, a, b, 0.6, 1, start="b")
+    torch.testing.assert_close(L1.exp(), a[..., None] * torch.softmax(S / 0.6 + b.log()[:, None], -1))
+    # both starts converge to the one plan of Π(a, b)
+    torch.testing.assert_close(log_plan(S, a, b, 0.6, 400, start="b").exp(),
+                               log_plan(S, a, b, 0.6, 400).exp(), rtol=0, atol=1e-10)
+    L.exp().sum().backward()  # no in-place operation on the autograd path
+    assert S.grad is not None and torch.isfinite(S.grad).all()
+    with pytest.raises(SettingsError, match="start"):
+        log_plan(S, a, b, 0.6, 2, start="a")
+
+
+def test_lab_sinkhorn_layer_is_log_plan_from_log_b():
+    from engine.lab.nets import sinkhorn_log_plan
+    from engine.solver.core import log_plan
+
+    g = torch.Generator().manual_seed(6)
+    S = torch.randn(3, 4, 5, generator=g)
+    a = torch.full((3, 4), 0.25)
+    b = torch.tensor([[0.5, 0.5, 0, 0, 0], [0.2] * 5, [0.1, 0.2, 0.3, 0.4, 0.0]])
+    for t in (1, 4, 40):
+        assert torch.equal(sinkhorn_log_plan(S, a, b, 0.5, t), log_plan(S, a, b, 0.5, t, start="b"))
+
+
+def test_g_init_warm_start_and_none_is_the_default():
+    S, a, b = problem(seed=4)
+    c = sinkhorn(S, a, b, 0.2, 4000, tol=1e-12, early_stop=True)
+    assert c.converged
+    same = sinkhorn(S, a, b, 0.2, 30, g_init=None)
+    assert np.array_equal(same.plan, sinkhorn(S, a, b, 0.2, 30).plan)
+    for method in ("auto", "log"):
+        warm = sinkhorn(S, a, b, 0.2, 2, g_init=c.g, method=method)
+        assert np.abs(warm.plan - c.plan).max() <= 1e-10  # one iteration from the optimum
+        assert bool(warm.converged) or warm.row_err[-1] <= 1e-9
+    _, az, bz = problem(seed=4, zeros_a=(1,), zeros_b=(2, 5))
+    cz = sinkhorn(S, az, bz, 0.3, 3000, tol=1e-12, early_stop=True)
+    wz = sinkhorn(S, az, bz, 0.3, 2, g_init=cz.g)  # −inf where b = 0 is allowed
+    assert np.abs(wz.plan - cz.plan).max() <= 1e-10 and np.isfinite(wz.plan).all()
+    for bad, msg in (([0.0] * 3, "one potential per column"), ([np.nan] * 9, "NaN"),
+                     ([np.inf] * 9, "NaN or \\+inf")):
+        with pytest.raises(SettingsError, match=msg):
+            sinkhorn(S, a, b, 0.2, 2, g_init=np.array(bad))
+
+
+def test_anneal_schedule_is_a_pure_halving_schedule():
+    from engine.solver.core import anneal_schedule
+
+    assert anneal_schedule(8.0, 1.0) == (8.0, 4.0, 2.0)
+    assert anneal_schedule(8.0, 0.9) == (8.0, 4.0, 2.0, 1.0)
+    assert anneal_schedule(0.5, 1.0) == ()
+    assert anneal_schedule(9.0, 1.0, factor=1 / 3) == (9.0, 3.0)
+    with pytest.raises(SettingsError, match="factor"):
+        anneal_schedule(8.0, 1.0, factor=1.5)
+    with pytest.raises(SettingsError, match="ε"):
+        anneal_schedule(8.0, -1.0)
+
+
+@pytest.mark.parametrize("method", ["auto", "log"])
+def test_annealing_reaches_the_same_plan(method):
+    from engine.solver.core import anneal_schedule
+
+    S, a, b = problem(seed=7, n=12, m=10)
+    cold = sinkhorn(S, a, b, 0.05, 20000, tol=1e-9, early_stop=True, method=method)
+    warm = sinkhorn(S, a, b, 0.05, 20000, tol=1e-9, early_stop=True, method=method,
+                    anneal=anneal_schedule(np.abs(S).max(), 0.05))
+    assert cold.converged and warm.converged
+    assert warm.half_steps_run != cold.half_steps_run  # the warm start changed the path
+    assert np.abs(warm.plan - cold.plan).max() <= 1e-7
+    assert np.array_equal(sinkhorn(S, a, b, 0.05, 40, anneal=()).plan,
+                          sinkhorn(S, a, b, 0.05, 40).plan)  # no ε: no annealing
+    with pytest.raises(SettingsError, match="ε"):
+        sinkhorn(S, a, b, 0.05, 40, anneal=[1.0, -2.0])
+
+
+def test_annealing_applies_to_relaxed_problems():
+    S, a, b = problem(seed=8)
+    cold = sinkhorn(S, a, b, 0.1, 20000, tau=2.0, tol=1e-10, early_stop=True)
+    warm = sinkhorn(S, a, b, 0.1, 20000, tau=2.0, tol=1e-10, early_stop=True,
+                    anneal=(4.0, 2.0, 1.0, 0.5, 0.25))
+    assert cold.converged and warm.converged
+    assert warm.half_steps_run <= cold.half_steps_run
+    assert np.abs(warm.plan - cold.plan).max() <= 1e-8

@@ -26,6 +26,7 @@ import math
 import torch
 from torch import nn
 
+from ..solver.core import log_plan
 from .errors import LabError
 
 MODELS = ("sinkhorn", "softmax", "context-free")
@@ -122,12 +123,13 @@ def sinkhorn_log_plan(S: torch.Tensor, a: torch.Tensor, b: torch.Tensor, eps: fl
                       half_steps: int) -> torch.Tensor:
     """log π after ``half_steps`` unrolled log-domain Sinkhorn half-steps (differentiable).
 
-    log πᵢⱼ = Sᵢⱼ/ε + fᵢ + gⱼ (potentials in units of ε). From g = log b, odd half-steps
-    set f = log a − LSEⱼ(S/ε + g) (rows sum to a), even ones g = log b − LSEᵢ(S/ε + f)
-    (columns sum to b). One half-step is diag(a)·softmaxⱼ(S/ε + log b): attention over the
-    measure ν (its weights in the logits, so atoms of weight 0, padding included, get no
-    mass). For uniform b this is the engine's half-step 1, diag(a)·softmax(S/ε), and the
-    converged plan is the engine's :func:`~engine.solver.sinkhorn` for any b.
+    The engine's own half-steps (:func:`engine.solver.core.log_plan`) started from
+    g = ε log b: log πᵢⱼ = Sᵢⱼ/ε + αᵢ + βⱼ; odd half-steps set α = log a − LSEⱼ(S/ε + β)
+    (rows sum to a), even ones β = log b − LSEᵢ(S/ε + α) (columns sum to b). One
+    half-step is diag(a)·softmaxⱼ(S/ε + log b): attention over the measure ν (its weights
+    in the logits, so atoms of weight 0, padding included, get no mass). For uniform b
+    this is the engine's half-step 1, diag(a)·softmax(S/ε), and the converged plan is the
+    engine's :func:`~engine.solver.sinkhorn` for any b.
 
     Args:
         S: (B, n, m) scores ⟨Q, K⟩ (cost −S). a: (B, n), b: (B, m) weights.
@@ -137,16 +139,7 @@ def sinkhorn_log_plan(S: torch.Tensor, a: torch.Tensor, b: torch.Tensor, eps: fl
         (B, n, m) log-plan, −∞ on zero-mass rows and columns. If the rows are far from a,
         give more half-steps or a larger ε.
     """
-    la, lb = log_weights(a), log_weights(b)
-    logK = S / eps
-    f = torch.zeros_like(la)
-    g = lb
-    for t in range(half_steps):
-        if t % 2 == 0:
-            f = la - torch.logsumexp(logK + g[..., None, :], -1)
-        else:
-            g = lb - torch.logsumexp(logK + f[..., :, None], -2)
-    return logK + f[..., :, None] + g[..., None, :]
+    return log_plan(S, a, b, eps, half_steps, start="b")
 
 
 class CouplingModel(nn.Module):

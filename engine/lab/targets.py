@@ -79,51 +79,32 @@ def round_to_marginals(P: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarra
 
 def entropic_plans(C: np.ndarray, a: np.ndarray, b: np.ndarray, eps: float, *,
                    tol: float = 1e-6, max_iter: int = 3000) -> np.ndarray:
-    """Entropic OT plans by log-domain Sinkhorn in float64, run to ``tol``, then rounded.
+    """Entropic OT plans by the engine's Sinkhorn in float64, ε-annealed, then rounded.
 
     π = argmin_{π ∈ Π(a, b)} ⟨C, π⟩ − ε H(π). C: (B, n, m); a: (B, n); b: (B, m) > 0.
-    ε is annealed from the costs' scale down to ``eps`` (warm-started potentials), then
-    the problems not yet within ``tol`` (L1 row error) iterate on. If ``max_iter`` is
-    reached (tiny ε for the costs) the rounding still gives exact marginals; raise ε or
-    ``max_iter`` for the exact entropic plan.
+    ε is annealed from the costs' scale down to ``eps`` (:func:`engine.solver.core.
+    anneal_schedule`, five iterations per value, warm-started potentials), then the problems
+    not yet within ``tol`` (L1 marginal error) iterate on, warm-started from their own g. If
+    ``max_iter`` iterations are reached (tiny ε for the costs) the rounding still gives
+    exact marginals; raise ε or ``max_iter`` for the exact entropic plan.
     """
     import torch
 
-    Ct = torch.as_tensor(C, dtype=torch.float64)
-    at = torch.as_tensor(a, dtype=torch.float64)
-    la = torch.log(at)
-    lb = torch.log(torch.as_tensor(b, dtype=torch.float64))
-    u = torch.zeros_like(la)  # potentials in cost units: π = exp((u + v − C)/ε) a ⊗ b
-    v = torch.zeros_like(lb)
+    from ..solver.core import anneal_schedule, sinkhorn
 
-    def rows(u, v, e, C, la, lb):
-        return -e * torch.logsumexp((v[..., None, :] - C) / e + lb[..., None, :], -1)
-
-    def cols(u, v, e, C, la, lb):
-        return -e * torch.logsumexp((u[..., :, None] - C) / e + la[..., :, None], -2)
-
-    e = max(float(Ct.amax()) if Ct.numel() else eps, eps)
-    while e > eps:
-        for _ in range(5):
-            u = rows(u, v, e, Ct, la, lb)
-            v = cols(u, v, e, Ct, la, lb)
-        e = max(e / 2, eps)
-    active = torch.arange(Ct.shape[0])
-    for it in range(0, max_iter, 10):
-        Ca, laa, lba, ua, va = Ct[active], la[active], lb[active], u[active], v[active]
-        for _ in range(10):
-            ua = rows(ua, va, eps, Ca, laa, lba)
-            va = cols(ua, va, eps, Ca, laa, lba)
-        u[active], v[active] = ua, va
-        logP = ((ua[..., :, None] + va[..., None, :] - Ca) / eps + laa[..., :, None]
-                + lba[..., None, :])
-        err = (logP.exp().sum(-1) - at[active]).abs().sum(-1)
-        active = active[err >= tol]
+    C, a, b = (torch.as_tensor(np.asarray(x, dtype=np.float64)) for x in (C, a, b))
+    scale = float(C.amax()) if C.numel() else eps
+    c = sinkhorn(-C, a, b, eps, 20, tol=tol, anneal=anneal_schedule(scale, eps))
+    plan, g = c.plan.clone(), c.g.clone()
+    active = (~c.converged).nonzero().squeeze(-1)
+    for _ in range(10, max_iter, 10):  # the problems not yet within tol, 10 iterations a round
         if active.numel() == 0:
             break
-    logP = (u[..., :, None] + v[..., None, :] - Ct) / eps + la[..., :, None] + lb[..., None, :]
-    return round_to_marginals(logP.exp().numpy(), np.asarray(a, np.float64),
-                              np.asarray(b, np.float64))
+        c = sinkhorn(-C[active], a[active], b[active], eps, 20, tol=tol, g_init=g[active],
+                     check_inputs=False)
+        plan[active], g[active] = c.plan, c.g
+        active = active[~c.converged]
+    return round_to_marginals(plan.numpy(), a.numpy(), b.numpy())
 
 
 def whiten(x: np.ndarray, a: np.ndarray) -> np.ndarray:

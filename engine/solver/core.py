@@ -159,6 +159,9 @@ def sinkhorn(
     block: int = 50,
     record: Any = None,
     record_plans: bool = False,
+    g_init: Any = None,
+    anneal: Any = None,
+    anneal_half_steps: int = 10,
     check_inputs: bool = True,
 ) -> Coupling:
     """Entropic optimal transport between a and b for cost −S, by Sinkhorn half-steps.
@@ -196,6 +199,18 @@ def sinkhorn(
         record_plans: also keep the plans π_t at those half-steps in
             ``Coupling.history.plans`` (..., K, n, m), e.g. to show every frame of a
             slider without solving once per frame. Memory grows with K·n·m.
+        g_init: (..., m) initial column potential g (score units; −inf allowed where
+            b = 0), e.g. a previous coupling's ``g`` to warm-start a nearby problem; half-
+            step 1 is then diag(a)·softmax((S + g)/ε), no longer softmax. None: g = 0.
+        anneal: ε-annealing (ε-scaling, as in GeomLoss): larger ε values, largest first
+            (e.g. :func:`anneal_schedule`), each run for ``anneal_half_steps`` half-steps
+            from the potentials of the one before; the run at ``eps`` then starts from
+            the last g (warm start) instead of g = 0. The plan is the same (to ``tol``);
+            how many half-steps it saves depends on the problem (the late, linear phase
+            of small ε is not shortened). The residuals, history and ``half_steps_run``
+            are those of the run at ``eps`` (half-step 1 is then no longer softmax).
+            None: no annealing.
+        anneal_half_steps: half-steps at each annealing ε (even: each ends on the columns).
         check_inputs: validate ε, τ, a and b (disable only in tight loops on checked data).
 
     Returns:
@@ -217,7 +232,61 @@ def sinkhorn(
         raise SettingsError(f"method must be 'auto' or 'log', got {method!r}.")
     return _solve(S, a, b, eps, half_steps, tau=tau, mass=None, tol=tol, early_stop=early_stop,
                   method=method, block=block, record=record, record_plans=record_plans,
-                  check_inputs=check_inputs)
+                  check_inputs=check_inputs, g_init=g_init, anneal=anneal,
+                  anneal_half_steps=anneal_half_steps)
+
+
+def anneal_schedule(scale: float, eps: float, *, factor: float = 0.5) -> tuple[float, ...]:
+    """The ε values an annealed solve runs before ``eps``: scale, scale·factor, … > eps.
+
+    ε_k = scale · factor^k for every k with ε_k > eps (empty when scale ≤ eps); the
+    scale of the scores, e.g. max |S|, is a good first value. Pass the result as
+    ``sinkhorn(..., anneal=...)``.
+    """
+    if not (0 < factor < 1):
+        raise SettingsError(f"factor must lie in (0, 1), got {factor!r}; try 0.5.")
+    eps, e, out = check_eps(eps), float(scale), []
+    while e > eps:
+        out.append(e)
+        e *= factor
+    return tuple(out)
+
+
+def log_plan(S: torch.Tensor, a: torch.Tensor, b: torch.Tensor, eps: float, half_steps: int,
+             *, start: str = "zero") -> torch.Tensor:
+    """log π after ``half_steps`` balanced log-domain half-steps, differentiable.
+
+    log π_ij = S_ij/ε + α_i + β_j after the same half-steps as :func:`sinkhorn` (one
+    :func:`step` each), unrolled with no in-place operation and no ``no_grad``, so
+    autograd differentiates through every half-step (as a trained Sinkhorn layer needs).
+
+    Args:
+        S: (..., n, m) float scores (cost −S); a: (..., n), b: (..., m) weights ≥ 0
+            (zeros allowed: those rows and columns get log π = −∞). Not checked: the
+            caller's data is.
+        eps: ε > 0 (a float). half_steps: ≥ 1.
+        start: "zero" starts from g = 0, so half-step 1 is diag(a)·softmax(S/ε) (the
+            engine's identity); "b" from g = ε log b, so half-step 1 is
+            diag(a)·softmax_j(S/ε + log b), attention over the measure ν. Both converge
+            to the same plan of Π(a, b).
+
+    Returns:
+        (..., n, m) log-plan tensor. If the rows are far from a, give more half-steps or
+        a larger ε.
+    """
+    if start not in ("zero", "b"):
+        raise SettingsError(f"start must be 'zero' or 'b', got {start!r}.")
+    half_steps = check_half_steps(half_steps)
+    St = _as_tensor(S)
+    at = _as_tensor(a, dtype=St.dtype, device=St.device)
+    bt = _as_tensor(b, dtype=St.dtype, device=St.device)
+    n, m = St.shape[-2:]
+    batch = torch.broadcast_shapes(St.shape[:-2], at.shape[:-1], bt.shape[:-1])
+    P = _problem(St, at, bt, check_eps(eps), math.inf, None, batch, False)
+    st = init_state(P, P.log_b if start == "b" else None)
+    for _ in range(half_steps):
+        st = step(P, st)
+    return st.log_plan(P).reshape(*batch, n, m)
 
 
 def partial(
@@ -278,7 +347,8 @@ def partial(
 
 
 def _solve(S, a, b, eps, half_steps, *, tau, mass, tol, early_stop, method, block, record,
-           record_plans, check_inputs, partial=False) -> Coupling:
+           record_plans, check_inputs, partial=False, g_init=None, anneal=None,
+           anneal_half_steps=10) -> Coupling:
     """Check and flatten the problem, solve it on the rows with weight (when a is one
     vector with zeros) and give back the kind of array S was."""
     St = _as_tensor(S)
@@ -314,14 +384,48 @@ def _solve(S, a, b, eps, half_steps, *, tau, mass, tol, early_stop, method, bloc
         {int(t) for t in np.asarray(record).ravel() if 1 <= int(t) <= half_steps}))
     args = (int(half_steps), float(tol), early_stop, method, block, steps, record is not None,
             bool(record_plans), _out(tau_v, batch), _out(mass_v, batch))
+    schedule = ()
+    if anneal is not None:
+        schedule = [_parameter(e, "anneal ε", dtype, device) for e in np.ravel(anneal)] \
+            if not isinstance(anneal, torch.Tensor) else list(anneal.to(dtype).unbind(0))
+        if check_inputs:
+            schedule = [_check_eps_values(e) for e in schedule]
+            anneal_half_steps = check_half_steps(anneal_half_steps)
+
+    g0 = None
+    if g_init is not None:
+        gt = _as_tensor(g_init, dtype=dtype, device=device)
+        if gt.dim() == 0 or gt.shape[-1] != m:
+            raise SettingsError(f"g_init must have one potential per column of the scores "
+                                f"(..., {m}), got shape {tuple(gt.shape)}.")
+        if torch.isnan(gt).any() or (gt == math.inf).any():
+            raise SettingsError("g_init holds NaN or +inf; give finite potentials (−inf only "
+                                "where b = 0), e.g. a previous coupling's g.")
+        try:
+            g0 = gt.expand(*batch, m).reshape(-1, 1, m)
+        except RuntimeError:
+            raise SettingsError(f"g_init has shape {tuple(gt.shape)}, which does not broadcast "
+                                f"to the problems' {(*batch, m)}; give (m,) or (..., m).") from None
+
+    def solve(St, at) -> Coupling:
+        """Anneal (if asked) from g_init (or 0), then solve at ε from the last g."""
+        g = g0  # (B, 1, m) in score units, or None for g = 0
+        for e in schedule:  # ε-annealing: each ε's g warm-starts the next
+            Pe = _problem(St, at, bt, e, tau_v, mass_v, batch, partial)
+            st = init_state(Pe, None if g is None else g / Pe.eps)
+            for _ in range(int(anneal_half_steps)):
+                st = step(Pe, st)
+            g = st.beta * Pe.eps
+        P = _problem(St, at, bt, eps_v, tau_v, mass_v, batch, partial)
+        return _run(P, *args, beta=None if g is None else g / P.eps)
+
     if at.dim() == 1 and (at == 0).any():
         # One row support for the whole batch: solve on it and put zero rows back. (Zero
         # columns stay: half-step 1 is softmax over all of B, zero weights included.)
         ia = at.nonzero().squeeze(-1)
-        P = _problem(St.index_select(-2, ia), at[ia], bt, eps_v, tau_v, mass_v, batch, partial)
-        out = _scatter_rows(_run(P, *args), ia, n)
+        out = _scatter_rows(solve(St.index_select(-2, ia), at[ia]), ia, n)
     else:
-        out = _run(_problem(St, at, bt, eps_v, tau_v, mass_v, batch, partial), *args)
+        out = solve(St, at)
     return out if isinstance(S, torch.Tensor) else to_numpy(out)
 
 
@@ -506,29 +610,61 @@ class State:
     beta: torch.Tensor
     kappa: torch.Tensor | None
     t: int
+    from_zero: bool = True
 
     def log_plan(self, P: Problem) -> torch.Tensor:
         out = P.Se + self.alpha + self.beta
         return out if self.kappa is None else out + self.kappa
 
 
-def init_state(P: Problem) -> State:
-    """The state before half-step 1: g = 0 (and f = 0), so half-step 1 is a·softmax(S/ε)."""
+def init_state(P: Problem, beta: torch.Tensor | None = None) -> State:
+    """The state before half-step 1: f = 0 and g = ε β.
+
+    With ``beta`` None, g = 0, so half-step 1 is a·softmax(S/ε) (the engine's identity);
+    otherwise half-step 1 is a·softmax(S/ε + β), e.g. β = log b (attention over the
+    measure ν) or the potentials of a larger ε (a warm start). beta: (B, 1, m) g/ε.
+    """
     B, n, m = P.Se.shape
     zeros = P.Se.new_zeros
-    return State(alpha=zeros(B, n, 1), beta=zeros(B, 1, m),
-                 kappa=None if P.log_m is None else zeros(B, 1, 1), t=0)
+    return State(alpha=zeros(B, n, 1), beta=zeros(B, 1, m) if beta is None else beta,
+                 kappa=None if P.log_m is None else zeros(B, 1, 1), t=0,
+                 from_zero=beta is None)
+
+
+def _update(P: Problem, st: State, row: bool):
+    """The marginal update of one side from state st: (lse, new potential, new κ), with
+    lse_i = LSE_j(S_ij/ε + β_j) (B, n, 1) for rows, LSE_i(S_ij/ε + α_i) (B, 1, m) for
+    columns. Pure (no in-place operation), so autograd differentiates through it."""
+    other = st.beta if row else st.alpha
+    log_w, w = (P.log_a, P.a) if row else (P.log_b, P.b)
+    start = st.t == 0 and st.from_zero  # g = 0: half-step 1 needs no sum with it
+    lse = torch.logsumexp(P.Se if start else P.Se + other, -1 if row else -2, keepdim=True)
+    x, kappa = P.update(P, log_w, w, lse)
+    return lse, x, kappa
+
+
+def step(P: Problem, st: State) -> State:
+    """Half-step t+1 alone, without residuals: a row update when t+1 is odd, else a
+    column update (α ← update(log a, LSE_j(S_ij/ε + β_j)), likewise β).
+
+    The one half-step :func:`half_step` and the unrolled, differentiable
+    :func:`log_plan` share; it has no in-place operation and no ``no_grad``.
+    """
+    row = st.t % 2 == 0
+    _, x, kappa = _update(P, st, row)
+    kappa = st.kappa if kappa is None else kappa
+    alpha, beta = (x, st.beta) if row else (st.alpha, x)
+    return State(alpha, beta, kappa, st.t + 1, st.from_zero)
 
 
 def _side(P: Problem, st: State, row: bool):
     """One side's update from state st: (old log marginal, new potential, new κ, new log
     marginal, target marginal), the marginals (B, n, 1) for rows or (B, 1, m) for columns.
     The target is what one update gives: a (or b) itself when balanced."""
-    x_old, other = (st.alpha, st.beta) if row else (st.beta, st.alpha)
-    log_w, w = (P.log_a, P.a) if row else (P.log_b, P.b)
-    start = st.t == 0  # g = 0: half-step 1 needs no sum with it
-    lse = torch.logsumexp(P.Se if start else P.Se + other, -1 if row else -2, keepdim=True)
-    x, kappa = P.update(P, log_w, w, lse)
+    x_old = st.alpha if row else st.beta
+    w = P.a if row else P.b
+    lse, x, kappa = _update(P, st, row)
+    start = st.t == 0 and st.from_zero
     log_old = None if start else x_old + lse if st.kappa is None else x_old + lse + st.kappa
     log_new = x + lse if kappa is None else x + lse + kappa
     target = w if P.is_balanced else torch.exp(log_new)
@@ -554,7 +690,7 @@ def half_step(P: Problem, st: State) -> tuple[State, torch.Tensor, torch.Tensor]
     after = _err(torch.exp(log_new), target, dim)
     kappa = st.kappa if kappa is None else kappa
     alpha, beta = (x, st.beta) if row else (st.alpha, x)
-    return State(alpha, beta, kappa, st.t + 1), before, after
+    return State(alpha, beta, kappa, st.t + 1, st.from_zero), before, after
 
 
 def residual(P: Problem, st: State, row: bool, plan: torch.Tensor) -> torch.Tensor:
@@ -582,9 +718,10 @@ class _Trace:
 
 def _run(P: Problem, half_steps: int, tol: float, early_stop: bool, method: str, block: int,
          record: tuple, keep_history: bool, keep_plans: bool, tau: Any = math.inf,
-         mass: Any = None) -> Coupling:
-    """Initial state → half-steps (kernel blocks or log steps) → output; see :func:`sinkhorn`."""
-    st, before, after = half_step(P, init_state(P))
+         mass: Any = None, beta: torch.Tensor | None = None) -> Coupling:
+    """Initial state (g = ε β, 0 by default) → half-steps (kernel blocks or log steps) →
+    output; see :func:`sinkhorn`."""
+    st, before, after = half_step(P, init_state(P, beta))
     tr = _Trace(rows=[after[None]], cols=[], recorded=[], pending=[s for s in record if s > 1])
     if record and record[0] == 1:
         tr.recorded.append(_cost_entropy(st.log_plan(P), P.S, keep_plans))
@@ -637,7 +774,7 @@ def _kernel_steps(P, st, tr, half_steps, tol, early_stop, block, keep_plans) -> 
     on_a, on_b = P.a > 0, P.b > 0
     zeros = bool((~on_a).any() or (~on_b).any())
     big = torch.finfo(P.S.dtype).max ** 0.25
-    K = torch.exp(P.Se + st.alpha)
+    K = torch.exp(P.Se + st.alpha if st.from_zero else P.Se + st.alpha + st.beta)
     Kt = K.mT.contiguous()
     u, v = on_a.to(P.S.dtype), torch.ones_like(P.b)  # state 1 puts mass on all of B
     alpha, beta, t = st.alpha, st.beta, st.t
