@@ -84,7 +84,8 @@ class History:
 
     Attributes:
         steps: (K,) half-steps t (1-based, increasing) that were recorded.
-        cost: (..., K) ⟨−S, π_t⟩; entropy: (..., K) H(π_t).
+        cost: (..., K) ⟨−S, π_t⟩; entropy: (..., K) the entropy of π_t, as
+            ``Coupling.entropy`` defines it for the problem.
         plans: (..., K, n, m) the plans π_t themselves when the caller asked for them
             (``sinkhorn(..., record_plans=True)``), else None.
     """
@@ -130,7 +131,10 @@ class Coupling:
             (see :func:`engine.solver.core` and :func:`engine.solver.partial`).
         converged: (...) bool, both final residuals ≤ ``tol``.
         cost: (...) transport cost ⟨−S, π⟩.
-        entropy: (...) H(π) = −Σ π log π.
+        entropy: (...) the entropy of the plan's own objective
+            (:func:`engine.solver.references.entropy`): balanced, H(π) = −Σ π log π;
+            unbalanced (finite τ) and partial, H₁(π) = −Σ π (log π − 1) = H(π) + Σ π,
+            which differs from H(π) by exactly the plan's mass.
         eps: the entropy ε used: a float, or (...) when each problem had its own.
         half_steps_run: T, the number of half-steps run (fewer than asked after an early
             stop).

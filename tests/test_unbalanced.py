@@ -361,3 +361,50 @@ def test_bad_input_says_what_to_change(call, message):
     S, a, b = np.zeros((3, 4)), np.full(3, 1 / 3), np.full(4, 0.25)
     with pytest.raises(SettingsError, match=message):
         call(S, a, b)
+
+
+def test_one_entropy_function_relaxed_form_differs_by_exactly_the_mass():
+    """references.entropy is the one definition: H(π) = −Σ π log π, and its relaxed form
+    H₁(π) = −Σ π (log π − 1) = H(π) + Σ π, for numpy and torch alike."""
+    from engine.solver.references import entropy
+
+    rng = np.random.default_rng(11)
+    P = rng.random((3, 4, 5))
+    P[0, 1] = 0.0  # 0 log 0 = 0
+    unit = P / P.sum((-2, -1), keepdims=True)  # plans of mass 1
+    for plans in (unit, 0.37 * unit, P):
+        h, h1 = entropy(plans), entropy(plans, relaxed=True)
+        np.testing.assert_allclose(h1 - h, plans.sum((-2, -1)), rtol=0, atol=1e-13)
+        mixed = entropy(plans, relaxed=np.array([True, False, True]))
+        np.testing.assert_array_equal(mixed, np.where([True, False, True], h1, h))
+        t = entropy(torch.from_numpy(plans), relaxed=True)
+        assert isinstance(t, torch.Tensor)
+        np.testing.assert_allclose(t.numpy(), h1, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(entropy(unit, relaxed=True) - entropy(unit), 1.0, atol=1e-13)
+    assert np.isfinite(entropy(P)).all()
+
+
+def test_each_solver_reports_the_entropy_of_its_own_objective():
+    from engine.solver.references import entropy
+
+    S, a, b = problem(seed=12, zeros_a=(1,))
+    bal = sinkhorn(S, a, b, 0.5, 80, record=[3, 80])
+    np.testing.assert_allclose(bal.entropy, entropy(bal.plan), rtol=0, atol=1e-12)
+    for method in ("auto", "log"):
+        unb = sinkhorn(S, a, b, 0.5, 80, tau=0.7, method=method, record=[3, 80],
+                       record_plans=True)
+        mass = unb.plan.sum()
+        assert abs(mass - 1) > 1e-3  # a relaxed plan's mass is not 1 ...
+        np.testing.assert_allclose(unb.entropy - entropy(unb.plan), mass, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(unb.history.entropy, entropy(unb.history.plans, relaxed=True),
+                                   rtol=0, atol=1e-12)
+    par = partial(S, a, b, 0.5, 0.6, half_steps=80)
+    np.testing.assert_allclose(par.entropy - entropy(par.plan), 0.6, rtol=0, atol=1e-9)
+    # ... and τ = ∞ is balanced: the balanced entropy, to the bit
+    inf = sinkhorn(S, a, b, 0.5, 80, tau=math.inf, record=[3, 80])
+    assert np.array_equal(inf.entropy, bal.entropy)
+    assert np.array_equal(inf.history.entropy, bal.history.entropy)
+    # an array of τ mixes both, problem by problem
+    mix = sinkhorn(S, a, b, 0.5, 80, tau=np.array([math.inf, 0.7]))
+    assert mix.entropy[0] == pytest.approx(float(entropy(mix.plan[0])), abs=1e-12)
+    assert mix.entropy[1] == pytest.approx(float(entropy(mix.plan[1], relaxed=True)), abs=1e-12)

@@ -31,6 +31,7 @@ import torch
 from ..errors import SettingsError
 from ..settings import EPS_MAX, EPS_MIN, HALF_STEPS_CAP, check_eps, check_half_steps  # noqa: F401
 from ..types import Coupling, History
+from . import references
 
 
 def _as_tensor(x: Any, *, dtype: torch.dtype | None = None, device=None) -> torch.Tensor:
@@ -172,8 +173,10 @@ def sinkhorn(
 
     With a finite ``tau`` the marginals are relaxed (unbalanced transport):
     π = argmin_{π ≥ 0} ⟨−S, π⟩ − ε H(π) + τ KL(π1 ‖ a) + τ KL(πᵀ1 ‖ b), with the generalised
-    KL(p ‖ q) = Σ p log(p/q) − p + q and H(π) = −Σ π (log π − 1); each update is the
-    balanced one damped by τ/(τ + ε) (Chizat et al. 2018). τ → ∞ is the balanced plan.
+    KL(p ‖ q) = Σ p log(p/q) − p + q and H(π) = −Σ π (log π − 1) (the entropy the output
+    then reports; balanced, it reports −Σ π log π: the two differ by the mass Σ π); each
+    update is the balanced one damped by τ/(τ + ε) (Chizat et al. 2018). τ → ∞ is the
+    balanced plan.
 
     Args:
         S: (..., n, m) scores; cost is −S. numpy or torch, float32 or float64.
@@ -308,7 +311,8 @@ def partial(
     π = argmin ⟨−S, π⟩ − ε H(π) over π ≥ 0 with π1 ≤ a, πᵀ1 ≤ b, Σ_ij π_ij = m, solved
     by block coordinate ascent on its dual in the log domain: π_ij = exp(S_ij/ε + α_i +
     β_j + κ) with α, β ≤ 0 the multipliers of π1 ≤ a, πᵀ1 ≤ b (α_i < 0 only where row i
-    is saturated, π1_i = a_i) and κ the one of Σπ = m. A row half-step maximises the dual
+    is saturated, π1_i = a_i) and κ the one of Σπ = m; here H(π) = −Σ π (log π − 1), the
+    entropy the output reports (H(π) + m against −Σ π log π). A row half-step maximises the dual
     over (α, κ) together: with lse_i = LSE_j(S_ij/ε + β_j), κ is the level where
     Σ_i min(a_i, e^{κ + lse_i}) = m (water-filling, by sorting) and α = min(0, log a −
     lse − κ); a column half-step likewise. Its fixed point is the plan of Benamou et al.'s
@@ -503,13 +507,23 @@ def _scatter_rows(c: Coupling, ia: torch.Tensor, n: int) -> Coupling:
     return dataclasses.replace(c, plan=rows(c.plan), f=f, history=history)
 
 
-def _cost_entropy(log_plan: torch.Tensor, S: torch.Tensor,
-                  keep_plan: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """(⟨−S, π⟩, H(π), π or None) of plans given by their logs, (..., n, m) → (...)."""
+def _cost_entropy(log_plan: torch.Tensor, S: torch.Tensor, keep_plan: bool = False,
+                  relaxed: Any = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """(⟨−S, π⟩, entropy, π or None) of plans given by their logs, (..., n, m) → (...);
+    the entropy is :func:`references.entropy`'s, H₁ for the problems ``relaxed`` marks."""
     plan = torch.exp(log_plan)
     cost = -(plan * S).sum((-2, -1))
-    entropy = -(plan * torch.where(plan > 0, log_plan, 0)).sum((-2, -1))
-    return cost, entropy, (plan if keep_plan else None)
+    return cost, references.entropy(plan, log_plan, relaxed=relaxed), (plan if keep_plan else None)
+
+
+def _relaxed(P: Problem) -> Any:
+    """Which problems have a relaxed objective (entropy H₁): False (balanced), True
+    (partial, or one finite τ), or (B,) booleans for an array of τ (inf: balanced)."""
+    if P.update is balanced:
+        return False
+    if P.update is capped or not isinstance(P.rho, torch.Tensor):
+        return True
+    return (P.rho < 1).reshape(-1)
 
 
 # ---- the marginal update: the one function that tells the three problems apart --------
@@ -724,7 +738,7 @@ def _run(P: Problem, half_steps: int, tol: float, early_stop: bool, method: str,
     st, before, after = half_step(P, init_state(P, beta))
     tr = _Trace(rows=[after[None]], cols=[], recorded=[], pending=[s for s in record if s > 1])
     if record and record[0] == 1:
-        tr.recorded.append(_cost_entropy(st.log_plan(P), P.S, keep_plans))
+        tr.recorded.append(_cost_entropy(st.log_plan(P), P.S, keep_plans, _relaxed(P)))
     kernel = method == "auto" and half_steps > 1 and P.update is not capped
     st = (_kernel_steps if kernel else _log_steps)(P, st, tr, half_steps, tol, early_stop,
                                                   block, keep_plans)
@@ -759,7 +773,7 @@ def _log_steps(P, st, tr, half_steps, tol, early_stop, block, keep_plans) -> Sta
             (tr.rows if row else tr.cols).append(torch.stack([before, after]))
         if tr.pending and tr.pending[0] == st.t:
             tr.pending.pop(0)
-            tr.recorded.append(_cost_entropy(st.log_plan(P), P.S, keep_plans))
+            tr.recorded.append(_cost_entropy(st.log_plan(P), P.S, keep_plans, _relaxed(P)))
         if early_stop and st.t < half_steps and _early_stop(tr, st.t, tol) and (
                 P.is_balanced or _within(P, st, tr, tol)):
             break
@@ -792,7 +806,7 @@ def _kernel_steps(P, st, tr, half_steps, tol, early_stop, block, keep_plans) -> 
         inside = [s for s in tr.pending if s <= t + nb]
         if inside:  # the block's recorded states, from its scalings, before absorbing
             tr.recorded += _block_history(P.Se + alpha + beta, P.S, us, vs, t, inside,
-                                          keep_plans)
+                                          keep_plans, _relaxed(P))
             del tr.pending[:len(inside)]
         t += nb
         if ranges[0] > big ** 0.5 or ranges[1] < big ** -0.5:
@@ -834,7 +848,7 @@ def output(P: Problem, st: State, tr: _Trace, tol: float, keep_history: bool,
     alpha = st.alpha if st.kappa is None else st.alpha + st.kappa
     f = torch.where(P.a > 0, P.eps * alpha, -math.inf)[..., 0].reshape(*batch, n)
     g = torch.where(P.b > 0, P.eps * st.beta, -math.inf)[:, 0].reshape(*batch, m)
-    cost, entropy, _ = _cost_entropy(log_plan, P.S)
+    cost, entropy, _ = _cost_entropy(log_plan, P.S, relaxed=_relaxed(P))
     converged = torch.maximum(row_err[..., -1], col_err[..., -1]) <= tol
     history = None
     if keep_history:
@@ -859,7 +873,7 @@ def output(P: Problem, st: State, tr: _Trace, tol: float, keep_history: bool,
 # ---- the kernel-domain fast path (balanced) and shared helpers ----------------------
 
 def _block_history(log_K: torch.Tensor, S: torch.Tensor, us: list, vs: list, t: int,
-                   steps: list[int], keep_plans: bool) -> list:
+                   steps: list[int], keep_plans: bool, relaxed: Any = False) -> list:
     """(cost, entropy, plan or None) of the states after half-steps ``steps`` (within
     t+1..t+nb) of a kernel block, all at once: state s is diag(u_s) K diag(v_s), with
     log K (B, n, m) the block's kernel, ``us`` its row scalings (B, 1, n) before and after
@@ -870,7 +884,7 @@ def _block_history(log_K: torch.Tensor, S: torch.Tensor, us: list, vs: list, t: 
     chunk = max(1, int(4e6 // max(1, log_K.numel())))  # bound the (k, B, n, m) work
     for i in range(0, len(steps), chunk):
         cost, entropy, plans = _cost_entropy(log_K + U[i:i + chunk].log() + V[i:i + chunk].log(),
-                                             S, keep_plans)
+                                             S, keep_plans, relaxed)
         for j in range(cost.shape[0]):
             out.append((cost[j], entropy[j], None if plans is None else plans[j]))
     return out

@@ -42,10 +42,32 @@ def cost(plan: np.ndarray, S: np.ndarray) -> np.ndarray:
     return -(plan * S).sum((-2, -1))
 
 
-def entropy(plan: np.ndarray) -> np.ndarray:
-    """H(π) = −Σ π log π over the last two axes, with 0 log 0 = 0: (...)."""
+def entropy(plan, log_plan=None, *, relaxed=False):
+    """The entropy of plans over their last two axes, with 0 log 0 = 0: (...).
+
+    H(π) = −Σ π log π (balanced transport, π ∈ Π(a, b)), or, with ``relaxed``,
+    H₁(π) = −Σ π (log π − 1) = H(π) + Σ π, the entropy of the unbalanced and partial
+    objectives (whose plans' mass Σ π is free or set to m). The two differ by the mass
+    exactly, so by 1 on a plan of mass 1, and have the same maximiser on Π(a, b).
+
+    Args:
+        plan: (..., n, m) plans ≥ 0, numpy or torch (the result is of the same kind).
+        log_plan: log π where it is known (the solver's potentials give it exactly);
+            computed from ``plan`` when None.
+        relaxed: False; True; or (...) booleans, one per plan (a batch mixing both).
+    """
+    if type(plan).__module__.partition(".")[0] == "torch":
+        import torch as lib
+    else:
+        lib = np
     pos = plan > 0
-    return -np.where(pos, plan * np.log(np.where(pos, plan, 1.0)), 0.0).sum((-2, -1))
+    if log_plan is None:
+        log_plan = lib.log(lib.where(pos, plan, 1.0))
+    h = -(plan * lib.where(pos, log_plan, 0.0)).sum((-2, -1))
+    if relaxed is False:
+        return h
+    mass = plan.sum((-2, -1))
+    return h + (mass if relaxed is True else lib.where(relaxed, mass, 0.0))
 
 
 def l1(p: np.ndarray, q: np.ndarray, axes: int | tuple[int, ...] = (-2, -1)) -> np.ndarray:
