@@ -226,7 +226,8 @@ with st.sidebar:
                                              else "learn_link"],
                  icon=":material/school:", query_params={"lang": lang()})
     if not ss["present"]:
-        st.page_link("pages/align.py", label=side["align_link"], icon=":material/link:")
+        st.page_link("pages/align.py", label=side["align_link"], icon=":material/link:",
+                     query_params={"lang": lang()})
         st.page_link("pages/lab.py", label=side["lab_link"], icon=":material/model_training:",
                      query_params={"lang": lang()})
     st.toggle(side["present"], key="present", help=side["present_help"])
@@ -330,7 +331,7 @@ def live_sliders(ctx: views.Ctx, r) -> views.Ctx:
                   metrics=metrics.rows(r, ctx.lang) if r is not None else [],
                   note="" if live or r is None else scrub.too_large_note(n, m, cap),
                   help={"eps": w["eps_help"], "steps": w["steps_help"]},
-                  words=w["words"], on_change=on_scrub)
+                  words=w["words"], num=numbers(ctx.lang), on_change=on_scrub)
     return dataclasses.replace(ctx, lattice=lattice)
 
 

@@ -19,10 +19,19 @@ import streamlit as st  # noqa: E402
 
 from engine import SinkscopeError  # noqa: E402
 from sinkscope_app import align_page as ap  # noqa: E402
+from sinkscope_app.views import md_text  # noqa: E402
 
 log = logging.getLogger("sinkscope.align")
 ss = st.session_state
-t = ap.ui("en")
+
+
+def lang() -> str:
+    """The page's language: the picker's, else the address's (``?lang=es``), else English."""
+    value = ss.get("align_lang") or st.query_params.get("lang")
+    return value if value in ap.LANGS else "en"
+
+
+t = ap.ui(lang())
 st.set_page_config(page_title=t["page_title"], page_icon="🔗", layout="wide")
 
 # Streamlit forgets the state of widgets a run does not draw: keep this page's.
@@ -39,8 +48,15 @@ if "_align_init" not in ss:
 ap.apply_pending()
 theme = "dark" if getattr(st.context.theme, "type", None) == "dark" else "light"
 
-with st.sidebar:
-    st.page_link("app.py", label=t["main_link"], icon=":material/arrow_back:")
+with st.sidebar:  # the language travels with every link between the pages
+    st.segmented_control(t["language"], list(ap.LANGS), key="align_lang", required=True,
+                         format_func={"en": "English", "es": "Español"}.get)
+    st.page_link("app.py", label=t["main_link"], icon=":material/arrow_back:",
+                 query_params={"lang": lang()})
+    st.page_link("pages/learn.py", label=t["learn_link"], icon=":material/school:",
+                 query_params={"lang": lang()})
+    st.page_link("pages/lab.py", label=t["lab_link"], icon=":material/model_training:",
+                 query_params={"lang": lang()})
 
 st.markdown(f"### {t['heading']}")
 st.caption(t["subtitle"])

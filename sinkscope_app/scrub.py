@@ -20,6 +20,7 @@ engine, ``POST /v1/lattice``).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.relation.frames import MAGIC, METRICS, decode, encode  # noqa: F401  (the payload)
-from engine.relation.summary import HELP, ZERO_MASS, Metric, half_steps_text
+from engine.relation.summary import HELP, NUMBERS, ZERO_MASS, Metric, Numbers, half_steps_text
 
 from .live import component
 
@@ -92,13 +93,39 @@ WORDS = {
                "with {want_steps} is computed on the server when you let go.",
     "softmax_note": "Half-step 1: the Sinkhorn plan is softmax, diag(a)·softmax(S/ε) — rows "
                     "right, columns off by the softmax column error.",
+    # what the browser writes into the metric strip and the graph's hovers (js/format.js)
+    "half_step": "{n} half-step",
+    "half_steps": "{n} half-steps",
+    "kl_detail": "{mass} of π's mass on weight-0 tokens",
+    "cost_detail": "exact OT {exact} · softmax {softmax}",
+    "below_exact": " · below exact OT: π is not a coupling yet",
+    "yes": "yes",
+    "no": "no",
+    "node": "{SIDE}[{k}] {label}<br>weight {side} = {weight}, {verb} {sum}<br>heaviest "
+            "partners:<br>",
+    "sends": "sends",
+    "receives": "receives",
+    "no_mass": "no mass",
 }
 URL_KEYS = {"eps": "eps", "steps": "steps"}  # the URL's names of the two values
 
 
-def step_labels(step_stops, words: dict[str, str] = WORDS) -> list[str]:
-    """What the half-step slider says at each stop: "1 half-step = softmax", "2 half-steps"…"""
-    return [words["step_one"] if int(t) == 1 else half_steps_text(int(t)) for t in step_stops]
+def step_labels(step_stops, words: dict[str, str] = WORDS,
+                num: Numbers = NUMBERS["en"]) -> list[str]:
+    """What the half-step slider says at each stop: "1 half-step = softmax", "2 half-steps"…
+    (in the language of ``words``, counts written by ``num``)."""
+    w = {**WORDS, **words}
+    if num is NUMBERS["en"] and w["half_steps"] == WORDS["half_steps"]:
+        return [w["step_one"] if int(t) == 1 else half_steps_text(int(t)) for t in step_stops]
+    return [w["step_one"] if int(t) == 1 else w["half_steps"].format(n=num(int(t)))
+            for t in step_stops]
+
+
+def eps_labels(eps_stops, num: Numbers = NUMBERS["en"]) -> list[str]:
+    """What the ε slider says at each stop: "0.1", "1" (English), "0,1" (Spanish)."""
+    if num is NUMBERS["en"]:
+        return [f"{e:g}" for e in eps_stops]
+    return [num(float(e)) for e in eps_stops]
 
 
 def metric_dicts(rows: list[Metric]) -> list[dict]:
@@ -110,7 +137,8 @@ def metric_dicts(rows: list[Metric]) -> list[dict]:
 def sliders(*, key: str, eps: float, steps: int, eps_stops, step_stops, lattice: str | None,
             metrics: list[Metric], note: str, help: dict[str, str], on_change,
             words: dict[str, str] | None = None,
-            url_keys: dict[str, str] | None = None) -> dict | None:
+            url_keys: dict[str, str] | None = None,
+            num: Numbers = NUMBERS["en"]) -> dict | None:
     """Both sliders and the metric strip, drawn and driven in the browser.
 
     Args:
@@ -127,6 +155,8 @@ def sliders(*, key: str, eps: float, steps: int, eps_stops, step_stops, lattice:
             has the same keys).
         url_keys: the URL's names of ε and t (:data:`URL_KEYS`), which the browser keeps
             up to date while a slider moves.
+        num: how the page's language writes numbers (``engine.relation.summary.numbers``);
+            the browser writes the numbers it computes the same way (js/format.js).
 
     Returns:
         The component's state: {"frame": {"eps": ε, "steps": t}} once a slider was
@@ -137,12 +167,12 @@ def sliders(*, key: str, eps: float, steps: int, eps_stops, step_stops, lattice:
     data = {
         "role": "scrub", "lattice": lattice, "eps": float(eps), "steps": int(steps),
         "eps_stops": [float(e) for e in eps_stops],
-        "eps_labels": [f"{e:g}" for e in eps_stops],
+        "eps_labels": eps_labels(eps_stops, num),
         "step_stops": [int(t) for t in step_stops],
-        "step_labels": step_labels(step_stops, words),
+        "step_labels": step_labels(step_stops, words, num),
         "metrics": metric_dicts(metrics), "note": note, "help": help,
         "zero_mass": ZERO_MASS, "metric_help": HELP, "words": words,
-        "url": dict(url_keys or URL_KEYS),
+        "url": dict(url_keys or URL_KEYS), "numbers": dataclasses.asdict(num),
     }
     return component("sinkscope_scrub")(key=key, data=data, on_frame_change=on_change)
 

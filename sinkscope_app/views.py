@@ -6,6 +6,7 @@ Only the selected view runs, so a slider move builds one view's figures, not sev
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -15,14 +16,14 @@ import streamlit as st
 
 from engine import settings
 from engine.settings import MAX_CANDIDATES
-from engine.relation.summary import fmt
+from engine.relation.summary import fmt, numbers
 from engine.types import Relation
 from viz import bipartite, clouds, diagnostics, grid as vgrid, heatmaps
 from viz import sentences as vsentences
 from viz.theme import plotly_config as theme_config
 from viz.theme import present as present_figure
 
-from . import compute, examples, i18n
+from . import compute, examples, i18n, notices
 from .about import about
 from .live import chart as live_chart
 from . import state
@@ -47,6 +48,15 @@ class Ctx:
     lattice: str | None = None  # id of the live sliders' frames, None when they are off
     present: bool = False  # presentation mode: the figures' text scaled up
     lang: str = "en"  # the page's language: its words are text/main.<lang>.json
+    # What the views' own controls held when the run began (the app passes them in: a
+    # view never reads the session): ε, the Graph's highlight, the Sentences view's
+    # example set, candidates, plan picker and click count (a fresh scatter per click).
+    eps: float = settings.DEFAULT_EPS
+    hl: str = "none"
+    sset: str = "custom"
+    cands: str = ""
+    scand: int = 0
+    clicks: int = 0
 
     @property
     def w(self) -> dict:
@@ -82,42 +92,92 @@ def chart(fig: go.Figure, name: str, img: str, *, key: str, live: bool = True,
     return st.plotly_chart(fig, theme=None, width="stretch", config=config, key=key, **kw)
 
 
+@functools.lru_cache(maxsize=None)
+def _phrases(lang: str) -> tuple[tuple[re.Pattern, str, bool], ...]:
+    """(English phrase as a pattern, its ``lang`` words, whether it is more than one word),
+    longest first; a phrase that starts or ends with a letter matches only whole words
+    there."""
+    en, there = i18n.texts("main", "en")["figures"], i18n.texts("main", lang)["figures"]
+    out = []
+    for old, new in sorted(((en[k], there[k]) for k in en), key=lambda p: -len(p[0])):
+        head = r"(?<!\w)" if old[:1].isalnum() else ""
+        tail = r"(?!\w)" if old[-1:].isalnum() else ""
+        out.append((re.compile(head + re.escape(old) + tail), new.replace("\\", "\\\\"),
+                    not old.isalpha()))
+    return tuple(out)
+
+
+_DECIMAL = re.compile(r"(?<=\d)\.(?=\d)")
+_MAX_TEXTS = 5000  # hover arrays longer than this (the All heads grid) keep their words
+
+
 def speak(fig: go.Figure, lang: str) -> go.Figure:
-    """``fig`` with its titles, axis titles, legend and the browser's title templates in
-    ``lang`` (``figures`` of text/main.<lang>.json; the builders stay English and pure).
-    English figures are returned as they are."""
+    """``fig`` with its words in ``lang`` (``figures`` of text/main.<lang>.json; the builders
+    stay English and pure) and its numbers written the language's way: decimal marks in
+    titles and notes, ``layout.separators`` for axes and hovers. Titles, axis and colour
+    bar titles, legends, annotations, trace names and hovers, animation frames and
+    buttons, and the templates the browser fills while a slider moves. English figures
+    are returned as they are."""
     if lang == "en":
         return fig
-    en, there = i18n.texts("main", "en")["figures"], i18n.texts("main", lang)["figures"]
-    pairs = sorted(((en[k], there[k]) for k in en), key=lambda p: -len(p[0]))
+    phrases, mark = _phrases(lang), numbers(lang).decimal
 
-    def say(text):
+    def say(text, decimals: bool = True, words: bool = True):
         if not isinstance(text, str):
             return text
-        for old, new in pairs:
-            text = text.replace(old, new)
-        return text
+        for old, new, multi in phrases:
+            if words or multi:
+                text = old.sub(new, text)
+        return _DECIMAL.sub(mark, text) if decimals else text
+
+    def say_all(texts):  # hovers hold tokens too: only phrases of several words change
+        if isinstance(texts, str):  # (word pieces never hold "1.5": the tokenizer splits it)
+            return say(texts, words=False)
+        if isinstance(texts, (list, tuple, np.ndarray)) and 0 < len(texts) <= _MAX_TEXTS \
+                and all(isinstance(t, str) for t in texts):
+            return [say(t, words=False) for t in texts]
+        return texts
+
+    def layout(lay):
+        if lay.title.text:
+            lay.title.text = say(lay.title.text)
+        for ann in lay.annotations or ():
+            ann.text = say(ann.text)
+        for name in list(lay.to_plotly_json()):
+            part = lay[name]
+            if name[:5] in ("xaxis", "yaxis") and part.title.text:
+                part.title.text = say(part.title.text)
+            elif name.startswith("coloraxis") and part.colorbar.title.text:
+                part.colorbar.title.text = say(part.colorbar.title.text)
 
     lay = fig.layout
-    if lay.title.text:
-        lay.title.text = say(lay.title.text)
-    for ann in lay.annotations or ():
-        ann.text = say(ann.text)
-    for name in list(lay.to_plotly_json()):
-        part = lay[name]
-        if name[:5] in ("xaxis", "yaxis") and part.title.text:
-            part.title.text = say(part.title.text)
-        elif name.startswith("coloraxis") and part.colorbar.title.text:
-            part.colorbar.title.text = say(part.colorbar.title.text)
+    layout(lay)
+    lay.separators = numbers(lang).separators
     if lay.legend.title.text:
         lay.legend.title.text = say(lay.legend.title.text)
     if isinstance(lay.meta, dict):  # the templates the browser fills while a slider moves
         lay.meta = {k: ([say(t) for t in v] if k == "titles" else say(v))
                     if k in ("titles", "title", "not_converged", "note") else v
                     for k, v in lay.meta.items()}
+    for menu in lay.updatemenus or ():
+        for button in menu.buttons or ():
+            button.label = say(button.label)
+    for slider in lay.sliders or ():  # the frames keep their names: only labels change
+        for step in slider.steps or ():
+            step.label = say(step.label)
+    for frame in fig.frames or ():
+        if frame.layout is not None and frame.layout.title.text:
+            frame.layout.title.text = say(frame.layout.title.text)
     for trace in fig.data:
         if getattr(trace, "name", None):
-            trace.name = say(trace.name)
+            trace.name = say(trace.name, decimals=False)
+        if isinstance(getattr(trace, "hovertemplate", None), str):
+            trace.hovertemplate = say(trace.hovertemplate, decimals=False)
+        if getattr(trace, "hovertext", None) is not None:  # labels (text) are tokens
+            trace.hovertext = say_all(trace.hovertext)
+        bar = getattr(trace, "colorbar", None)
+        if bar is not None and bar.title.text:
+            bar.title.text = say(bar.title.text)
     return fig
 
 
@@ -151,9 +211,9 @@ def render_compare(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figur
           present=ctx.present)
     if r.model_attention is not None:
         with st.expander(w["model_attention"]):
-            fig = heatmaps.heatmap(r.model_attention, r.tokens_a, r.tokens_b, zlabel="attention",
-                                   title=w["model_attention_title"],
-                                   theme=theme, mode=r.mode)
+            fig = speak(heatmaps.heatmap(r.model_attention, r.tokens_a, r.tokens_b,
+                                         zlabel="attention", title=w["model_attention_title"],
+                                         theme=theme, mode=r.mode), ctx.lang)
             chart(fig, "model_attention", img, key="fig_model_attention",
                   present=ctx.present)
             figs.append(fig)
@@ -170,7 +230,7 @@ def _highlight_options(r: Relation, nothing: str = "nothing") -> dict[str, str]:
 def render_graph(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]:
     w = ctx.w["graph_cloud"]
     opts = _highlight_options(r, w["nothing"])
-    if st.session_state.get("hl") not in opts:
+    if ctx.hl not in opts:
         st.session_state["hl"] = "none"
     c1, c2, c3, c4 = st.columns([1.2, 1.2, 1, 1.4])
     with c1:
@@ -182,8 +242,9 @@ def render_graph(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]
     with c4:
         hl = st.selectbox(w["hl"], list(opts), format_func=opts.get, key="hl")
     highlight = None if hl in (None, "none") else (hl[0], int(hl[1:]))
-    fig = bipartite.graph(r, which=which, top_k=int(top_k) or None, threshold=float(thr),
-                          highlight=highlight, theme=theme)
+    fig = speak(bipartite.graph(r, which=which, top_k=int(top_k) or None,
+                                threshold=float(thr), highlight=highlight, theme=theme),
+                ctx.lang)
     chart(fig, "graph", img, key="fig_graph", bind=bind(r, ctx), present=ctx.present)
     return [fig]
 
@@ -206,7 +267,8 @@ def render_cloud(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]
     label = w["fitting_umap"] if method == "umap" else w["projecting"]
     with st.spinner(label):
         proj = compute.projection(*ctx.geometry, space, method, int(dim))
-    fig = clouds.cloud(r, proj, which=which, top_edges=int(edges), theme=theme)
+    fig = speak(clouds.cloud(r, proj, which=which, top_edges=int(edges), theme=theme),
+                ctx.lang)
     chart(fig, "cloud", img, key="fig_cloud", present=ctx.present)
     if proj.note:
         st.caption(proj.note)
@@ -222,51 +284,55 @@ def render_convergence(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.F
 
 
 def render_heads(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]:
+    w, num = ctx.w["heads"], numbers(ctx.lang)
+    names = {k: w["values"][k] for k in GRID_VALUES}
     c1, c2 = st.columns(2)
     with c1:
-        kind = st.selectbox("Tiles show", list(GRID_PLANS), format_func=GRID_PLANS.get,
+        kind = st.selectbox(w["tiles"], list(GRID_PLANS), format_func=w["plans"].get,
                             key="gplan")
     with c2:
-        gval = st.selectbox("Number above each tile", list(GRID_VALUES),
-                            format_func=GRID_VALUES.get, key="gval")
+        gval = st.selectbox(w["value"], list(GRID_VALUES), format_func=names.get, key="gval")
     eps, steps = float(r.eps), int(r.half_steps)
     n, m = len(r.tokens_a), len(r.tokens_b)
+    heads = ctx.n_layers * ctx.n_heads
     if n * m > settings.CONFIG.grid_max_cells:
-        st.info(f"The texts have {n} × {m} tokens: too many to show all "
-                f"{ctx.n_layers * ctx.n_heads} heads at once (the limit is "
-                f"{settings.CONFIG.grid_max_cells:,} token pairs, SINKSCOPE_GRID_MAX_CELLS). "
-                "Shorten the texts, or pick a layer and head in the sidebar.")
+        st.info(w["too_many"].format(n=n, m=m, heads=heads,
+                                     cells=num(settings.CONFIG.grid_max_cells)
+                                     if ctx.lang != "en"
+                                     else f"{settings.CONFIG.grid_max_cells:,}"))
         return []
-    with st.spinner(f"Relating all {ctx.n_layers * ctx.n_heads} heads…"):
+    with st.spinner(w["relating"].format(heads=heads)):
         g = compute.grid(ctx.model, ctx.a, ctx.b, ctx.mode, eps, steps, ctx.weights, ctx.pool)
     plans = {"sinkhorn": g.coupling.plan, "softmax": g.softmax_plan,
              "difference": g.coupling.plan - g.softmax_plan}[kind]
     values = np.asarray(getattr(g.summary, gval), dtype=float)
     selected = (ctx.layer, ctx.head) if isinstance(ctx.head, int) else None
-    fig = vgrid.grid(plans, values, value_name=GRID_VALUES[gval], selected=selected,
-                     scale="diverging" if kind == "difference" else "mass", theme=theme)
+    fig = speak(vgrid.grid(plans, values, value_name=names[gval], selected=selected,
+                           scale="diverging" if kind == "difference" else "mass",
+                           theme=theme), ctx.lang)
     # The key names the selected head: a new selection gets a fresh, empty widget, so an
     # old click can never fight a head chosen in the sidebar.
     event = chart(fig, "heads", img, key=f"fig_heads_{ctx.layer}_{ctx.head}",
                   live=False, on_select="rerun", selection_mode="points", present=ctx.present)
-    st.caption("Click a tile's centre, or pick a head from the ranking below, to open that "
-               f"layer and head in every view. Currently: layer {ctx.layer}, "
-               + (f"head {ctx.head}." if isinstance(ctx.head, int) else "mean over heads."))
+    head = (w["current_head"].format(head=ctx.head) if isinstance(ctx.head, int)
+            else w["current_mean"])
+    st.caption(w["caption"].format(layer=ctx.layer, head=head))
     pick = _picked_head(event, ctx.n_layers, ctx.n_heads)
     c1, c2 = st.columns([1, 2], vertical_alignment="bottom")
     with c1:
-        order = _radio(f"Rank heads by {GRID_VALUES[gval]}", GRID_RANKS, "grank")
+        order = _radio(w["rank_by"].format(value=names[gval]), w["ranks"], "grank")
     ranked = ranked_heads(values, lowest_first=order == "low")
     with c2:  # the keyboard's way to a head: a select box, ranked
         options = [None, *[(l, h) for l, h, _ in ranked]]
         value_of = {(l, h): v for l, h, v in ranked}
         chosen = st.selectbox(
-            "Open a head", options, key=f"head_pick_{gval}_{ctx.layer}_{ctx.head}",
-            format_func=lambda o: "choose a layer and head…" if o is None else
-            f"layer {o[0]} · head {o[1]} — {GRID_VALUES[gval]} {fmt(value_of[o])}")
-    st.dataframe({"rank": list(range(1, len(ranked) + 1)),
-                  "layer": [l for l, _, _ in ranked], "head": [h for _, h, _ in ranked],
-                  GRID_VALUES[gval]: [fmt(v) for _, _, v in ranked]},
+            w["open"], options, key=f"head_pick_{gval}_{ctx.layer}_{ctx.head}",
+            format_func=lambda o: w["choose"] if o is None else w["option"].format(
+                layer=o[0], head=o[1], value=names[gval], number=num(value_of[o])))
+    st.dataframe({w["col_rank"]: list(range(1, len(ranked) + 1)),
+                  w["col_layer"]: [l for l, _, _ in ranked],
+                  w["col_head"]: [h for _, h, _ in ranked],
+                  names[gval]: [num(v) for _, _, v in ranked]},
                  hide_index=True, height=247, width="stretch")
     pick = pick or chosen
     if pick is not None and pick != (ctx.layer, ctx.head):
@@ -310,10 +376,10 @@ def _picked_head(event, n_layers: int, n_heads: int) -> tuple[int, int] | None:
 
 
 def render_path(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]:
-    with st.spinner("Solving along the ε path…"):
+    with st.spinner(ctx.w["path_view"]["solving"]):
         eps, plans, exact = compute.eps_path(*ctx.geometry)
-    fig = diagnostics.eps_path(eps, plans, exact, r.tokens_a, r.tokens_b, theme=theme,
-                               mode=r.mode)
+    fig = speak(diagnostics.eps_path(eps, plans, exact, r.tokens_a, r.tokens_b, theme=theme,
+                                     mode=r.mode), ctx.lang)
     chart(fig, "eps_path", img, key="fig_eps_path", live=False, present=ctx.present)
     st.caption(ctx.w["compare"]["path"])
     return [fig]
@@ -345,12 +411,12 @@ def _edited_cands() -> None:
         st.session_state["sset"] = "custom"
 
 
-def _open_candidate(text: str) -> None:
+def _open_candidate(text: str, ctx: Ctx) -> None:
     """Text B := this candidate, and the Compare view, on a fresh run of the whole page."""
     ss = st.session_state
     ss["_pending_state"] = {"b": text, "view": "compare", "ex": "custom",
-                            "mode": "separate" if ss.get("mode") == "self" else ss.get("mode")}
-    ss["_sent_clicks"] = ss.get("_sent_clicks", 0) + 1  # a fresh scatter: no stale click
+                            "mode": "separate" if ctx.mode == "self" else ctx.mode}
+    ss["_sent_clicks"] = ctx.clicks + 1  # a fresh scatter: no stale click
     st.rerun(scope="app")
 
 
@@ -374,83 +440,76 @@ def _picked_candidate(event, K: int) -> int | None:
 
 
 def render_sentences(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]:
-    ss = st.session_state
-    if "_pending_state" in ss:  # an example set was picked: redraw the sidebar too
-        st.rerun(scope="app")
-    sets = examples.sentence_sets()
-    opts = {**{k: v["title"] for k, v in sets.items()}, "custom": "Your own candidates"}
+    w, num, lang = ctx.w["sentences"], numbers(ctx.lang), ctx.lang
+    sets, set_words = examples.sentence_sets(), ctx.w.get("sentence_sets", {})
+    opts = {**{k: set_words.get(k, {}).get("title", v["title"]) for k, v in sets.items()},
+            "custom": w["own"]}
     c1, c2 = st.columns([2, 3])
     with c1:
-        st.selectbox("Example set", list(opts), format_func=opts.get, key="sset",
-                     on_change=_load_set, help="Loads its text A (into the sidebar) and its "
-                     "candidates.")
-        note = sets.get(ss["sset"], {}).get("note")
+        st.selectbox(w["set"], list(opts), format_func=opts.get, key="sset",
+                     on_change=_load_set, help=w["set_help"])
+        note = set_words.get(ctx.sset, {}).get("note", sets.get(ctx.sset, {}).get("note"))
         if note:
             st.caption(note)
-        st.caption("Each text is the measure of its last hidden states, every token weighing "
-                   "the same. With mean pooling the model's sentence embedding is that "
-                   "measure's **barycenter**; the Sinkhorn divergence compares the whole "
-                   "measures (cost 1 − cos, ε from the slider). Text A is the sidebar's.")
+        st.caption(w["about"])
     with c2:
-        ss["cands"], notice = cut_text(str(ss.get("cands", "")), "The candidates",
-                                       "as typed or pasted")
+        cands, notice = cut_text(ctx.cands, "The candidates", "as typed or pasted", lang=lang)
         if notice:
+            st.session_state["cands"] = cands
             st.warning(notice)
-        st.text_area(f"Candidates, one per line (at most {MAX_CANDIDATES})", key="cands",
+        chars = (f"{settings.CONFIG.max_chars:,}" if lang == "en"
+                 else num(settings.CONFIG.max_chars))
+        st.text_area(w["cands"].format(max=MAX_CANDIDATES), key="cands",
                      height=170, on_change=_edited_cands,
-                     help=f"At most {settings.CONFIG.max_chars:,} characters (a longer "
-                     "paste is cut). Press Ctrl+Enter or click outside the box to rank them.")
-    eps = float(ss["eps"])
-    with st.spinner("Encoding the candidates and solving three transport problems each…"):
-        rk = compute.ranking(ctx.model, ctx.a, ss["cands"], eps)
-    for n in rk.notices:
-        (st.warning if n.level == "warning" else st.info)(n.message)
+                     help=w["cands_help"].format(chars=chars))
+    eps = float(ctx.eps)
+    with st.spinner(w["ranking"]):
+        rk = compute.ranking(ctx.model, ctx.a, cands, eps)
+    for level, text in notices.say_all(rk.notices, lang):
+        (st.warning if level == "warning" else st.info)(text)
     m1, m2, m3 = st.columns(3)
-    m1.metric("Rankings agree (Spearman ρ)", "n/a" if not np.isfinite(rk.spearman)
-              else f"{rk.spearman:.2f}", border=True,
-              help="Rank correlation of the cosine similarity with minus the divergence: "
-                   "1 when both rank the candidates the same way.")
-    m2.metric("Same top candidate", "yes" if rk.by_similarity[0] == rk.by_divergence[0]
-              else "no", border=True,
-              help="Whether the most similar candidate also has the smallest divergence.")
-    m3.metric("Embedding = barycenter", "n/a" if rk.barycenter_gap is None
-              else f"± {rk.barycenter_gap:.0e}", border=True,
-              help="Largest difference between the model's normalised sentence embedding "
-                   "and the normalised mean of the text's last hidden states, over all texts "
-                   "here (float precision: they are the same vector).")
-    figs = [vsentences.rankings(rk, theme=theme)]
+    rho = (w["na"] if not np.isfinite(rk.spearman) else
+           f"{rk.spearman:.2f}".replace(".", num.decimal))
+    m1.metric(w["agree"], rho, border=True, help=w["agree_help"])
+    m2.metric(w["same_top"], w["yes"] if rk.by_similarity[0] == rk.by_divergence[0]
+              else w["no"], border=True, help=w["same_top_help"])
+    m3.metric(w["barycenter"], w["na"] if rk.barycenter_gap is None
+              else f"± {rk.barycenter_gap:.0e}".replace(".", num.decimal), border=True,
+              help=w["barycenter_help"])
+    figs = [speak(vsentences.rankings(rk, theme=theme), lang)]
     chart(figs[0], "rankings", img, key="fig_rankings", present=ctx.present)
-    figs.append(vsentences.scatter(rk, theme=theme))
+    figs.append(speak(vsentences.scatter(rk, theme=theme), lang))
     event = chart(figs[1], "similarity_vs_divergence", img,
-                  key=f"fig_sentences_{ss.get('_sent_clicks', 0)}", live=False,
+                  key=f"fig_sentences_{ctx.clicks}", live=False,
                   on_select="rerun", selection_mode="points", present=ctx.present)
-    st.caption("Click a point, or a Compare button below, to open that candidate as text B "
-               "in the Compare view (its softmax attention and Sinkhorn coupling with A).")
+    st.caption(w["click"])
     pick = _picked_candidate(event, len(rk.candidates))
     if pick is not None:
-        _open_candidate(rk.candidates[pick])
+        _open_candidate(rk.candidates[pick], ctx)
     head = st.columns([0.5, 6, 1.6, 1.6, 1.3], vertical_alignment="center")
-    for col, label in zip(head, ("#", "candidate (by divergence)", "cosine · place",
-                                 "S_ε · place", "")):
+    for col, label in zip(head, ("#", w["col_candidate"], w["col_cosine"],
+                                 w["col_divergence"], "")):
         col.markdown(f"**{label}**" if label else "")
     for place, k in enumerate(rk.by_divergence, 1):
         row = st.columns([0.5, 6, 1.6, 1.6, 1.3], vertical_alignment="center")
         row[0].markdown(f"{k + 1}")
         row[1].markdown(md_text(rk.candidates[k]))
-        row[2].markdown(f"{rk.similarity[k]:.3f} · {rk.rank_similarity[k]}")
-        row[3].markdown(f"{fmt(float(rk.divergence[k]))} · {place}")
-        if row[4].button("Compare", key=f"cmp_{k}", width="stretch",
-                         help="Open this candidate as text B in the Compare view."):
-            _open_candidate(rk.candidates[k])
+        row[2].markdown(f"{rk.similarity[k]:.3f}".replace(".", num.decimal)
+                        + f" · {rk.rank_similarity[k]}")
+        row[3].markdown(f"{num(float(rk.divergence[k]))} · {place}")
+        if row[4].button(w["compare"], key=f"cmp_{k}", width="stretch",
+                         help=w["compare_help"]):
+            _open_candidate(rk.candidates[k], ctx)
     K = len(rk.candidates)
-    if not 0 <= int(ss.get("scand", 0) or 0) < K:
-        ss["scand"] = 0
-    with st.expander("The transport plan behind a divergence (last hidden states, cost 1 − cos)"):
-        k = st.selectbox("Candidate", list(range(K)), key="scand",
+    if not 0 <= int(ctx.scand or 0) < K:
+        st.session_state["scand"] = 0
+    with st.expander(w["plan"]):
+        k = st.selectbox(w["candidate"], list(range(K)), key="scand",
                          format_func=lambda i: f"{i + 1}. {rk.candidates[i][:80]}")
-        fig = heatmaps.heatmap(rk.plans[k], rk.tokens_a, rk.tokens[k], zlabel="mass",
-                               title=f"Coupling of text A with candidate {k + 1} at ε = {eps:g}",
-                               theme=theme)
+        eps_text = f"{eps:g}" if lang == "en" else num(eps)
+        fig = speak(heatmaps.heatmap(rk.plans[k], rk.tokens_a, rk.tokens[k], zlabel="mass",
+                                     title=w["plan_title"].format(k=k + 1, eps=eps_text),
+                                     theme=theme), lang)
         chart(fig, "sentence_plan", img, key="fig_sentence_plan", present=ctx.present)
         figs.append(fig)
     return figs

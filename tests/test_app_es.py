@@ -50,7 +50,8 @@ def _english_words() -> set[str]:
 
 
 def test_every_word_of_the_main_page_is_in_both_languages():
-    assert i18n.missing("main", optional=("examples",)) == {"en": set(), "es": set()}
+    assert i18n.missing("main", optional=("examples", "sentence_sets")) == {"en": set(),
+                                                                           "es": set()}
     ids = {e["id"] for e in json.loads((ROOT / "assets" / "examples.json").read_text())
            ["examples"]}
     assert set(ES["examples"]) == ids  # every example's title and note in Spanish
@@ -162,3 +163,76 @@ def test_graph_and_cloud_controls_in_spanish(view, key, word):
     at = run({"lang": "es", "view": view})
     ok(at)
     assert at.radio(key=key).label == ES["graph_cloud"][word]
+
+
+# English words a Spanish page must not show among its labels, captions, warnings and infos
+# (whole words: "text" is not "texto").
+ENGLISH = ("the", "text", "layer", "mass", "Your", "heads", "characters", "link", "using",
+           "View", "Candidates", "Compare", "ranking", "choose", "Rank", "Solving",
+           "tokens were")
+
+
+def _shown_words(at) -> list[str]:
+    """Every label, help text, option, caption, warning and info the page shows."""
+    out: list[str] = []
+    for kind in ("caption", "warning", "info", "markdown", "metric", "subheader", "expander"):
+        for el in at.get(kind):
+            for attr in ("value", "label", "help", "body"):
+                v = getattr(el, attr, None) if attr != "body" else getattr(el.proto, attr, None)
+                if isinstance(v, str):
+                    out.append(v)
+    for kind in ("selectbox", "radio", "text_area", "button", "toggle", "segmented_control",
+                 "slider", "number_input", "button_group"):
+        for el in at.get(kind):
+            for attr in ("label", "help"):
+                v = getattr(el, attr, None)
+                if isinstance(v, str):
+                    out.append(v)
+            try:
+                out += [str(o) for o in el.options or []]
+            except Exception:  # an element without options
+                pass
+    return [s for s in out if s]
+
+
+def _english_leftovers(at) -> list[str]:
+    import re
+
+    pattern = re.compile(r"(?<![\w'])(" + "|".join(ENGLISH) + r")(?!\w)")
+    texts = [s for s in _shown_words(at)
+             if "A man is playing" not in s and "I sat on the bank" not in s]
+    return [s for s in texts if pattern.search(s)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("view", ["compare", "heads", "path", "sentences"])
+def test_a_spanish_crafted_link_shows_no_english(view):
+    # a crafted link: a text over the limit (cut), bad values (warnings), one view each
+    from engine import settings
+
+    long = "palabra " * (settings.CONFIG.max_chars // 8 + 10)
+    at = run({"lang": "es", "a": long[:400], "b": "el gato duerme en el sofá",
+              "view": view, "layer": "99", "cscale": "arcoíris", "eps": "-3",
+              "steps": "abc", "cands": "x" * (settings.CONFIG.max_chars + 5) if view ==
+              "sentences" else "uno\ndos", "ex": "nope"})
+    assert not at.exception, [e.value for e in at.exception]
+    warnings = [w.value for w in at.warning]
+    assert any("fuera del intervalo" in w for w in warnings), warnings
+    assert any("«escala de color»" in w for w in warnings), warnings
+    if view == "sentences":
+        assert any("La lista de candidatos" in w and "caracteres" in w for w in warnings)
+    left = _english_leftovers(at)
+    assert not left, left
+
+
+@pytest.mark.slow
+def test_a_text_over_the_limit_is_cut_with_a_spanish_notice():
+    from engine import settings
+
+    at = run({"lang": "es", "a": "a" * (settings.CONFIG.max_chars + 7), "b": "hola"})
+    assert not at.exception
+    warnings = [w.value for w in at.warning]
+    limit = numbers("es")(settings.CONFIG.max_chars)
+    assert any(w.startswith("El texto A del enlace tenía") and limit in w for w in warnings), \
+        warnings
+    assert not _english_leftovers(at), _english_leftovers(at)

@@ -211,6 +211,7 @@ def fixtures() -> dict:
         thin.append(dict(axis=axis, horizontal=horizontal, length=length, font=font,
                          vals=out["tickvals"], text=out["ticktext"]))
     return dict(
+        spanish=spanish(rng, xs),
         thin=thin,
         fmt=[dict(x=num(x), out=fmt(x)) for x in xs],
         half_steps=[dict(t=t, out=half_steps_text(t)) for t in (1, 2, 10, 999, 1000, 123456)],
@@ -222,7 +223,76 @@ def fixtures() -> dict:
                  for size in (11, 13)],
         classes=cls_cases, limits=lim_cases, tolerance=heatmaps.IDENTICAL, edges=edge_cases,
         n_bins=bipartite.N_BINS, metrics=metric_cases, help=HELP, zero_mass=ZERO_MASS,
+        words_en=_english_words(),
         patches=patches(rng))
+
+
+def _english_words() -> dict:
+    """The sliders' words the page sends in English (scrub.WORDS)."""
+    from sinkscope_app import scrub
+    return dict(scrub.WORDS)
+
+
+def node_hover_in(k, side, tokens, partner_names, w, plan, words, num) -> str:
+    """viz.bipartite.node_hover with the words and number format of a language (the
+    browser's twin when the page is not in English)."""
+    sums = plan.sum(axis=1 if side == "a" else 0)
+    head = words["node"].format(SIDE=side.upper(), k=k, label=tokens[k], side=side,
+                                weight=num(w[k]), verb=words["sends" if side == "a"
+                                                             else "receives"],
+                                sum=num(sums[k]))
+    row = plan[k] if side == "a" else plan[:, k]
+    order = [p for p in np.argsort(-row, kind="stable")[:5] if row[p] > 0]
+    return head + ("<br>".join(f"  → {partner_names[p]}  {num(row[p])}" for p in order)
+                   if order else words["no_mass"])
+
+
+def spanish(rng: np.random.Generator, xs: list[float]) -> dict:
+    """What the browser writes on a Spanish page, as Python writes it: numbers
+    (summary.numbers("es")), the metric strip (metrics.rows(r, "es")), the sliders' step
+    labels and the graph's hovers, with the words and number format the payload carries."""
+    from engine.relation.summary import numbers as numbers_of
+    from sinkscope_app import i18n, metrics, scrub
+
+    es = numbers_of("es")
+    words = {**scrub.WORDS, **i18n.texts("main", "es")["sliders"]["words"]}
+    more = list(10.0 ** rng.uniform(-7, 6, 200) * rng.choice([-1.0, 1.0], 200))
+    more += [1234.5, -1235.5, 12345.5, 99999.5, 4.78e-05, 9.7e-05, 5e-06, 4.9e-06, 0.00015]
+    cases = []
+    for s in summaries(rng):
+        steps = int(rng.choice([1, 2, 99, 1000, 12345]))
+        r = SimpleNamespace(summary=Summary(**s), coupling=SimpleNamespace(half_steps_run=steps))
+        got = metrics.rows(r, "es")
+        cases.append(dict(s={k: num(v) if isinstance(v, float) else v for k, v in s.items()},
+                          steps=steps, label={x.key: x.label for x in got},
+                          help={x.key: x.help for x in got},
+                          rows=[dataclasses.asdict(x) for x in got]))
+    hovers = []
+    for k in range(8):
+        n, m = int(rng.integers(1, 7)), int(rng.integers(1, 7))
+        plan = rng.uniform(size=(n, m)) ** 4 * (rng.uniform(size=(n, m)) > 0.3) * 1e-3 ** (k % 3)
+        w = rng.uniform(size=n)
+        la, lb = [f"a{q}" for q in range(n)], [f"b{q}" for q in range(m)]
+        hovers.append(dict(n=n, m=m, plan=plan.ravel().tolist(), w=w.tolist(), la=la, lb=lb,
+                           out=[node_hover_in(q, "a", la, lb, w, plan, words, es)
+                                for q in range(n)]))
+    stops = [1, 2, 10, 999, 1000, 12345, 123456]
+    return dict(spec=dataclasses.asdict(es), words=words,
+                num=[dict(x=num(x), out=es(x)) for x in [*xs, *more]],
+                metrics=cases, hovers=hovers,
+                steps=[dict(t=t, out=label) for t, label in
+                       zip(stops, scrub.step_labels(stops, words, es))])
+
+
+def test_the_python_twin_of_the_graph_hover_is_the_figure_s_in_english():
+    from sinkscope_app import scrub
+
+    rng = np.random.default_rng(3)
+    plan, w = rng.uniform(size=(4, 5)) ** 3, rng.uniform(size=4)
+    la, lb = [f"a{q}" for q in range(4)], [f"b{q}" for q in range(5)]
+    for k in range(4):
+        assert node_hover_in(k, "a", la, lb, w, plan, scrub.WORDS, fmt) == \
+            bipartite.node_hover(k, "a", la, lb, w, plan)
 
 
 @pytest.mark.slow
@@ -261,8 +331,11 @@ def test_the_sliders_words_come_from_python():
     js = (ROOT / "sinkscope_app" / "js" / "scrub.js").read_text(encoding="utf-8")
     used = set(re.findall(r"words\.(\w+)|\bw\.(\w+)", js))
     assert {a or b for a, b in used} <= set(scrub.WORDS)  # no word the payload lacks
-    for text in scrub.WORDS.values():
-        assert text not in js  # and none written in the JS itself
+    for name in ("scrub", "format", "patch", "paint"):  # and none written in the JS itself
+        code = (ROOT / "sinkscope_app" / "js" / f"{name}.js").read_text(encoding="utf-8")
+        for text in scrub.WORDS.values():
+            assert f'"{text}"' not in code and (len(text) < 12 or text not in code), \
+                (name, text)
     chart = (ROOT / "sinkscope_app" / "js" / "chart.js").read_text(encoding="utf-8")
     assert "fill(data.failed" in chart and "could not be drawn" not in chart
     from sinkscope_app import live

@@ -1,3 +1,5 @@
+import {SK} from "./state.js";
+
 // Numbers and text, as the Python side writes them (tests/js checks each against its
 // Python twin on fixtures the tests write from Python).
 // engine.relation.summary.fmt, to the letter: 3 significant digits; |x| < 1e-3 or ≥ 1e5 in
@@ -22,6 +24,54 @@ export function fmt(x) {
   return gfmt(x, 3);
 }
 export const halfStepsText = (t) => `${t.toLocaleString("en-US")} half-step${t === 1 ? "" : "s"}`;
+
+// engine.relation.summary.Numbers: how the page's language writes a number, from the
+// payload's spec {decimal, group, plain, zero_below, nan} (English: fmt exactly).
+const fixed = (x, d) => {  // Python's f"{x:.{d}f}": ties (only whole halves here) to even
+  if (d === 0 && Math.abs(x) >= 1e21) return BigInt(x).toString();  // exact, as Python
+  if (d === 0 && Math.abs(x % 1) === 0.5) {
+    const r = Math.trunc(x) + (Math.trunc(x) % 2 === 0 ? 0 : Math.sign(x));
+    return (Object.is(r, -0) ? 0 : r).toFixed(0);
+  }
+  return x.toFixed(d);
+};
+const grouped = (digits, sep) => digits.replace(/\B(?=(\d{3})+(?!\d))/g, sep);
+export function numberFormat(spec) {
+  const p = {decimal: ".", group: ",", plain: false, zero_below: 5e-6, nan: "n/a", ...(spec || {})};
+  if (!p.plain && p.decimal === "." && p.group === ",") return fmt;
+  const swap = (s) => s.replace(/[.,]/g, (c) => (c === "." ? p.decimal : p.group));
+  return (x) => {
+    x = Number(x);
+    if (Number.isNaN(x)) return p.nan;
+    if (!Number.isFinite(x) || x === 0) return fmt(x);
+    const ax = Math.abs(x);
+    if (p.plain && ax < p.zero_below) return "≈ 0";
+    let s;
+    if (p.plain && ax < 1e-3) {  // one significant digit, as a decimal
+      const digits = -Math.floor(Math.log10(ax));
+      s = fixed(x, digits);
+      if (Math.abs(parseFloat(s)) >= parseFloat(`1e${1 - digits}`)) s = fixed(x, digits - 1);
+    } else if (p.plain && ax >= 1e3) {  // whole numbers, grouped from five digits on
+      s = fixed(x, 0);
+      if (ax >= 1e4) s = s.replace(/\d+/, (d) => grouped(d, ","));
+    } else {
+      s = fmt(x);
+    }
+    return swap(s);
+  };
+}
+
+// The page's language for what the browser writes while a slider moves: its number format
+// and its words, both from the payload (scrub.py, WORDS: no word is written here). Until a
+// payload names them, numbers are English (fmt) and a word shows as its {field}.
+export function language(words, spec) {
+  const w = {...(words || {})};
+  const num = numberFormat(spec);
+  const count = num === fmt ? (t) => t.toLocaleString("en-US") : num;
+  return {num, words: w, steps: (t) => fill(t === 1 ? w.half_step : w.half_steps, {n: count(t)})};
+}
+export const ENGLISH = language();
+export const here = () => SK.lang || ENGLISH;  // the page's language, set by the sliders
 export const fill = (template, vals) =>
   String(template).replace(/\{(\w+)\}/g, (m, k) => (k in vals ? vals[k] : m));
 const ENTITIES = {"&lt;": "<", "&gt;": ">", "&amp;": "&", "&quot;": "\"", "&#x27;": "'",
@@ -46,25 +96,27 @@ export const textPx = (t, size) => {  // viz.theme.text_px (of the label as show
 
 // engine.relation.summary.rows for one frame's metrics ``s`` after ``steps`` half-steps;
 // ``label`` and ``help`` by key (the server's), ``zeroMass`` summary.ZERO_MASS.
-export function metricRows(s, steps, label, help, zeroMass) {
+// sinkscope_app.metrics.rows in ``lang`` (:func:`language`; English by default).
+export function metricRows(s, steps, label, help, zeroMass, lang = ENGLISH) {
+  const {num, words: w} = lang;
   const row = (key, value, detail = "") => ({key, label: label[key], value, detail,
                                             help: help[key]});
   const kl = !Number.isFinite(s.kl_to_product) && s.kl_to_product > 0 &&
              s.zero_weight_mass > zeroMass
-    ? row("kl_to_product", "∞", `${fmt(s.zero_weight_mass)} of π's mass on weight-0 tokens`)
-    : row("kl_to_product", fmt(s.kl_to_product));
-  let costDetail = `exact OT ${fmt(s.exact_cost)} · softmax ${fmt(s.softmax_cost)}`;
+    ? row("kl_to_product", "∞", fill(w.kl_detail, {mass: num(s.zero_weight_mass)}))
+    : row("kl_to_product", num(s.kl_to_product));
+  let costDetail = fill(w.cost_detail, {exact: num(s.exact_cost), softmax: num(s.softmax_cost)});
   if (s.cost < s.exact_cost - 1e-9 * Math.max(1, Math.abs(s.exact_cost))) {
-    costDetail += " · below exact OT: π is not a coupling yet";
+    costDetail += w.below_exact;
   }
   return [
-    row("softmax_col_err", fmt(s.softmax_col_err)),
-    row("sinkhorn_row_err", fmt(s.sinkhorn_row_err)),
-    row("sinkhorn_col_err", fmt(s.sinkhorn_col_err)),
-    row("cost", fmt(s.cost), costDetail),
-    row("entropy", fmt(s.entropy)),
+    row("softmax_col_err", num(s.softmax_col_err)),
+    row("sinkhorn_row_err", num(s.sinkhorn_row_err)),
+    row("sinkhorn_col_err", num(s.sinkhorn_col_err)),
+    row("cost", num(s.cost), costDetail),
+    row("entropy", num(s.entropy)),
     kl,
-    row("l1_to_exact", fmt(s.l1_to_exact)),
-    row("converged", s.converged ? "yes" : "no", halfStepsText(steps)),
+    row("l1_to_exact", num(s.l1_to_exact)),
+    row("converged", s.converged ? w.yes : w.no, lang.steps(steps)),
   ];
 }

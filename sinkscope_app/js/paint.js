@@ -1,6 +1,6 @@
 // Drawing frames: the compare maps painted on canvases while a slider moves, and a
 // frame's full Plotly.react when it rests.
-import {fill, fmt, halfStepsText} from "./format.js";
+import {fill, here} from "./format.js";
 import {PATCH, compareLimits, shown} from "./patch.js";
 
 // A plot div that is hidden (display: none), detached or zero-sized cannot be resized:
@@ -87,9 +87,10 @@ export function paintMaps(gd, L, f) {
     ctx.putImageData(img, 0, 0);
   }
   const mx = f.metrics;
-  const vals = {eps: fmt(f.eps), steps: halfStepsText(f.steps),
-                softmax_col_err: fmt(mx.softmax_col_err),
-                max_err: fmt(Math.max(mx.sinkhorn_row_err, mx.sinkhorn_col_err)),
+  const {num, steps} = here();  // the page's language (scrub.py's payload)
+  const vals = {eps: num(f.eps), steps: steps(f.steps),
+                softmax_col_err: num(mx.softmax_col_err),
+                max_err: num(Math.max(mx.sinkhorn_row_err, mx.sinkhorn_col_err)),
                 not_converged: mx.converged ? "" : meta.not_converged};
   gd.querySelectorAll(".annotation-text").forEach((t, k) => {
     if (k < meta.titles.length) setLines(t, fill(meta.titles[k], vals));

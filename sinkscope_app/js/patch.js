@@ -1,6 +1,6 @@
 // Figure patches: frame f of lattice L swapped into a figure viz built. Pure functions
 // of the figure's data and layout (no DOM); each follows a viz function named beside it.
-import {fill, fmt, halfStepsText} from "./format.js";
+import {fill, here} from "./format.js";
 
 export const max = (arr) => { let v = -Infinity; for (const x of arr) if (x > v) v = x; return v; };
 export const to2D = (flat, n, m) => {
@@ -93,9 +93,10 @@ export function patchCompare(gd, L, f) {
   const colHi = 1.08 * Math.max(1e-12, max(f.softCols), max(f.sinkCols), max(L.b));
   const rowHi = 1.08 * Math.max(1e-12, max(f.softRows), max(f.sinkRows), max(L.a));
   const mx = f.metrics;
-  const vals = {eps: fmt(f.eps), steps: halfStepsText(f.steps),
-                softmax_col_err: fmt(mx.softmax_col_err),
-                max_err: fmt(Math.max(mx.sinkhorn_row_err, mx.sinkhorn_col_err)),
+  const {num, steps} = here();  // the page's language (scrub.py's payload)
+  const vals = {eps: num(f.eps), steps: steps(f.steps),
+                softmax_col_err: num(mx.softmax_col_err),
+                max_err: num(Math.max(mx.sinkhorn_row_err, mx.sinkhorn_col_err)),
                 not_converged: mx.converged ? "" : meta.not_converged};
   const lay = gd.layout;
   const annotations = (lay.annotations || []).map((a, k) =>
@@ -126,7 +127,7 @@ export function patchDifference(gd, L, f) {
     return out;
   });
   const title = {...gd.layout.title,
-                 text: fill(meta.title, {eps: fmt(f.eps), steps: halfStepsText(f.steps),
+                 text: fill(meta.title, {eps: here().num(f.eps), steps: here().steps(f.steps),
                                          identical: identical ? meta.identical : ""})};
   return [data, {...gd.layout, title}];
 }
@@ -161,17 +162,18 @@ export function binEdges(mass, scale, nBins = 5) {  // viz._data.bin_edges
 }
 export const positions = (size, span) => size === 1 ? [(span - 1) / 2]
   : Array.from({length: size}, (_, k) => k * (span - 1) / (size - 1));
-export function nodeHover(k, side, labels, partners, w, plan, sums, n, m) {  // viz.bipartite.node_hover
+// viz.bipartite.node_hover, in ``lang`` (format.js, language; the page's by default)
+export function nodeHover(k, side, labels, partners, w, plan, sums, n, m, lang = here()) {
+  const {num, words: t} = lang;
   const along = side === "a" ? m : n;
   const at = (p) => (side === "a" ? plan[k * m + p] : plan[p * m + k]);
-  const sum = sums[k];
-  const verb = side === "a" ? "sends" : "receives";
-  const head = `${side.toUpperCase()}[${k}] ${labels[k]}<br>weight ${side} = ${fmt(w[k])}, ` +
-               `${verb} ${fmt(sum)}<br>heaviest partners:<br>`;
+  const head = fill(t.node, {SIDE: side.toUpperCase(), k, label: labels[k], side,
+                             weight: num(w[k]), verb: side === "a" ? t.sends : t.receives,
+                             sum: num(sums[k])});
   const order = [...Array(along).keys()].sort((p, q) => at(q) - at(p) || p - q)
     .slice(0, 5).filter((p) => at(p) > 0);
-  return head + (order.length ? order.map((p) => `  → ${partners[p]}  ${fmt(at(p))}`).join("<br>")
-                              : "no mass");
+  return head + (order.length ? order.map((p) => `  → ${partners[p]}  ${num(at(p))}`).join("<br>")
+                              : t.no_mass);
 }
 
 // viz.bipartite.edge_scale: the mass drawn at full width, each panel its own heaviest.
@@ -219,7 +221,7 @@ export function patchGraph(gd, L, f) {
     }
     return tr;
   });
-  const vals = {eps: fmt(f.eps), steps: halfStepsText(f.steps)};
+  const vals = {eps: here().num(f.eps), steps: here().steps(f.steps)};
   const annotations = (gd.layout.annotations || []).map((a, k) =>
     k < meta.titles.length ? {...a, text: fill(meta.titles[k], vals)} : a);
   return [data, {...gd.layout, annotations}];

@@ -1,6 +1,6 @@
 // The live sliders and the metric strip: frames from the lattice while dragging, the
 // value to the server on release.
-import {fill, fmt, halfStepsText, metricRows} from "./format.js";
+import {fill, language, metricRows} from "./format.js";
 import {applyFrame, paintMaps} from "./paint.js";
 import {SK} from "./state.js";
 
@@ -184,6 +184,7 @@ export class Scrub {
   update(data, setStateValue) {
     this.setStateValue = setStateValue;
     this.data = data;
+    SK.lang = language(data.words, data.numbers);  // every chart writes the page's language
     if (!this.built) this.build(data);
     const stepLabels = data.step_labels;
     this.eps.setStops(data.eps_stops, data.eps_labels, data.eps_stops[0],
@@ -311,8 +312,8 @@ export class Scrub {
     this.renderMetrics(this.frameMetrics(f));
     if (ie === null || ks < 0) {
       this.setNote(fill(this.data.words.nearest, {
-        eps: fmt(f.eps), steps: halfStepsText(f.steps), want_eps: this.eps.labels[this.eps.index],
-        want_steps: halfStepsText(v.steps)}));
+        eps: SK.lang.num(f.eps), steps: SK.lang.steps(f.steps),
+        want_eps: this.eps.labels[this.eps.index], want_steps: SK.lang.steps(v.steps)}));
     } else {
       this.setNote(this.serverNote(f.steps));
     }
@@ -336,9 +337,12 @@ export class Scrub {
   }
   setNote(text) { if (this.note.textContent !== text) this.note.textContent = text; }
   frameMetrics(f) {  // engine.relation.summary.rows for frame f (format.js, metricRows)
-    const label = {};
-    for (const r of this.data.metrics) label[r.key] = r.label;
-    return metricRows(f.metrics, f.steps, label, this.data.metric_help, this.data.zero_mass);
+    const label = {}, help = {...this.data.metric_help};
+    for (const r of this.data.metrics) {
+      label[r.key] = r.label;
+      help[r.key] = r.help;  // in the page's language
+    }
+    return metricRows(f.metrics, f.steps, label, help, this.data.zero_mass, SK.lang);
   }
   renderMetrics(rows) {
     if (!this.cells || this.cells.length !== rows.length) {

@@ -5,15 +5,18 @@ import {readFileSync} from "node:fs";
 import {test} from "node:test";
 
 import {fittedTicks} from "../../sinkscope_app/js/axes.js";
-import {fill, fmt, halfStepsText, metricRows, textPx} from "../../sinkscope_app/js/format.js";
+import {fill, fmt, halfStepsText, language, metricRows, textPx} from "../../sinkscope_app/js/format.js";
 import {binEdges, classes, compareLimits, differenceLimit, edgeScale, nodeHover, patchCompare,
         patchDifference, patchGraph, topEdges} from "../../sinkscope_app/js/patch.js";
+import {SK} from "../../sinkscope_app/js/state.js";
 
 if (!process.env.SINKSCOPE_JS_FIXTURES) {
   throw new Error("no fixtures: run these through pytest tests/test_js.py, which writes them " +
                   "from the Python functions and names the file in SINKSCOPE_JS_FIXTURES");
 }
 const FIX = JSON.parse(readFileSync(process.env.SINKSCOPE_JS_FIXTURES, "utf8"));
+const EN = language(FIX.words_en);  // the English page's words, as scrub.py sends them
+SK.lang = EN;
 const num = (x) => (x === "inf" ? Infinity : x === "-inf" ? -Infinity : x === "nan" ? NaN : x);
 const f64 = (a) => Float64Array.from(a);
 const close = (got, want, what, tol = 1e-12) => {
@@ -83,7 +86,7 @@ test("graph edges, bins, scale and hover as viz._data and viz.bipartite", () => 
 test("the metric strip as engine.relation.summary.rows", () => {
   for (const c of FIX.metrics) {
     const s = Object.fromEntries(Object.entries(c.s).map(([k, v]) => [k, num(v)]));
-    assert.deepEqual(metricRows(s, c.steps, c.label, FIX.help, FIX.zero_mass), c.rows);
+    assert.deepEqual(metricRows(s, c.steps, c.label, FIX.help, FIX.zero_mass, EN), c.rows);
   }
 });
 
