@@ -11,7 +11,8 @@ slider move (θ, τ, m) re-runs only the extraction on S: no text is encoded aga
 model reloaded. With ``SINKSCOPE_ENGINE`` set to a URL the served engine aligns
 (``POST /v1/align``) and nothing is encoded here.
 
-Every string the page shows is in :data:`TEXT`, one dict per language.
+Every string the page shows is in :data:`TEXT`, one dict per language, read from
+``text/align.<lang>.json``; ``?lang=es`` opens the page in Spanish.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import streamlit as st
 from engine import settings
 from engine.errors import SinkscopeError, TextError
 from engine.settings import DEFAULT_MODEL
-from sinkscope_app import compute
+from sinkscope_app import compute, i18n
 from sinkscope_app.state import valid_text
 from sinkscope_app.views import md_text
 
@@ -46,75 +47,11 @@ MAX_UPLOAD_MB = 2
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 2**20
 MAX_CORPUS_PAIRS = 2000
 
-TEXT: dict[str, dict[str, Any]] = {"en": {
-    "page_title": "sinkscope · Align",
-    "heading": "Align: word links from softmax and from transport",
-    "subtitle": "Which words of B each word of A is aligned to, which are left unaligned, and "
-                "how that compares with a gold alignment.",
-    "main_link": "Back to sinkscope",
-    "view": "View", "view_pair": "Pair", "view_corpus": "Corpus",
-    "text_a": "Text A", "text_b": "Text B",
-    "gold": "Gold links (Pharaoh, 0-based: i-j sure, ipj possible)",
-    "gold_help": "Word i of A with word j of B, counted from 0 over whitespace words, e.g. "
-                 "“0-0 1-2 3p4”. Leave empty for no gold.",
-    "lower": "lower-case and split on whitespace (the gold sets' convention)",
-    "lower_help": "Gold alignments index whitespace words; the gold sets were made on "
-                  "lower-cased text.",
-    "tokenisation": "Gold links index whitespace words (str.split()), counted from 0{lower}:",
-    "lower_on": ", texts lower-cased",
-    "corpus_tokens": "The file's gold links index whitespace words (str.split()), counted "
-                     "from {base}{lower}; the exported links count from 0.",
-    "method": "Method", "threshold": "threshold θ on the method's values",
-    "threshold_help": "A link where the value exceeds θ. Plans are min-max scaled per pair "
-                      "(OTAlign), so one θ means the same for pairs of any length.",
-    "threshold_none": "{method} reads links by argmax: it has no threshold.",
-    "tau": "τ (KL strength of the marginals; large τ is balanced)",
-    "mass": "m (share of the mass moved)",
-    "empty": "Type both texts to align them.",
-    "bad_gold": "The gold links were not used: {error}",
-    "bad_text": "These texts cannot be aligned: {error}",
-    "text_cut": "{name} had {n} characters; only the first {kept} are kept.",
-    "plan_title": {},
-    "links_title": "Links of {method}",
-    "scores": "This pair's scores, every method (the chosen one at the sliders' settings, "
-              "the others at their defaults)",
-    "scores_none": "Type gold links to score this pair against them.",
-    "pair_scores": "{method}: F1 {f1}, AER {aer}, null F1 {null_f1}, total F1 {total_f1}",
-    "links_line": "Links (Pharaoh, 0-based): {links}",
-    "open_compare": "Open this pair in Compare on the main page",
-    "upload": "A file of pairs (TSV, CSV, JSONL, MultiMWA or awesome-align “a ||| b”)",
-    "upload_help": "text_a, text_b and optional gold (Pharaoh) per line. At most {mb} MB and "
-                   "{pairs} pairs; the file stays on this machine.",
-    "one_based": "gold links are 1-based",
-    "too_big": "The file is {size:.1f} MB, more than {mb} MB: split it into smaller files.",
-    "too_many": "The file holds {n:,} pairs, more than {limit:,}: split it into smaller files.",
-    "bad_file": "This file cannot be read: {error}",
-    "no_file": "Upload a file of pairs to align every pair with every method.",
-    "computing": "Aligning {done} of {total} texts…",
-    "extracting": "Links of {method}…",
-    "corpus_done": "{n} pairs, {gold} with gold, aligned by {k} methods.",
-    "table_help": "Click a row to open that pair in the Pair view. Click a column's header "
-                  "to sort.",
-    "disagree": "Where softmax ({soft}) and transport ({ot}) disagree most: pairs {pairs}.",
-    "corpus_scores": "Corpus scores per method (macro: per-pair averages, as OTAlign; micro: "
-                     "counts summed, as the AER literature; 95 % bootstrap intervals)",
-    "no_gold": "No pair has gold links, so there are no scores; the table lists the links.",
-    "export_csv": "Download the table (CSV)", "export_links": "Download the links of {method} "
-                  "(Pharaoh, 0-based)",
-    "opened": "Pair {k} of the corpus, opened from the table.",
-    "error": "Something went wrong: {error}",
-    "served_note": "Aligned by the served engine at {url}.",
-}}
-TEXT["en"]["plan_title"] = {  # what the left panel shows, per method
-    "softmax-argmax": "softmax over B, softmax(S/0.1) (links: mutual argmax)",
-    "softmax-both": "min of both softmaxes (log scale, links above θ)",
-    "similarity-threshold": "similarity S, min-max scaled",
-    "sinkhorn-argmax": "balanced Sinkhorn plan π (links: mutual argmax)",
-    "sinkhorn-threshold": "balanced Sinkhorn plan π, min-max scaled",
-    "exact": "exact OT plan π (ot.emd), min-max scaled",
-    "partial": "partial OT plan π (mass m), min-max scaled",
-    "unbalanced": "unbalanced OT plan π (KL strength τ), min-max scaled",
-}
+# Every word the page shows, per language: text/align.<lang>.json (copies, so a key added
+# here in code for English is shown, in English, by every language until its file has it).
+TEXT: dict[str, dict[str, Any]] = {lang: dict(i18n.texts("align", lang))
+                                   for lang in i18n.languages("align")}
+LANGS = tuple(TEXT)  # the page's languages ("en" first)
 
 # Page state: session key → (URL name, default). The URL names are readable words.
 DEFAULTS: dict[str, Any] = {
@@ -127,16 +64,19 @@ DEFAULTS: dict[str, Any] = {
     "align_tau": 1.0,
     "align_mass": 0.8,
     "align_lower": False,
+    "align_lang": "en",
 }
 URL_NAMES = {"align_view": "view", "align_a": "text_a", "align_b": "text_b",
              "align_gold": "gold", "align_method": "method", "align_threshold": "threshold",
-             "align_tau": "tau", "align_mass": "mass", "align_lower": "lower"}
+             "align_tau": "tau", "align_mass": "mass", "align_lower": "lower",
+             "align_lang": "lang"}
 VIEWS = ("pair", "corpus")
 
 
 def ui(lang: str = "en") -> dict:
-    """The page's strings in ``lang`` (English when it has none)."""
-    return TEXT.get(lang, TEXT["en"])
+    """The page's strings in ``lang`` (``text/align.<lang>.json``; English for a language
+    without a file, and for a key its file lacks)."""
+    return {**TEXT["en"], **TEXT.get(lang, {}), "_lang": lang if lang in TEXT else "en"}
 
 
 def method_defaults(name: str) -> dict[str, float]:
@@ -153,27 +93,35 @@ def nearest(options: tuple[float, ...], x: float) -> float:
 
 
 def parse_query(params: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """Page state from the URL's (untrusted) values, and warnings for the ones refused."""
+    """Page state from the URL's (untrusted) values, and warnings for the ones refused, in
+    the link's language (``lang``; English by default)."""
     p = {k: (v[-1] if isinstance(v, (list, tuple)) and v else v) for k, v in params.items()}
     out: dict[str, Any] = {}
+    lang = str(p.get("lang", "en"))
+    t = ui(lang if lang in LANGS else "en")
     warn: list[str] = []
     for key, name in URL_NAMES.items():
         if name not in p:
             continue
         raw = str(p[name])
-        if key in ("align_a", "align_b", "align_gold"):
+        if key == "align_lang":
+            if raw in LANGS:
+                out[key] = raw
+            else:
+                warn.append(t["unknown_lang"].format(value=repr(raw[:20])))
+        elif key in ("align_a", "align_b", "align_gold"):
             out[key] = valid_text(raw)[:settings.CONFIG.max_chars]
         elif key == "align_view":
             if raw in VIEWS:
                 out[key] = raw
             else:
-                warn.append(f"Unknown view {raw[:20]!r} in the link; showing the pair.")
+                warn.append(t["unknown_view"].format(value=repr(raw[:20])))
         elif key == "align_method":
             if raw in METHODS:
                 out[key] = raw
             else:
-                warn.append(f"Unknown method {raw[:30]!r} in the link; using "
-                            f"{DEFAULTS[key]}.")
+                warn.append(t["unknown_method"].format(value=repr(raw[:30]),
+                                                       default=DEFAULTS[key]))
         elif key == "align_lower":
             out[key] = raw.lower() in ("1", "true", "on", "yes")
         else:
@@ -182,7 +130,7 @@ def parse_query(params: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
                 if not np.isfinite(x):
                     raise ValueError
             except ValueError:
-                warn.append(f"{name}={raw[:20]!r} in the link is not a number; ignored.")
+                warn.append(t["not_number"].format(name=name, value=repr(raw[:20])))
                 continue
             if key == "align_threshold":
                 out[key] = float(min(max(round(x, 2), 0.0), 0.99))
@@ -212,9 +160,11 @@ def to_query(state: Mapping[str, Any]) -> dict[str, str]:
     return q
 
 
-def compare_link(text_a: str, text_b: str) -> str:
-    """The main page's Compare view of a pair (its URL names ``a``, ``b``, ``view``)."""
-    return "./?" + urlencode({"a": text_a, "b": text_b, "ex": "custom", "view": "compare"})
+def compare_link(text_a: str, text_b: str, lang: str = "en") -> str:
+    """The main page's Compare view of a pair (its URL names ``a``, ``b``, ``view``), in
+    the page's language (``lang``, left out for English)."""
+    q = {"a": text_a, "b": text_b, "ex": "custom", "view": "compare"}
+    return "./?" + urlencode({**q, "lang": lang} if lang != "en" else q)
 
 
 # --------------------------------------------------------------------------- computing
@@ -635,7 +585,8 @@ def pair_view(t: dict, theme: str) -> None:
     else:
         s_col.info(t["scores_none"])
     # a new tab with a fresh session: the main page reads its state from the address
-    st.link_button(t["open_compare"], compare_link(text_a, text_b), icon=":material/compare:")
+    st.link_button(t["open_compare"], compare_link(text_a, text_b, t.get("_lang", "en")),
+                   icon=":material/compare:")
 
 
 def _number_columns(row: Mapping[str, Any]) -> dict:
