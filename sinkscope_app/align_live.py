@@ -60,8 +60,6 @@ WORDS = {
     "links_count": "{count} links",
     "links_line": "Links (Pharaoh, 0-based): {links}",
     "about": "About {label}",
-    "live_on": "The sliders redraw the links and the scores in the browser as they move; "
-               "the table follows when you let go.",
     "live_off_cells": "Live sliders are off for these texts: {n} × {m} words is more than "
                       "the {cap} word pairs whose plans are precomputed "
                       "(SINKSCOPE_LIVE_MAX_CELLS), so each slider release recomputes on "
@@ -280,7 +278,8 @@ def payload_element(payload: LivePayload, data: bytes, *, key: str = "align_payl
 
 
 def controls(*, key: str, payload: LivePayload, theta: float, grid_value: float | None,
-             words: dict[str, str], style: dict, note: str, on_change) -> dict | None:
+             words: dict[str, str], style: dict, note: str, lines: dict[str, str],
+             on_change) -> dict | None:
     """The θ slider (and τ or m), the links line and the scores line, in the browser.
 
     Args:
@@ -290,6 +289,8 @@ def controls(*, key: str, payload: LivePayload, theta: float, grid_value: float 
         words: :func:`words_of` the page's words, plus "method".
         style: how the figures draw links (:func:`style_of`).
         note: a sentence under the sliders ("" for none).
+        lines: {"scores", "links"}: the two lines as the server wrote them (shown until
+            the payload is decoded; :func:`scores_line`, :func:`links_line`).
         on_change: called (before the rerun) when a slider is released on a new value.
 
     Returns:
@@ -301,7 +302,7 @@ def controls(*, key: str, payload: LivePayload, theta: float, grid_value: float 
             "theta": payload.theta_index(theta), "grid_key": payload.grid_key,
             "grid_stops": list(payload.grid),
             "grid_labels": [f"{x:g}" for x in payload.grid], "grid": g,
-            "words": words, "style": style, "note": note,
+            "words": words, "style": style, "note": note, "lines": lines,
             "url": {"theta": "threshold", "tau": "tau", "mass": "mass"}}
     return _component()(key=key, data=data, on_choice_change=on_change)
 

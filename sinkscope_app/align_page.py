@@ -501,9 +501,17 @@ def _fmt(x) -> str:
 
 
 def pair_view(t: dict, theme: str) -> None:
-    """The Pair view: texts, gold, method and sliders; matrix, graph and scores."""
+    """The Pair view: texts, gold, method and sliders; matrix, graph and scores.
+
+    θ and τ (or m) are live sliders (:mod:`.align_live`) when the method has a threshold
+    and the pair fits the budget: the browser redraws the links, both figures and this
+    pair's scores while they move, from the values computed here at every slider stop, and
+    the release sends the value back (URL, table). Otherwise Streamlit's sliders recompute
+    on release, with a note that says why.
+    """
     import viz.align as va
     from engine.alignment.readers import AlignFileError, make_pair
+    from sinkscope_app import align_live
 
     ss = st.session_state
     for key, name in (("align_a", t["text_a"]), ("align_b", t["text_b"])):
@@ -518,28 +526,22 @@ def pair_view(t: dict, theme: str) -> None:
     left.text_area(t["text_a"], key="align_a", height=80)
     right.text_area(t["text_b"], key="align_b", height=80)
     st.text_input(t["gold"], key="align_gold", help=t["gold_help"])
-    c1, c2, c3 = st.columns([2, 3, 3])
+    c1, c2 = st.columns([2, 6])
     c1.selectbox(t["method"], METHODS, key="align_method", on_change=on_method)
     method = ss["align_method"]
-    if method in THRESHOLDED:
-        c2.slider(t["threshold"], 0.0, 0.99, step=0.01, key="align_threshold",
-                  help=t["threshold_help"])
-    else:
-        c2.caption(t["threshold_none"].format(method=method))
-    if method == "unbalanced":
-        c3.select_slider(t["tau"], TAU_OPTIONS, key="align_tau")
-    elif method == "partial":
-        c3.select_slider(t["mass"], MASS_OPTIONS, key="align_mass")
+    slot = c2.container()
 
     text_a, text_b = ss["align_a"], ss["align_b"]
     lower = bool(ss["align_lower"])
     if not text_a.strip() or not text_b.strip():
+        server_sliders(slot, t, method)
         st.info(t["empty"])
         return
     gold = ss.get("align_gold", "").strip() or None
     try:
         make_pair(text_a, text_b, where="these texts")
     except AlignFileError as e:
+        server_sliders(slot, t, method)
         st.warning(t["bad_text"].format(error=md_text(str(e), 400)))
         return
     pair = None
@@ -554,39 +556,180 @@ def pair_view(t: dict, theme: str) -> None:
     st.text(t["tokenisation"].format(lower=t["lower_on"] if lower else "")
             + "\nA: " + _words_line(shown_a) + "\nB: " + _words_line(shown_b))
     model = model_name()
+    words = align_live.words_of(t)
+    threshold, tau, mass = (float(ss["align_threshold"]), float(ss["align_tau"]),
+                            float(ss["align_mass"]))
     try:
         with st.spinner():
-            r = align_pair(text_a, text_b, gold, method, float(ss["align_threshold"]),
-                           float(ss["align_tau"]), float(ss["align_mass"]), lower, model)
+            payload, data, note = live_payload(text_a, text_b, gold, method, lower, model,
+                                               words)
+            if payload is None:
+                r = align_pair(text_a, text_b, gold, method, threshold, tau, mass, lower,
+                               model)
     except TextError as e:
+        server_sliders(slot, t, method)
         st.warning(t["bad_text"].format(error=md_text(str(e), 400)))
         return
     sure = possible = None
     if pair is not None:
         sure, possible = sorted(pair.sure), sorted(pair.possible)
+    if payload is None:  # Streamlit's sliders: a release recomputes here
+        server_sliders(slot, t, method, note)
+        bind = None
+    else:
+        value = {"tau": tau, "mass": mass}.get(payload.grid_key)
+        g, k = payload.grid_index(value), payload.theta_index(threshold)
+        r = live_result(payload, g, k, text_a, text_b, gold, lower)
+        with slot:
+            align_live.controls(
+                key="align_live", payload=payload, theta=threshold, grid_value=value,
+                words=words, style=align_live.style_of(len(r.words_a), len(r.words_b), theme),
+                note="", lines={"scores": align_live.scores_line(words, method, r.scores),
+                                "links": align_live.links_line(words, r.links)},
+                on_change=on_live)
+        bind = {"align": payload.id, "theta": align_live.THETA_STOPS[k],
+                "grid": payload.grid[g] if payload.grid else None}
     fig = va.matrix(r.words_a, r.words_b, r.links, plan=r.plan,
                     plan_title=t["plan_title"][method], sure=sure, possible=possible,
                     method=method, title=t["links_title"].format(method=method), theme=theme)
-    st.plotly_chart(fig, key="align_matrix", width="stretch")
-    if r.scores:
-        st.markdown("**" + t["pair_scores"].format(
-            method=method, **{k: _fmt(r.scores.get(k)) for k in
-                              ("f1", "aer", "null_f1", "total_f1")}) + "**")
-    st.text(t["links_line"].format(links=r.pharaoh or "∅"))
+    _chart(fig, "align_matrix", bind and {**bind, "chart": "matrix"})
+    if bind is None:
+        if r.scores:
+            st.markdown("**" + t["pair_scores"].format(
+                method=method, **{k: _fmt(r.scores.get(k)) for k in
+                                  ("f1", "aer", "null_f1", "total_f1")}) + "**")
+        st.text(t["links_line"].format(links=r.pharaoh or "∅"))
     g_col, s_col = st.columns([2, 3])
-    g_col.plotly_chart(va.graph(r.words_a, r.words_b, r.links, sure=sure, possible=possible,
-                                theme=theme), key="align_graph", width="stretch")
+    with g_col:
+        _chart(va.graph(r.words_a, r.words_b, r.links, sure=sure, possible=possible,
+                        theme=theme), "align_graph", bind and {**bind, "chart": "graph"})
     if pair is not None:
         s_col.caption(t["scores"])
-        rows = method_table(text_a, text_b, gold, method, float(ss["align_threshold"]),
-                            float(ss["align_tau"]), float(ss["align_mass"]), lower, model)
+        rows = method_table(text_a, text_b, gold, method, threshold, tau, mass, lower, model)
+        if payload is not None:  # the chosen method's row is what the browser showed
+            rows = [live_row(row, r) if row["method"].endswith(" ◀") else row for row in rows]
         s_col.dataframe(rows, key="align_pair_scores", hide_index=True, width="stretch",
                         column_config=_number_columns(rows[0]))
     else:
         s_col.info(t["scores_none"])
+    if payload is not None:
+        align_live.payload_element(payload, data)
     # a new tab with a fresh session: the main page reads its state from the address
     st.link_button(t["open_compare"], compare_link(text_a, text_b, t.get("_lang", "en")),
                    icon=":material/compare:")
+
+
+def server_sliders(slot, t: dict, method: str, note: str = "") -> None:
+    """Streamlit's θ and τ (or m) sliders: each release reruns the page (the fallback of
+    the live sliders)."""
+    c2, c3 = slot.columns([3, 3])
+    if method in THRESHOLDED:
+        c2.slider(t["threshold"], 0.0, 0.99, step=0.01, key="align_threshold",
+                  help=t["threshold_help"])
+    else:
+        c2.caption(t["threshold_none"].format(method=method))
+    if method == "unbalanced":
+        c3.select_slider(t["tau"], TAU_OPTIONS, key="align_tau")
+    elif method == "partial":
+        c3.select_slider(t["mass"], MASS_OPTIONS, key="align_mass")
+    if note:
+        slot.caption(note)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _payload(text_a: str, text_b: str, gold: str | None, method: str, lowercase: bool,
+             model: str):
+    """(payload, its bytes) of a pair and a method: V at every slider stop, one solve."""
+    from engine.alignment.api import method_of
+    from engine.alignment.readers import make_pair
+    from sinkscope_app import align_live
+
+    S, va_, vb_ = pair_scores(text_a, text_b, lowercase, model)
+    for name, v in (("Text A", va_), ("Text B", vb_)):
+        if not v.any():
+            raise TextError(f"{name} has no word the model can read (only invisible or "
+                            "unknown characters); type some words.")
+    pair = make_pair(text_a, text_b, gold)
+    if lowercase:
+        pair = pair.lower()
+    _one_thread()
+    key, grid = align_live.grid_of(method, TAU_OPTIONS, MASS_OPTIONS)
+    p = align_live.build(S, va_, vb_, method_of(method, "hidden"), pair, grid_key=key,
+                         grid=grid, id_=align_live.payload_id(model, text_a, text_b, gold,
+                                                              method, lowercase))
+    return p, p.encode()
+
+
+def live_payload(text_a: str, text_b: str, gold: str | None, method: str, lowercase: bool,
+                 model: str, words: dict) -> tuple:
+    """(payload, bytes, "") when the sliders can be live, else (None, None, why)."""
+    from sinkscope_app import align_live
+
+    cfg = settings.CONFIG
+    if method not in THRESHOLDED:
+        return None, None, ""
+    if served_align():
+        return None, None, words["live_off_served"]
+    key, grid = align_live.grid_of(method, TAU_OPTIONS, MASS_OPTIONS)
+    n, m = (len((x.lower() if lowercase else x).split()) for x in (text_a, text_b))
+    note = align_live.too_large(n, m, len(grid), max_cells=cfg.live_max_cells,
+                                max_bytes=cfg.live_max_bytes, words=words)
+    if note:
+        return None, None, note
+    p, data = _payload(text_a, text_b, gold, method, lowercase, model)
+    return p, data, ""
+
+
+def live_result(p, g: int, k: int, text_a: str, text_b: str, gold: str | None,
+                lowercase: bool) -> PairResult:
+    """The pair at grid stop g and θ stop k, read from the payload (what the browser shows)."""
+    from engine.alignment.readers import links_text, make_pair
+    from sinkscope_app import align_live
+
+    pair = make_pair(text_a, text_b, gold)
+    if lowercase:
+        pair = pair.lower()
+    links = p.links(g, k)
+    n, m = p.shape
+    la, lb = {i for i, _ in links}, {j for _, j in links}
+    return PairResult(tuple(pair.words_a), tuple(pair.words_b), links,
+                      tuple(i for i in range(n) if i not in la),
+                      tuple(j for j in range(m) if j not in lb), p.plan(g),
+                      align_live.scores(links, pair), links_text(links))
+
+
+def live_row(row: dict, r: PairResult) -> dict:
+    """The table's row of the chosen method with the live result's numbers."""
+    s = r.scores or {}
+    return {**row, "links": len(r.links), "precision": s.get("precision"),
+            "recall": s.get("recall"), "F1": s.get("f1"), "AER": s.get("aer"),
+            "null F1": s.get("null_f1"), "total F1": s.get("total_f1")}
+
+
+def on_live() -> None:
+    """A live slider was released on new values: keep them (URL, table follow)."""
+    from sinkscope_app import align_live
+
+    ss = st.session_state
+    key, grid = align_live.grid_of(ss.get("align_method"), TAU_OPTIONS, MASS_OPTIONS)
+    v = align_live.parse_choice(ss.get("align_live"), grid)
+    if v is None:
+        return
+    ss["align_threshold"] = v[0]
+    if key and v[1] is not None:
+        ss["align_" + key] = v[1]
+
+
+def _chart(fig, key: str, bind: dict | None) -> None:
+    """A figure of the Pair view: a live chart the sliders redraw (bind), else Streamlit's."""
+    if bind is None:
+        st.plotly_chart(fig, key=key, width="stretch")
+        return
+    from viz.theme import plotly_config
+
+    from .live import chart
+
+    chart(fig, key=key, config=plotly_config("png", key), bind=bind)
 
 
 def _number_columns(row: Mapping[str, Any]) -> dict:

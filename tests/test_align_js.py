@@ -230,3 +230,59 @@ def test_the_budget_falls_back_with_a_reason():
     assert al.parse_choice({"choice": {"theta": float("nan")}}, ()) is None
     assert al.parse_choice({}, ()) is None
     assert al.parse_choice({"choice": {"theta": 0.5, "grid": None}}, ()) == (0.5, None)
+
+
+# ------------------------------------------------------------------ the page (AppTest)
+def _components(at, name: str) -> list:
+    return [el.proto for el in at.get("bidi_component") if el.proto.component_name == name]
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_the_pair_view_ships_the_payload_and_falls_back_above_the_budget(monkeypatch):
+    import dataclasses
+
+    from engine import settings
+    from tests.support.apptest import run
+
+    q = {"text_a": "the cat sat on the mat", "text_b": "a cat was sitting on the mat",
+         "gold": "0p0 1-1 2-2 2-3 3-4 4-5 5-6", "method": "unbalanced", "threshold": "0.3",
+         "tau": "1"}
+    at = run(q, page="pages/align.py", timeout=180)
+    assert not at.exception and not at.error
+    assert not at.slider  # the sliders are the browser's
+    [payload] = [p for p in _components(at, "sinkscope_align") if p.WhichOneof("data") == "bytes"]
+    header, V = al.decode(payload.bytes)
+    assert V.shape == (len(TAU_OPTIONS), 6, 7) and header["grid_key"] == "tau"
+    [controls] = [json.loads(p.json) for p in _components(at, "sinkscope_align")
+                  if p.WhichOneof("data") == "json"]
+    assert controls["payload"] == header["id"] and controls["theta"] == 30
+    assert controls["grid_stops"][controls["grid"]] == 1.0
+    binds = [json.loads(p.json)["bind"] for p in _components(at, "sinkscope_live_chart")
+             if "bind" in json.loads(p.json)]
+    assert [b["chart"] for b in binds] == ["matrix", "graph"]
+    assert all(b["align"] == header["id"] and b["theta"] == 0.3 for b in binds)
+    # the server's lines and the table's chosen row are the payload's links at (τ, θ)
+    g = controls["grid"]
+    links = python_links(V[g].astype(np.float64), header["thetas"][30])
+    assert controls["lines"]["links"] == al.links_line(al.WORDS, links)
+    row = [r for r in at.dataframe[0].value.to_dict("records") if r["method"].endswith("◀")]
+    assert row[0]["links"] == len(links)
+
+    # a release: the component's state names the new values; the callback keeps them
+    at.session_state["align_live"] = {"choice": {"theta": 0.05, "grid": 10.0}}
+    from sinkscope_app import align_page as ap
+    with monkeypatch.context() as mp:
+        mp.setattr(ap.st, "session_state", at.session_state)
+        ap.on_live()
+    assert at.session_state["align_threshold"] == 0.05
+    assert at.session_state["align_tau"] == min(TAU_OPTIONS, key=lambda x: abs(x - 10))
+
+    # above the budget: Streamlit's sliders and a note saying why
+    monkeypatch.setattr(settings, "CONFIG", dataclasses.replace(settings.CONFIG,
+                                                                live_max_cells=20))
+    at = run(q, page="pages/align.py", timeout=180)
+    assert not at.exception and not at.error
+    assert at.slider(key="align_threshold").value == 0.3
+    assert not _components(at, "sinkscope_align")
+    assert any("6 × 7 words is more than the 20 word pairs" in c.value for c in at.caption)

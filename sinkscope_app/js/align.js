@@ -404,7 +404,12 @@ export class AlignLive {
   }
   draw() {
     const P = this.payload();
-    if (!P) return;
+    if (!P) {  // until the payload is decoded: the server's lines
+      const {scores, links} = this.data.lines || {};
+      if (this.scores.textContent !== (scores || "")) this.scores.textContent = scores || "";
+      if (this.links.textContent !== (links || "")) this.links.textContent = links || "";
+      return;
+    }
     const t0 = performance.now();
     const g = this.grid ? this.grid.index : 0, k = this.theta.index, nm = P.n * P.m;
     const links = linksAt(P.V, g * nm, P.n, P.m, P.thetas[k]);

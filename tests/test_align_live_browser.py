@@ -1,0 +1,103 @@
+"""The Align page's live θ slider in headless Chromium against a real server.
+
+Arrow keys on the θ slider redraw the links (matrix and graph) and this pair's scores in the
+browser from the shipped payload, with no message to the server and no script run; on
+release the value goes to the server once, and the server's figures, links line and table
+then say what the browser showed.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import pytest
+
+from tests.support.browser import NOT_RUNNING, TIMEOUT, no_errors, query, settle, wait_idle, \
+    wait_js  # noqa: F401
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+WS_SPY = """(() => {
+  const send = WebSocket.prototype.send;
+  window.__wsSent = 0;
+  WebSocket.prototype.send = function (d) { window.__wsSent += 1; return send.call(this, d); };
+})()"""
+STATE = """() => {
+  const A = window.__sinkscope && window.__sinkscope.align;
+  const links = document.querySelector('[data-testid="skAlignLinks"]');
+  const scores = document.querySelector('[data-testid="skAlignScores"]');
+  const charts = [...document.querySelectorAll('.js-plotly-plot')]
+    .filter(g => g.__sk && g.__sk.bind && g.__sk.bind.align).map(g => ({
+      chart: g.__sk.bind.chart, source: g.dataset.source, theta: g.__sk.bind.theta,
+      links: g.data.filter(t => ['hit', 'hit_possible', 'false', 'link'].includes(t.meta.kind))
+        .reduce((s, t) => s + (g.__sk.bind.chart === 'matrix' ? t.x.length
+                                                              : t.x.length / 3), 0)}));
+  return {ws: window.__wsSent, redraws: A ? A.stats.redraws : 0, commits: A ? A.stats.commits : 0,
+          ready: !!(A && [...A.payloads.values()].some(e => e.payload)),
+          count: links ? Number(links.dataset.count || -1) : -1,
+          links: links ? links.textContent : '', scores: scores ? scores.textContent : '',
+          running: !!document.querySelector('[data-testid="stStatusWidget"]'), charts};
+}"""
+TABLE = """() => [...document.querySelectorAll('.st-key-align_pair_scores [role="row"]')]
+  .map(r => [...r.querySelectorAll('[role="gridcell"], [role="columnheader"]')]
+  .map(c => c.textContent.trim()))"""
+PAIR = {"text_a": "the cat sat on the mat", "text_b": "a cat was sitting on the mat",
+        "gold": "0p0 1-1 2-2 2-3 3-4 4-5 5-6", "method": "unbalanced", "threshold": "0.3",
+        "tau": "1"}
+
+
+def test_arrow_keys_redraw_links_and_scores_without_a_rerun(app_server, browser):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1800})
+    ctx.add_init_script(WS_SPY)
+    try:
+        pg = ctx.new_page()
+        pg.set_default_timeout(TIMEOUT)
+        pg.goto(f"{app_server}/align?{urlencode(PAIR)}")
+        wait_js(pg, f"() => {{ const s = ({STATE})(); return s.ready && s.charts.length === 2 "
+                    "&& s.scores.includes('F1') }")
+        wait_idle(pg)
+        no_errors(pg)
+        pg.evaluate("() => { window.__sinkscope.align.keyCommitMs = 1e9; }")  # keys alone
+        before = pg.evaluate(STATE)
+        assert before["count"] >= 1 and "precision" in before["scores"]
+        assert [c["links"] for c in before["charts"]] == [before["count"]] * 2
+        thumb = pg.locator('.sk-align [role="slider"]').first
+        assert thumb.get_attribute("aria-valuenow") == "0.3"
+        thumb.focus()
+        for _ in range(25):  # θ 0.30 → 0.05: more links
+            thumb.press("ArrowLeft")
+        wait_js(pg, f"""(c) => {{ const s = ({STATE})();
+            return s.count > c && s.charts.every(x => x.source === 'browser' && x.links === s.count)
+        }}""", before["count"])
+        moved = pg.evaluate(STATE)
+        assert thumb.get_attribute("aria-valuenow") == "0.05"
+        assert moved["ws"] == before["ws"] and moved["commits"] == before["commits"]
+        assert not moved["running"]  # no script run: the browser redrew alone
+        assert moved["redraws"] > before["redraws"]
+        assert moved["scores"] != before["scores"] and "precision" in moved["scores"]
+        wait_js(pg, "() => new URLSearchParams(location.search).get('threshold') === '0.05'")
+        assert pg.evaluate("() => window.__wsSent") == before["ws"]  # the address follows
+
+        thumb.blur()  # release: the value goes to the server once
+        wait_js(pg, "(w) => window.__wsSent > w", moved["ws"])
+        wait_js(pg, NOT_RUNNING)
+        wait_js(pg, f"""() => {{ const s = ({STATE})();
+            return s.charts.every(x => x.source === 'server' && x.theta === 0.05) }}""")
+        wait_idle(pg)
+        after = pg.evaluate(STATE)
+        assert after["commits"] == moved["commits"] + 1
+        assert after["count"] == moved["count"] and after["scores"] == moved["scores"]
+        assert after["links"] == moved["links"]
+        assert [c["links"] for c in after["charts"]] == [moved["count"]] * 2
+        wait_js(pg, f"() => ({TABLE})().length > 1")
+        rows = pg.evaluate(TABLE)
+        head = rows[0]
+        chosen = [r for r in rows if r and r[0].endswith("◀")]
+        assert chosen, rows
+        assert int(chosen[0][head.index("links")]) == moved["count"]
+        f1 = chosen[0][head.index("F1")]
+        assert f"F1 {f1}" in moved["scores"]
+        settle(pg, 0.2)
+        no_errors(pg)
+    finally:
+        ctx.close()
