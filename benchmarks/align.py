@@ -80,11 +80,27 @@ def folds_of(n: int, seed: int = 0) -> np.ndarray:
     return rng.permutation(np.arange(n) % FOLDS)
 
 
-def cv(scored, method, grid=None):
+def cv(scored, method, grid=None, keep=None):
+    """5-fold cross-validation of a method; ``keep``: a list the grid result goes on."""
     from engine.alignment.api import cross_validate, evaluate_grid
 
     res = evaluate_grid(scored, method, folds=folds_of(len(scored.pairs)), grid=grid)
+    if keep is not None:
+        keep.append(res)
     return cross_validate(res)
+
+
+def profile(res, values):
+    """Best macro total F1 over θ on all of dev at the grid values nearest ``values``."""
+    from engine.alignment.api import macro_at
+
+    sums, n = res.metric_sums.sum(0), int(res.n_pairs.sum())
+    out = []
+    for v in values:
+        t = int(np.argmin([abs(x - v) for x in res.grid]))
+        out.append((res.grid[t], max(macro_at(sums[t, g], n)["total_f1"]
+                                     for g in range(sums.shape[1]))))
+    return out
 
 
 def pot_loop_unbalanced(scored, taus, eps, iters=1000):
@@ -212,6 +228,7 @@ def main(argv=None) -> int:
     t_protocol = time.perf_counter()
     n_pairs = 0
     summary = {}
+    profiles: dict[str, list] = {}
     for kind, key in best.items():
         print(f"\nsource {kind}, layer {key[1]}{' centred' if key[2] else ''}")
         print(f"{'method':<21}{'set':<12}{'F1':>7}{'null F1':>9}{'total F1':>10}{'AER':>7}"
@@ -219,7 +236,11 @@ def main(argv=None) -> int:
         for method in extract.METHODS:
             for name, p, S, v, _ in sets:
                 sc = scored_of(p, S[key], v, key)
-                macro, micro, picked = cv(sc, method)
+                kept = []
+                macro, micro, picked = cv(sc, method, keep=kept)
+                if method == "partial":
+                    profiles.setdefault(kind, []).append(
+                        (name, profile(kept[0], (0.1, 0.3, 0.5, 0.7, 0.9, 1.0))))
                 n_pairs += len(p)
                 st = picked[0].to_dict()
                 for field in ("threshold", "tau", "mass"):
@@ -240,6 +261,10 @@ def main(argv=None) -> int:
           f"full grids: θ × {len(extract.TAU_GRID)} τ / {len(extract.MASS_GRID)} m, "
           f"{FOLDS}-fold CV): {elapsed:.1f} s, {n_pairs / elapsed:.1f} pairs/s "
           f"({n_pairs} pair-evaluations)")
+    print("\npartial: best total F1 over θ on all of dev at each m (does m matter?)")
+    for kind, rows in profiles.items():
+        for name, prof in rows:
+            print(f"  {kind:<10}{name:<12}" + "  ".join(f"m={m:.2f}: {f:.3f}" for m, f in prof))
     print("\nmean total F1 over the sets:")
     for (kind, method), rows in summary.items():
         print(f"  {kind:<10}{method:<21}{np.mean([r[0]['total_f1'] for r in rows]):.3f}")
