@@ -71,7 +71,9 @@ def test_frame_summaries_equal_the_server_relation(lat):
     exact = exact_plan(S, L.a, L.b)
     for i, k in ((0, 0), (1, 3), (2, 6), (4, 2)):
         c = sinkhorn(S, L.a, L.b, L.eps[i], int(L.steps[k]))
-        want = summarise(S, L.a, L.b, L.plans[i, 0], c, exact)
+        want = summarise(S, L.a, L.b, L.plans[i, 0], c.plan, row_err=c.row_err[-1],
+                         col_err=c.col_err[-1], cost=c.cost, entropy=c.entropy,
+                         converged=c.converged, exact=exact)
         for field in want.__dataclass_fields__:
             got = getattr(L.summary, field)[i, k]
             assert float(got) == pytest.approx(float(getattr(want, field)), rel=1e-7, abs=1e-10), field
@@ -208,3 +210,26 @@ def test_64_token_texts_fit_the_payload_budget():
     i, k = L.index(1.0, 100)
     assert d["metrics"]["softmax_col_err"][i, k] == pytest.approx(r.summary.softmax_col_err)
     assert [m.label for m in rows(r)][0] == "Softmax column error"
+
+
+def test_exact_plan_cache_is_public_shared_and_read_only():
+    """references.exact_plan_cached: the exact plan once per (S, a, b), whatever ε."""
+    from engine.solver import references
+
+    rng = np.random.default_rng(21)
+    S = rng.normal(size=(5, 4))
+    a, b = np.full(5, 0.2), np.full(4, 0.25)
+    before = references._exact_by_key.cache_info().misses
+    P = references.exact_plan_cached(S, a, b)
+    np.testing.assert_array_equal(P, exact_plan(S, a, b))
+    assert references.exact_plan_cached(S.copy(), a.copy(), b.copy()) is P  # a hit
+    assert references._exact_by_key.cache_info().misses == before + 1
+    assert not P.flags.writeable
+    with pytest.raises(ValueError):
+        P[0, 0] = 1.0
+    Q = references.exact_plan_cached(S.T.copy(), b, a)  # another problem: another plan
+    assert Q is not P and Q.shape == (4, 5)
+    # the lattice and relate's finish read the exact plan from it
+    L = lattice(S, a, b, [0.5, 1.0], [1, 2])
+    np.testing.assert_allclose(L.summary.l1_to_exact[0, 0],
+                               np.abs(L.plans[0, 0] - P).sum(), rtol=1e-12)

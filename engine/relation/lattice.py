@@ -20,7 +20,7 @@ import torch
 from ..solver import references
 from ..errors import SettingsError
 from .frames import grid  # noqa: F401  (re-exported: the frames a lattice holds)
-from .relate import _exact_cached, summary_of
+from .relate import summarise
 from ..settings import DEFAULT_TOL
 from ..solver.core import check_eps, check_half_steps, check_weights, sinkhorn, softmax_attention
 from ..types import Lattice, Relation
@@ -67,10 +67,11 @@ def lattice(S, a, b, eps, steps, *, tol: float = DEFAULT_TOL,
     idx = torch.from_numpy(steps - 1)
     row_err = c.row_err.index_select(-1, idx).numpy()
     col_err = c.col_err.index_select(-1, idx).numpy()
-    exact = _exact_cached(S, a, b) if exact is None else np.asarray(exact, dtype=np.float64)
-    summary = summary_of(S, a, b, plans[:, :1], plans, row_err=row_err, col_err=col_err,
-                         cost=references.cost(plans, S), entropy=c.history.entropy.numpy(),
-                         converged=np.maximum(row_err, col_err) <= tol, exact=exact)
+    exact = (references.exact_plan_cached(S, a, b) if exact is None
+             else np.asarray(exact, dtype=np.float64))
+    summary = summarise(S, a, b, plans[:, :1], plans, row_err=row_err, col_err=col_err,
+                        cost=references.cost(plans, S), entropy=c.history.entropy.numpy(),
+                        converged=np.maximum(row_err, col_err) <= tol, exact=exact)
     attention = softmax_attention(St[None] / torch.from_numpy(eps)[:, None, None], 1.0,
                                   check_inputs=False).numpy()
     return Lattice(eps=eps, steps=steps, plans=plans, attention=attention, row_err=row_err,

@@ -7,8 +7,6 @@ an app can cache encodings: ``encode_texts`` then ``relate_encodings``; ``relate
 from __future__ import annotations
 
 import dataclasses
-import functools
-import hashlib
 import threading
 
 import numpy as np
@@ -272,9 +270,11 @@ def _finish(p: _Problem, attention: np.ndarray, coupling: Coupling) -> Relation:
     grid = s.layer == "all"
     a, b, S, sa, sb = p.a, p.b, p.S, p.sa, p.sb
     softmax_plan = a[:, None] * attention
-    exact = _exact_cached(S, a, b)
+    exact = references.exact_plan_cached(S, a, b)
     prod = references.product(a, b)
-    summary = summarise(S, a, b, softmax_plan, coupling, exact)
+    summary = summarise(S, a, b, softmax_plan, coupling.plan, row_err=coupling.row_err[..., -1],
+                        col_err=coupling.col_err[..., -1], cost=coupling.cost,
+                        entropy=coupling.entropy, converged=coupling.converged, exact=exact)
     pa = pb = ha = hb = None
     if not grid:
         pa, pb = p.qa.astype(np.float64), p.kb.astype(np.float64)
@@ -293,18 +293,21 @@ def _finish(p: _Problem, attention: np.ndarray, coupling: Coupling) -> Relation:
 
 
 def summarise(S: np.ndarray, a: np.ndarray, b: np.ndarray, softmax_plan: np.ndarray,
-              coupling, exact: np.ndarray) -> Summary:
-    """The metrics strip's numbers for plans (..., n, m) on scores S (..., n, m)."""
-    return summary_of(S, a, b, softmax_plan, coupling.plan, row_err=coupling.row_err[..., -1],
-                      col_err=coupling.col_err[..., -1], cost=coupling.cost,
-                      entropy=coupling.entropy, converged=coupling.converged, exact=exact)
+              plan: np.ndarray, *, row_err, col_err, cost, entropy, converged,
+              exact: np.ndarray) -> Summary:
+    """The metrics strip's numbers for plans (..., n, m) on scores S (n, m) or (..., n, m).
 
+    Args:
+        S, a (n,), b (m,): the problem. softmax_plan: diag(a)·softmax, broadcast against
+            ``plan``. plan: (..., n, m) Sinkhorn plans. row_err, col_err, cost, entropy,
+            converged: (...) their final marginal errors, ⟨−S, π⟩, H(π) and convergence
+            (a Coupling's ``row_err[..., -1]``, ``cost``, …). exact: (n, m) the exact plan.
 
-def summary_of(S: np.ndarray, a: np.ndarray, b: np.ndarray, softmax_plan: np.ndarray,
-               plan: np.ndarray, *, row_err, col_err, cost, entropy, converged,
-               exact: np.ndarray) -> Summary:
-    """:func:`summarise` from arrays: plans (..., n, m), their final marginal errors,
-    cost, entropy and convergence (...); softmax plans broadcast against ``plan``."""
+    Returns:
+        A :class:`Summary`, floats for one plan and (...) arrays for a batch;
+        KL(π ‖ a ⊗ b), mutual information, zero-weight mass and the L1 distances to the
+        references are computed here.
+    """
     prod = references.product(a, b)
     batch = plan.shape[:-2]
 
@@ -400,29 +403,6 @@ def _head_vectors(q: np.ndarray, k: np.ndarray, layer, head) -> tuple[np.ndarray
         return (np.concatenate(list(q[layer]), -1).astype(np.float64) / H ** 0.25,
                 np.concatenate(list(k[layer]), -1).astype(np.float64) / H ** 0.25)
     return q[layer, head], k[layer, head]
-
-
-def _key(*arrays: np.ndarray) -> str:
-    h = hashlib.sha1()
-    for x in arrays:
-        h.update(np.ascontiguousarray(x).tobytes())
-        h.update(str(x.shape).encode())
-    return h.hexdigest()
-
-
-@functools.lru_cache(maxsize=64)
-def _exact_by_key(key: str, S_bytes: bytes, shape: tuple, a_bytes: bytes, b_bytes: bytes):
-    S = np.frombuffer(S_bytes).reshape(shape)
-    a, b = np.frombuffer(a_bytes), np.frombuffer(b_bytes)
-    out = references.exact_plan(S, a, b)
-    out.setflags(write=False)
-    return out
-
-
-def _exact_cached(S, a, b) -> np.ndarray:
-    """Exact OT plan, cached: it does not depend on ε or half-steps (slider moves)."""
-    S, a, b = (np.ascontiguousarray(x, dtype=np.float64) for x in (S, a, b))
-    return _exact_by_key(_key(S, a, b), S.tobytes(), S.shape, a.tobytes(), b.tobytes())
 
 
 def history_steps(half_steps: int, cells: int, points: int = 400,
