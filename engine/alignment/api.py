@@ -37,7 +37,7 @@ DEFAULTS: dict[str, dict[str, Method]] = {
         "sinkhorn-argmax": Method("sinkhorn-argmax"),
         "sinkhorn-threshold": Method("sinkhorn-threshold", threshold=0.45),
         "exact": Method("exact", threshold=0.94),
-        "partial": Method("partial", threshold=0.45, mass=1.0),
+        "partial": Method("partial", threshold=0.34, mass=0.98),
         "unbalanced": Method("unbalanced", threshold=0.42, tau=4.94),
     },
     "attention": {
@@ -47,7 +47,7 @@ DEFAULTS: dict[str, dict[str, Method]] = {
         "sinkhorn-argmax": Method("sinkhorn-argmax"),
         "sinkhorn-threshold": Method("sinkhorn-threshold", threshold=0.37),
         "exact": Method("exact", threshold=0.49),
-        "partial": Method("partial", threshold=0.37, mass=1.0),
+        "partial": Method("partial", threshold=0.39, mass=0.98),
         "unbalanced": Method("unbalanced", threshold=0.36, tau=1.39),
     },
 }
@@ -427,7 +427,8 @@ def tune(dev: Sequence, test: Sequence | None = None, *,
     macro total F1, then score dev and test with those settings.
 
     The grid is θ ∈ {0, 0.01, …, 0.99} on V (for ``softmax-both`` t ∈ [10⁻⁴, 1] on a log
-    scale) × :data:`TAU_GRID` (50 values) or :data:`MASS_GRID`; a τ grid over a corpus is a
+    scale) × :data:`TAU_GRID` (50 values) or :data:`MASS_GRID` (OTAlign's 50 values k/51,
+    without the balanced m = 1); a τ grid over a corpus is a
     few batched solves. Methods without settings are scored as they are.
 
     Args:
