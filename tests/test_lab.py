@@ -160,12 +160,37 @@ def test_a_users_target_is_checked_for_its_marginals():
     (dict(steps=10**6), "steps must be a whole number from 1 to 20000"),
     (dict(points=0), "at least 2 points"),
     (dict(eps=0.0), "ε must be between"),
-    (dict(model="mlp"), "choose one of sinkhorn, softmax, context-free"),
+    (dict(model="mlp"), "model must be one of sinkhorn, softmax, context-free, got 'mlp'"),
     (dict(weights="heavy"), "weights must be one of uniform, random"),
 ])
 def test_bad_settings_say_what_to_change(bad, message):
     with pytest.raises(LabError, match=message):
         LabSettings(**bad)
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(eps=0.0), r"ε must be between 0.001 and 100, got 0.0: try 0.1"),
+    (dict(eps="0.5"), r"ε must be between 0.001 and 100, got '0.5'"),
+    (dict(eps=True), r"ε must be between"),
+    (dict(half_steps=0), "half_steps must be a whole number from 1 to 2000, got 0"),
+    (dict(half_steps=2001), "half_steps must be a whole number from 1 to 2000"),
+    (dict(half_steps=True), "half_steps must be a whole number"),
+    (dict(width=2.0), "width must be a whole number"),
+    (dict(steps=0), "steps must be a whole number from 1 to 20000, got 0"),
+])
+def test_both_lab_settings_check_shared_fields_with_one_message(bad, message):
+    """LabSettings and TextSettings validate through the same checks (engine.lab.errors)."""
+    from engine.lab.text import TextSettings
+
+    for cls in (LabSettings, TextSettings):
+        with pytest.raises(LabError, match=message):
+            cls(**bad)
+    assert LabSettings(half_steps=np.int64(7)).half_steps == 7  # numpy integers are whole
+    assert TextSettings(eps=np.float64(0.2)).eps == 0.2
+    with pytest.raises(LabError, match="lr must be in"):
+        LabSettings(lr=0.0)
+    with pytest.raises(LabError, match="depth must be a whole number from 0 to 8"):
+        LabSettings(depth=-1)
 
 
 def test_unknown_target_names_the_choices():

@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from ..solver.core import log_plan
-from .errors import LabError
+from .errors import check_choice, check_final_layer, check_whole
 
 MODELS = ("sinkhorn", "softmax", "context-free")
 FINALS = ("sinkhorn", "softmax")
@@ -188,13 +188,8 @@ class SinkhornTransformer(CouplingModel):
 def check_model(kind: str, width: int, depth: int, heads: int, eps: float,
                 half_steps: int) -> None:
     """Raise :class:`LabError` with the fix for an unknown model or a size out of range."""
-    if kind not in MODELS:
-        raise LabError(f"Unknown model {kind!r}: choose one of {', '.join(MODELS)}.")
-    for name, v, hi in (("width", width, MAX_WIDTH), ("depth", depth, MAX_DEPTH),
-                        ("heads", heads, 16), ("half_steps", half_steps, 2000)):
-        lo = 0 if name == "depth" else 1  # depth 0: embedding and head only
-        if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
-            raise LabError(f"{name} must be a whole number from {lo} to {hi}, got {v!r}.")
-    if not (isinstance(eps, (int, float)) and math.isfinite(eps) and 1e-3 <= eps <= 100):
-        raise LabError(f"ε must be between 0.001 and 100, got {eps!r}: "
-                       "try 0.1 (smaller is sharper but needs more half-steps).")
+    check_choice("model", kind, MODELS)
+    check_whole("width", width, 1, MAX_WIDTH)
+    check_whole("depth", depth, 0, MAX_DEPTH)  # depth 0: embedding and head only
+    check_whole("heads", heads, 1, 16)
+    check_final_layer(eps, half_steps)

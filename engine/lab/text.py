@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .errors import LabError
+from .errors import LabError, check_choice, check_final_layer, check_whole
 from .nets import sinkhorn_log_plan
 
 FINALS = ("sinkhorn", "softmax")
@@ -45,15 +45,11 @@ class TextSettings:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.final not in FINALS:
-            raise LabError(f"final must be one of {', '.join(FINALS)}, got {self.final!r}.")
-        for name, v, lo, hi in (("width", self.width, 1, 1024), ("steps", self.steps, 1, 20000),
-                                ("batch", self.batch, 1, 4096),
-                                ("half_steps", self.half_steps, 1, 2000)):
-            if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
-                raise LabError(f"{name} must be a whole number from {lo} to {hi}, got {v!r}.")
-        if not (math.isfinite(self.eps) and 1e-3 <= self.eps <= 100):
-            raise LabError(f"ε must be between 0.001 and 100, got {self.eps!r}.")
+        check_choice("final", self.final, FINALS)
+        for name, v, hi in (("width", self.width, 1024), ("steps", self.steps, 20000),
+                            ("batch", self.batch, 4096)):
+            check_whole(name, v, 1, hi)
+        check_final_layer(self.eps, self.half_steps)
 
 
 @dataclass(frozen=True)

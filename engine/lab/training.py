@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from .errors import LabError
+from .errors import LabError, check_lr, check_whole
 from .measures import Family, Pairs, draw_pairs
 from .nets import MODELS, CouplingModel, check_model
 from .targets import DEFAULT_TARGET, NAMES, Target, get_target
@@ -66,20 +66,15 @@ class LabSettings:
 
     def __post_init__(self) -> None:
         check_model(self.model, self.width, self.depth, self.heads, self.eps, self.half_steps)
-        ints = {"steps": (self.steps, 1, MAX_STEPS), "batch": (self.batch, 1, 4096),
-                "train_pairs": (self.train_pairs, 1, MAX_PAIRS),
-                "heldout_pairs": (self.heldout_pairs, 2, MAX_PAIRS),
-                "eval_every": (self.eval_every, 1, MAX_STEPS),
-                "patience": (self.patience, 0, MAX_STEPS), "seed": (self.seed, 0, 2**63 - 1)}
-        for name, (v, lo, hi) in ints.items():
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or not lo <= v <= hi:
-                hint = (" (about 400 steps make the default point in under a minute)"
-                        if name == "steps" else "")
-                raise LabError(f"{name} must be a whole number from {lo} to {hi}, "
-                               f"got {v!r}{hint}.")
-        if not (isinstance(self.lr, (int, float)) and np.isfinite(self.lr)
-                and 0 < self.lr <= 1):
-            raise LabError(f"lr must be in (0, 1], got {self.lr!r}: try 6e-3.")
+        for name, v, lo, hi in (("steps", self.steps, 1, MAX_STEPS), ("batch", self.batch, 1, 4096),
+                                ("train_pairs", self.train_pairs, 1, MAX_PAIRS),
+                                ("heldout_pairs", self.heldout_pairs, 2, MAX_PAIRS),
+                                ("eval_every", self.eval_every, 1, MAX_STEPS),
+                                ("patience", self.patience, 0, MAX_STEPS),
+                                ("seed", self.seed, 0, 2**63 - 1)):
+            check_whole(name, v, lo, hi, " (about 400 steps make the default point in under a "
+                        "minute)" if name == "steps" else "")
+        check_lr(self.lr, 6e-3)
         self.family  # validates points, spread, weights
 
     @property
