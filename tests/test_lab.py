@@ -293,6 +293,29 @@ def test_cli_bad_settings_exit_2_with_the_fix(capsys, args, message):
     assert err.startswith("error: ") and message in err and "Traceback" not in err
 
 
+def test_every_command_reports_errors_through_one_handler(tmp_path, capsys):
+    """engine.io.cli.main turns engine errors and OSError into 'error: …' and status 2,
+    for lab, align and relate alike (the sub-commands hold no handler of their own)."""
+    import inspect
+
+    from engine.alignment import cli as align_cli
+
+    tiny = ["--target", "quantile", "--model", "context-free", "--points", "4", "--steps",
+            "1", "--width", "4"]
+    missing = tmp_path / "no" / "such" / "dir" / "m.safetensors"
+    assert engine_cli.main(["lab", *tiny, "--save", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: could not write {missing}: ") and "Traceback" not in err
+    assert engine_cli.main(["align", "--pairs", str(tmp_path / "none.tsv"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "none.tsv" in err and "Traceback" not in err
+    assert engine_cli.main(["relate", "a b", "c d", "--eps", "-1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "ε" in err and "Traceback" not in err
+    for module in (lab_cli, align_cli):
+        assert "except SinkscopeError" not in inspect.getsource(module)
+
+
 def test_cli_defaults_are_the_page_defaults():
     s = LabSettings()
     for k, v in lab_cli.DEFAULTS.items():

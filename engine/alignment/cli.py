@@ -105,19 +105,8 @@ def _read(args, path, gold=None):
 
 
 def run(args) -> int:
-    from ..errors import SinkscopeError
-
-    try:
-        return _run(args)
-    except SinkscopeError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except OSError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-
-
-def _run(args) -> int:
+    """Align and score as the arguments say; print the result. Returns the exit status
+    (engine errors and unreadable files go up to ``engine.io.cli.main``: status 2)."""
     from dataclasses import replace
 
     from . import api
@@ -126,8 +115,9 @@ def _run(args) -> int:
     pairs = _read(args, args.pairs, args.gold)
     dev = _read(args, args.dev) if args.dev else None
     if dev is not None and not all(p.has_gold for p in dev):
-        print("error: the dev file needs gold links for every pair.", file=sys.stderr)
-        return 2
+        from ..errors import SettingsError
+
+        raise SettingsError("the dev file needs gold links for every pair.")
     encoder = None
     if args.model:
         from ..models.encoder import Encoder

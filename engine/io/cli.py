@@ -4,7 +4,9 @@
 A sub-package adds a command with a ``cli`` module of its own holding
 ``add_parser(sub)``, which registers its sub-parser and sets ``run=`` (a function of the
 parsed arguments returning the exit status) as a default; that module imports nothing
-heavy at import time, so ``--help`` stays fast.
+heavy at import time, so ``--help`` stays fast. Its ``run`` lets engine errors and
+``OSError`` go up: :func:`main` turns them into ``error: <message>`` and status 2 for
+every command alike.
 """
 
 from __future__ import annotations
@@ -116,7 +118,24 @@ def _matrix(P, ta, tb) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command and return its exit status.
+
+    The one place that turns errors into what a shell sees, for every command (``relate``,
+    ``warmup``, ``serve`` and the sub-packages' ``align`` and ``lab``): an engine error
+    (:class:`~engine.errors.SinkscopeError`, whose message says what to change) or a file
+    that cannot be read or written (``OSError``) prints ``error: <message>`` on stderr and
+    exits with status 2, with no traceback. Bad flags are argparse's (status 2 too).
+    """
     args = parser().parse_args(argv)
+    try:
+        return _command(args)
+    except (SinkscopeError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def _command(args) -> int:
+    """Dispatch the parsed arguments to their command; errors go up to :func:`main`."""
     if getattr(args, "run", None) is not None:
         return args.run(args)
     if args.command == "warmup":
@@ -125,18 +144,14 @@ def main(argv: list[str] | None = None) -> int:
         return _serve(args)
     from ..relation.relate import relate
 
-    try:
-        encoder = None
-        if args.model:
-            from ..models.encoder import Encoder
+    encoder = None
+    if args.model:
+        from ..models.encoder import Encoder
 
-            encoder = Encoder.load(args.model)
-        r = relate(args.text_a, args.text_b if args.text_b is not None else
-                   (args.text_a if args.mode == "self" else None), encoder=encoder,
-                   settings=cli_settings(args))
-    except SinkscopeError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        encoder = Encoder.load(args.model)
+    r = relate(args.text_a, args.text_b if args.text_b is not None else
+               (args.text_a if args.mode == "self" else None), encoder=encoder,
+               settings=cli_settings(args))
     if args.json:
         json.dump(relation_to_dict(r), sys.stdout, allow_nan=False, ensure_ascii=False)
         print()

@@ -56,24 +56,21 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    """Train as the arguments say; print the result. Returns the exit status."""
-    from ..errors import SinkscopeError
+    """Train as the arguments say; print the result. Returns the exit status (engine
+    errors go up to ``engine.io.cli.main``, which prints them and exits with status 2)."""
+    from .errors import LabError
     from .training import LabSettings, save, train
 
-    try:
-        settings = LabSettings(target=args.target, model=args.model, width=args.width,
-                               depth=args.depth, heads=args.heads, eps=args.eps,
-                               half_steps=args.half_steps, points=args.points,
-                               steps=args.steps, seed=args.seed)
-        r = train(settings)
-        if args.save:
+    settings = LabSettings(target=args.target, model=args.model, width=args.width,
+                           depth=args.depth, heads=args.heads, eps=args.eps,
+                           half_steps=args.half_steps, points=args.points,
+                           steps=args.steps, seed=args.seed)
+    r = train(settings)
+    if args.save:
+        try:
             save(r.model, args.save, settings)
-    except SinkscopeError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except OSError as e:
-        print(f"error: could not write {args.save}: {e}", file=sys.stderr)
-        return 2
+        except OSError as e:
+            raise LabError(f"could not write {args.save}: {e}") from e
     out = r.summary()
     if args.json:
         json.dump(out, sys.stdout, allow_nan=False)
