@@ -114,6 +114,7 @@ class Preload:
         self.started_at: float | None = None  # time.time() of start(), for the log
         self.seconds: float | None = None
         self.thread: threading.Thread | None = None
+        self._handed = False
 
     def start(self, model: str, *, after: Callable[[], object] | None = None
               ) -> threading.Thread:
@@ -169,7 +170,12 @@ class Preload:
             log.warning("sinkscope: %s still preloading after %s s; loading it again",
                         model, timeout)
             return None
-        return self.value if self.error is None else None
+        if self.error is not None:
+            return None
+        if not self._handed:
+            self._handed = True
+            log.info("sinkscope: the page took the preloaded %s", model)
+        return self.value
 
 
 PRELOAD = Preload()  # the process's one preload (empty unless the launcher started it)
