@@ -33,21 +33,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help=f"coupling system to learn (default {d['target']})")
     p.add_argument("--model", default=d["model"], choices=MODEL_NAMES,
                    help=f"model to train (default {d['model']})")
-    p.add_argument("--width", type=int, default=d["width"],
-                   help=f"encoder width D (default {d['width']})")
-    p.add_argument("--depth", type=int, default=d["depth"],
-                   help=f"encoder layers L (default {d['depth']})")
-    p.add_argument("--heads", type=int, default=d["heads"],
-                   help=f"attention heads (default {d['heads']})")
-    p.add_argument("--eps", type=float, default=d["eps"],
-                   help=f"ε of the final layer (default {d['eps']:g})")
-    p.add_argument("--half-steps", type=int, default=d["half_steps"],
-                   help=f"Sinkhorn half-steps of the final layer (default {d['half_steps']})")
-    p.add_argument("--points", type=int, default=d["points"],
-                   help=f"points per cloud (default {d['points']})")
-    p.add_argument("--steps", type=int, default=d["steps"],
-                   help=f"training steps (default {d['steps']})")
-    p.add_argument("--seed", type=int, default=d["seed"], help=f"seed (default {d['seed']})")
+    for name, kind, what in (("width", int, "encoder width D"), ("depth", int, "encoder layers L"),
+                             ("heads", int, "attention heads"),
+                             ("eps", float, "ε of the final layer"),
+                             ("half_steps", int, "Sinkhorn half-steps of the final layer"),
+                             ("points", int, "points per cloud"), ("steps", int, "training steps"),
+                             ("seed", int, "seed")):
+        p.add_argument("--" + name.replace("_", "-"), type=kind, default=d[name],
+                       help=f"{what} (default {d[name]:g})")
     p.add_argument("--save", default=None, metavar="PATH",
                    help="write the trained model to PATH (.safetensors)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")

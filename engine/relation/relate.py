@@ -416,17 +416,25 @@ def history_steps(half_steps: int, cells: int, points: int = 400,
     return np.unique(np.geomspace(1, half_steps, points).round().astype(int))
 
 
+def truncation_notices(name: str, chars_cut: bool, n_tokens: int, n_dropped: int) -> list[Notice]:
+    """The notices for a text cut to the character limit (SINKSCOPE_MAX_CHARS) and to the
+    model's token limit (``n_tokens`` kept, ``n_dropped`` dropped); empty if neither."""
+    out = []
+    if chars_cut:
+        out.append(Notice("chars_cut", "info", f"{name} was cut to its first "
+                          f"{settings.CONFIG.max_chars:,} characters (SINKSCOPE_MAX_CHARS)."))
+    if n_dropped:
+        out.append(Notice("tokens_cut", "info", f"{name} was cut to the model's limit of "
+                          f"{n_tokens} tokens: the next {n_dropped:,} tokens were dropped."))
+    return out
+
+
 def _notices(encodings, coupling, grid, half_steps) -> list[Notice]:
     out = []
     names = ("Text A", "Text B") if len(encodings) == 2 else (
         "The pair" if len(encodings[0].texts) == 2 else "Text A",)
     for name, e in zip(names, encodings):
-        if e.chars_cut:
-            out.append(Notice("chars_cut", "info", f"{name} was cut to its first "
-                              f"{settings.CONFIG.max_chars:,} characters (SINKSCOPE_MAX_CHARS)."))
-        if e.n_dropped:
-            out.append(Notice("tokens_cut", "info", f"{name} was cut to the model's limit of "
-                              f"{e.n} tokens: the next {e.n_dropped:,} tokens were dropped."))
+        out += truncation_notices(name, e.chars_cut, e.n, e.n_dropped)
     if len(encodings) == 2 and encodings[0].bias is not None:
         out.append(Notice("no_position_bias", "info", POSITION_BIAS_NOTE))
     conv = np.asarray(coupling.converged)

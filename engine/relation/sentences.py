@@ -27,7 +27,6 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .. import settings
 from ..models.encoder import Encoder, clean_text, pooled_mean, unit
 from ..errors import TextError
 from ..solver.core import check_eps, sinkhorn
@@ -227,16 +226,12 @@ def rank_texts(encoder: Encoder, text_a: str, candidates: str | Sequence[str], *
 
 
 def _notices(measures, converged, dropped, pooling, mean_pooled, eps) -> list[Notice]:
+    from .relate import truncation_notices
+
     out = []
     for i, e in enumerate(measures):
         name = "Text A" if i == 0 else f"Candidate {i}"
-        if e.chars_cut:
-            out.append(Notice("chars_cut", "info", f"{name} was cut to its first "
-                              f"{settings.CONFIG.max_chars:,} characters (SINKSCOPE_MAX_CHARS)."))
-        if e.n_dropped:
-            out.append(Notice("tokens_cut", "info", f"{name} was cut to the model's limit of "
-                              f"{len(e.tokens)} tokens: the next {e.n_dropped:,} tokens were "
-                              "dropped."))
+        out += truncation_notices(name, e.chars_cut, len(e.tokens), e.n_dropped)
     if dropped:
         out.append(Notice("candidates_cut", "info", f"Only the first {MAX_CANDIDATES} "
                           f"candidates are ranked; {dropped} more lines were left out."))

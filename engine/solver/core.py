@@ -907,26 +907,12 @@ def _kernel_block(K, Kt, a, b, u, v, t, nb, zeros, big, relax=None):
     for s in range(t + 1, t + nb + 1):
         if s % 2 == 0:
             c = torch.bmm(u, K)  # (Kᵀ u)ᵀ: (B, 1, m)
-            if relax is None:
-                v = b / c
-                if zeros:
-                    v = torch.where(b > 0, v, 0)
-            else:
-                v = torch.exp(relax[0] * (relax[2] - torch.log(c)) + relax[4])
-                if zeros:  # (a zero column's sum is 0 too: log 0 − log 0)
-                    v = torch.where(b > 0, v, 0)
+            v = _scaling(b, c, zeros, relax, 2)
             cs.append(c)
             vs.append(v)
         else:
             r = torch.bmm(v, Kt)  # (K v)ᵀ: (B, 1, n)
-            if relax is None:
-                u = a_row / r
-                if zeros:
-                    u = torch.where(a_row > 0, u, 0)
-            else:
-                u = torch.exp(relax[0] * (relax[1] - torch.log(r)) + relax[3])
-                if zeros:
-                    u = torch.where(a_row > 0, u, 0)
+            u = _scaling(a_row, r, zeros, relax, 1)
             rs.append(r)
             us.append(u)
     a = a_row
@@ -941,6 +927,18 @@ def _kernel_block(K, Kt, a, b, u, v, t, nb, zeros, big, relax=None):
     rows = _interleaved_err(us, rs, a if relax is None else None) if rs else empty
     cols = _interleaved_err(vs, cs, b if relax is None else None) if cs else empty
     return u.mT, v, rows, cols, (hi, lo), us, vs
+
+
+def _scaling(w: torch.Tensor, sums: torch.Tensor, zeros: bool, relax, side: int) -> torch.Tensor:
+    """One side's new scaling from its sums over the other side, (B, 1, n) or (B, 1, m):
+    w / sums (balanced), or exp(ρ (log w − log sums) + (ρ − 1) x₀) (relaxed, ``relax``
+    from :func:`_relaxation`; ``side`` 1 for rows, 2 for columns); 0 on zero weights
+    (whose sum may be 0 too: 0/0, log 0 − log 0)."""
+    if relax is None:
+        x = w / sums
+    else:
+        x = torch.exp(relax[0] * (relax[side] - torch.log(sums)) + relax[side + 2])
+    return torch.where(w > 0, x, 0) if zeros else x
 
 
 def _interleaved_err(xs: list[torch.Tensor], ss: list[torch.Tensor],
