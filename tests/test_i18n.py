@@ -5,6 +5,7 @@ language (Spanish decimal commas, plain small values for students)."""
 from __future__ import annotations
 
 import ast
+import re
 import json
 import math
 import string
@@ -246,3 +247,87 @@ def test_counts_group_digits_the_language_way():
     assert learn_text.count(24285, "en") == "24,285" and learn_text.count(999, "es") == "999"
     assert learn_text.count(24285, "es") == "24\u00a0285"  # 24,285 would read as 24.285
     assert learn_text.count(4000, "es") == "4000"  # four digits stay together in Spanish
+
+
+# ----------------------------------------------------------------------------- notices
+def _engine_notices():
+    """Every sentence the engine writes as a notice, from its own functions."""
+    from types import SimpleNamespace as NS
+
+    from engine.relation import relate, sentences
+
+    enc = NS(chars_cut=True, n_dropped=1024, n=256, bias=None, texts=("a",), tokens=["t"] * 256)
+    bias = NS(chars_cut=False, n_dropped=0, n=3, bias=np.zeros(1), texts=("a",))
+    single = NS(converged=np.array(False), row_err=np.array([0.5, 0.0012]),
+                col_err=np.array([0.1, 1e-4]), tol=1e-6)
+    grid = NS(converged=np.array([[True, False], [False, True]]))
+    out = relate._notices([enc, enc], single, False, 100)
+    out += relate._notices([bias, bias], grid, True, 100)
+    out += relate._notices([enc], single, False, 100)
+    out += sentences._notices([enc, enc, enc], np.array([True, False]), 7, None, False, 0.05)
+    out += sentences._notices([enc], np.array([True]), 0, "cls", False, 0.5)
+    return out
+
+
+def test_every_engine_notice_reads_in_spanish_and_english_stays_the_engine_s():
+    from sinkscope_app import notices
+
+    found = _engine_notices()
+    kinds = {n.kind for n in found}
+    assert kinds >= {"chars_cut", "tokens_cut", "no_position_bias", "not_converged",
+                     "candidates_cut", "not_mean_pooled"}, kinds
+    en_words = i18n.texts("main", "en")["engine_notices"]
+    for n in found:
+        assert notices.say(n.kind, n.message, "en") == n.message
+        es = notices.say(n.kind, n.message, "es")
+        assert es != n.message, n.message  # every sentence the engine writes is read back
+        assert not re.search(r"\b(the|was|has|cut|tokens were|raise)\b", es), es
+        assert not re.search(r"\d\.\d", es.replace("1e-06", "")), es  # decimal commas
+        # the English template with the fields read back is the engine's sentence
+        for kind, key, pattern in notices.PATTERNS:
+            m = pattern.match(n.message) if kind == n.kind else None
+            if m and key != "vocabulary":
+                raw = {k: v or "" for k, v in m.groupdict().items()}
+                assert en_words[key].format(**raw) == n.message
+                break
+    assert notices.say("something_new", "A notice the page does not know.", "es") == \
+        "A notice the page does not know."
+    assert notices.say("tokens_cut", "An unexpected sentence.", "es") == "An unexpected sentence."
+
+
+def test_the_vocabulary_notice_in_spanish():
+    from sinkscope_app import compute, notices
+
+    class Pieces:  # a tokenizer that breaks every word into pieces, one unknown
+        unk_token = "[UNK]"
+
+        def tokenize(self, text):
+            return ["or", "##illa", "in", "##und", "##o", "des", "##pu", "##es", "[UNK]"]
+
+    en = compute.vocabulary_notice(Pieces(), "orilla inundo después 😀", "Text B",
+                                   "all-MiniLM-L6-v2")
+    es = notices.say("vocabulary", en, "es")
+    assert es.startswith("El texto B queda casi todo fuera del vocabulario de all-MiniLM-L6-v2")
+    assert "«or ##illa in ##und …»" in es and "% de sus trozos son [UNK]" in es
+    assert "multilingüe" in es and "mostly" not in es
+
+
+def test_crafted_link_warnings_keep_their_english_and_speak_spanish():
+    from sinkscope_app.examples import load
+    from sinkscope_app.state import Message, parse_query, say
+
+    kw = dict(n_layers=6, n_heads=12, models=("all-MiniLM-L6-v2",), examples=load())
+    bad = {"cscale": "rainbow", "layer": "99", "eps": "1e9", "steps": "x", "pool": "maybe",
+           "ex": "nope", "a": "x" * 30_000, "topk": "99", "hl": "zz", "thr": "2"}
+    en, es = parse_query(bad, **kw), parse_query(bad, lang="es", **kw)
+    assert en.values == es.values and len(en.warnings) == len(es.warnings) == len(bad)
+    assert "Unknown colour scale 'rainbow' in the link; using 'shared'." in en.warnings
+    assert "layer 99 is out of range 0–5; using 5." in en.warnings
+    assert [m.text("en") for m in en.messages] == en.warnings
+    assert [m.text("es") for m in en.messages] == es.warnings
+    assert "El texto A del enlace tenía 30\u00a0000 caracteres" in " ".join(es.warnings)
+    assert "ε = 1\u00a0000\u00a0000\u00a0000 está fuera del intervalo 0,01–100" in \
+        " ".join(es.warnings)
+    assert not [w for w in es.warnings if re.search(r"\b(the|link|using|Unknown)\b", w)]
+    assert Message("unknown_set", {"value": "'x'"}).text("fr") == \
+        say("unknown_set", "en", value="'x'")  # a language without a file: English
