@@ -16,7 +16,7 @@ import streamlit as st
 
 from engine import settings
 from engine.settings import MAX_CANDIDATES
-from engine.relation.summary import fmt, numbers
+from engine.relation.summary import numbers
 from engine.types import Relation
 from viz import bipartite, clouds, diagnostics, grid as vgrid, heatmaps
 from viz import sentences as vsentences
@@ -27,8 +27,8 @@ from . import compute, examples, i18n, notices
 from .about import about
 from .live import chart as live_chart
 from . import state
-from .state import (CSCALES, CVIEWS, EDGES_MAX, GRAPH_WHICH, GRID_PLANS, GRID_RANKS,
-                    GRID_VALUES, METHODS, SPACES, TOPK_MAX, cut_text)
+from .state import (CSCALES, CVIEWS, EDGES_MAX, GRAPH_WHICH, GRID_PLANS, GRID_VALUES,
+                    METHODS, SPACES, TOPK_MAX, cut_text)
 
 
 @dataclass(frozen=True)
