@@ -100,6 +100,8 @@ with st.sidebar:
                  query_params={"lang": ss["lab_lang"] if ss["lab_lang"] in LANGS else "en"})
     st.page_link("pages/learn.py", label=ui["learn_link"], icon=":material/school:",
                  query_params={"lang": ss["lab_lang"] if ss["lab_lang"] in LANGS else "en"})
+    st.page_link("pages/align.py", label=ui["align_link"], icon=":material/link:",
+                 query_params={"lang": ss["lab_lang"] if ss["lab_lang"] in LANGS else "en"})
     st.subheader(ui["settings"])
     st.selectbox(ui["target"], list(NAMES), key="lab_target",
                  format_func=ui["targets"].get, help=ui["target_help"])

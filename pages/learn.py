@@ -109,6 +109,8 @@ if present:  # larger type for a projector (figures are scaled by their builders
 with st.sidebar:
     st.page_link("app.py", label=ui["main_link"], icon=":material/arrow_back:",
                  query_params={"lang": lang})
+    st.page_link("pages/align.py", label=ui["align_link"], icon=":material/link:",
+                 query_params={"lang": lang})
     st.subheader(ui["sidebar_texts"])
     titles = {k: (EXAMPLES_ES.get(k, v["title"]) if lang == "es" else v["title"])
               for k, v in EXAMPLES.items()}

@@ -154,7 +154,7 @@ def test_lab_links_back_to_the_main_page_and_learn_in_its_language():
     at.run()
     assert not at.exception
     links = {el.proto.page: parse_qs(el.proto.query_string) for el in at.get("page_link")}
-    assert links == {"": {"lang": ["es"]}, "learn": {"lang": ["es"]}}
+    assert links == {"": {"lang": ["es"]}, "learn": {"lang": ["es"]}, "align": {"lang": ["es"]}}
 
 
 @pytest.mark.parametrize("view, key, word", [("graph", "gwhich", "plans"),
