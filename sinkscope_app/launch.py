@@ -16,6 +16,7 @@ served engine (the model lives there).
 from __future__ import annotations
 
 import atexit
+import gc
 import json
 import logging
 import os
@@ -38,20 +39,23 @@ def load_and_warm(model: str) -> Any:
     """The engine's :class:`~engine.models.encoder.Encoder` for ``model``, after one tiny
     relation (one head, 2 half-steps) so the first visitor pays no first-call costs.
 
-    Uses the app's settings (``SINKSCOPE_TORCH_THREADS``) exactly as the page would.
+    Uses the app's settings (``SINKSCOPE_TORCH_THREADS``) exactly as the page would. The
+    garbage collector is off meanwhile (it is turned back on at the end, whatever happens):
+    importing torch, transformers and sentence-transformers creates ~800k objects that all
+    live as long as the process, and collecting while they pile up cost ~1 s of the ~4.5 s
+    of CPU the load took here. What they leave is then frozen out of later collections, as
+    :func:`sinkscope_app.compute.freeze_heap` does for the page.
     """
-    from engine import settings
-
-    settings.quiet_libraries()
-    from engine import Encoder, encode_texts, relate_encodings
-
-    if settings.CONFIG.torch_threads > 0:
-        import torch
-
-        torch.set_num_threads(settings.CONFIG.torch_threads)
-    enc = Encoder(model)
+    gc.disable()
+    try:
+        enc = _load(model)
+    finally:
+        gc.freeze()
+        gc.enable()
     t = time.perf_counter()
     try:
+        from engine import encode_texts, relate_encodings
+
         e = encode_texts(enc, WARM_A, WARM_B, "separate")
         relate_encodings(e, layer=enc.n_layers - 1, head="mean", eps=1.0, half_steps=2)
     except Exception as err:  # the model loaded: keep it, the page relates by itself
@@ -94,6 +98,19 @@ def config_shape(model: str) -> Shape:
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         info = describe(model)
         return Shape(info.n_layers, info.n_heads)
+
+
+def _load(model: str) -> Any:
+    from engine import settings
+
+    settings.quiet_libraries()
+    from engine import Encoder
+
+    if settings.CONFIG.torch_threads > 0:
+        import torch
+
+        torch.set_num_threads(settings.CONFIG.torch_threads)
+    return Encoder(model)
 
 
 class Preload:

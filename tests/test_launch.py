@@ -94,3 +94,19 @@ def test_switches_and_command_line():
     args = streamlit_args(["--server.port", "9"])
     assert args[0] == "run" and args[1].endswith("app.py") and args[2:] == ["--server.port", "9"]
     assert streamlit_args(["other.py", "--x"]) == ["run", "other.py", "--x"]
+
+
+def test_the_loader_turns_the_garbage_collector_back_on_even_when_it_fails(monkeypatch):
+    import gc
+
+    seen = []
+
+    def broken(model):
+        seen.append(gc.isenabled())
+        raise OSError("no weights")
+
+    monkeypatch.setattr(launch, "_load", broken)
+    assert gc.isenabled()
+    with pytest.raises(OSError):
+        launch.load_and_warm("m")
+    assert seen == [False] and gc.isenabled()  # off while loading, on again after
