@@ -9,8 +9,8 @@ The page's cached loader (:func:`sinkscope_app.compute.encoder`) takes the model
 failure here is logged and changes nothing else: the page then loads the model itself
 and, if that fails too, says why. ``streamlit run app.py`` still works, without preload.
 
-Off with ``SINKSCOPE_PRELOAD=0``; nothing is loaded here when ``SINKSCOPE_ENGINE`` names a
-served engine (the model lives there).
+Off with ``--no-preload``; nothing is loaded here when ``SINKSCOPE_ENGINE`` names a served
+engine (the model lives there).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import atexit
 import gc
 import json
 import logging
-import os
 import sys
 import threading
 import time
@@ -221,21 +220,20 @@ def server_listening(timeout: float = 30.0) -> None:
         time.sleep(0.02)
 
 
-def preload_enabled(env: dict | None = None) -> bool:
-    """Whether the launcher preloads: not with ``SINKSCOPE_PRELOAD=0``, nor when the app
-    talks to a served engine (``SINKSCOPE_ENGINE`` other than "embedded")."""
-    env = os.environ if env is None else env
-    if env.get("SINKSCOPE_PRELOAD", "1").strip() == "0":
-        return False
-    return env.get("SINKSCOPE_ENGINE", "embedded").strip() in ("", "embedded")
+def plan(argv: list[str], engine: str) -> tuple[bool, list[str]]:
+    """(whether to preload, ``streamlit run`` arguments) for the launcher's ``argv``.
 
+    No preload with ``--no-preload``, nor when ``engine`` (``SINKSCOPE_ENGINE``) names a
+    served engine rather than "embedded" (the model lives there). The script is ``app.py``
+    unless ``argv`` starts with a ``.py`` file; every other argument goes to Streamlit.
+    """
+    from engine.settings import EMBEDDED
 
-def streamlit_args(argv: list[str]) -> list[str]:
-    """``streamlit run`` arguments: the script (``app.py`` unless ``argv`` starts with a
-    ``.py`` file), then the options given."""
+    preload = "--no-preload" not in argv and engine == EMBEDDED
+    argv = [a for a in argv if a != "--no-preload"]
     if argv and argv[0].endswith(".py"):
-        return ["run", argv[0], *argv[1:]]
-    return ["run", str(ROOT / "app.py"), *argv]
+        return preload, ["run", argv[0], *argv[1:]]
+    return preload, ["run", str(ROOT / "app.py"), *argv]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -246,15 +244,16 @@ def main(argv: list[str] | None = None) -> None:
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     log.propagate = False
-    if preload_enabled():
-        from engine.settings import DEFAULT_MODEL
+    from engine import settings
 
-        PRELOAD.start(DEFAULT_MODEL, after=server_listening)
+    preload, args = plan(argv, settings.CONFIG.engine)
+    if preload:
+        PRELOAD.start(settings.DEFAULT_MODEL, after=server_listening)
     else:
-        log.info("sinkscope: no preload (SINKSCOPE_PRELOAD=0 or a served engine)")
+        log.info("sinkscope: no preload (--no-preload, or a served engine)")
     from streamlit.web.cli import main as streamlit_main
 
-    streamlit_main(args=streamlit_args(argv), prog_name="streamlit")
+    streamlit_main(args=args, prog_name="streamlit")
 
 
 if __name__ == "__main__":

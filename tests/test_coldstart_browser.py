@@ -34,7 +34,7 @@ def fresh_server():
     port = free_port()
     log = Path(tempfile.mkdtemp(prefix="sinkscope-coldstart-")) / "server.log"
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "SINKSCOPE_WARM_UP": "0"}
-    env.pop("SINKSCOPE_PRELOAD", None)
+    env.pop("SINKSCOPE_ENGINE", None)  # embedded: the model loads in the server
     with open(log, "w") as fh:
         proc = subprocess.Popen(command(port, launcher=True), cwd=ROOT, env=env, stdout=fh,
                                 stderr=subprocess.STDOUT, start_new_session=True,

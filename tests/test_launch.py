@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from sinkscope_app import launch
-from sinkscope_app.launch import Preload, config_shape, preload_enabled, streamlit_args
+from sinkscope_app.launch import Preload, config_shape, plan
 
 
 def test_preload_loads_once_in_a_background_thread_and_hands_the_model_over():
@@ -88,12 +88,12 @@ def test_the_controls_shape_comes_from_the_configuration_file():
 
 
 def test_switches_and_command_line():
-    assert preload_enabled({}) and preload_enabled({"SINKSCOPE_ENGINE": "embedded"})
-    assert not preload_enabled({"SINKSCOPE_PRELOAD": "0"})
-    assert not preload_enabled({"SINKSCOPE_ENGINE": "http://127.0.0.1:8000"})
-    args = streamlit_args(["--server.port", "9"])
-    assert args[0] == "run" and args[1].endswith("app.py") and args[2:] == ["--server.port", "9"]
-    assert streamlit_args(["other.py", "--x"]) == ["run", "other.py", "--x"]
+    on, args = plan(["--server.port", "9"], "embedded")
+    assert on and args[0] == "run" and args[1].endswith("app.py")
+    assert args[2:] == ["--server.port", "9"]
+    assert plan(["other.py", "--no-preload", "--x"], "embedded") == (
+        False, ["run", "other.py", "--x"])
+    assert plan([], "http://127.0.0.1:8000")[0] is False  # served: the model lives there
 
 
 def test_the_loader_turns_the_garbage_collector_back_on_even_when_it_fails(monkeypatch):
