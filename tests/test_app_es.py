@@ -223,6 +223,13 @@ def test_a_spanish_crafted_link_shows_no_english(view):
         assert any("La lista de candidatos" in w and "caracteres" in w for w in warnings)
     left = _english_leftovers(at)
     assert not left, left
+    if view == "heads":  # the grid's title and its tiles' hovers name layers and heads
+        from tests.support.apptest import figures
+
+        grid = figures(at)[0]
+        assert grid["layout"]["title"]["text"].startswith("Capas × cabezas")
+        hover = [t.get("hovertemplate", "") for t in grid["data"] if t.get("name") == "tiles"]
+        assert hover and hover[0].startswith("capa %{customdata[0]}, cabeza"), hover
 
 
 @pytest.mark.slow
