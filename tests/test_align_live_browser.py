@@ -31,7 +31,12 @@ STATE = """() => {
       links: g.data.filter(t => ['hit', 'hit_possible', 'false', 'link'].includes(t.meta.kind))
         .reduce((s, t) => s + (g.__sk.bind.chart === 'matrix' ? t.x.length
                                                               : t.x.length / 3), 0)}));
-  return {ws: window.__wsSent, redraws: A ? A.stats.redraws : 0, commits: A ? A.stats.commits : 0,
+  const m = charts.length && [...document.querySelectorAll('.js-plotly-plot')]
+    .find(g => g.__sk && g.__sk.bind && g.__sk.bind.chart === 'matrix');
+  const z = m ? m._fullData.find(t => t.type === 'heatmap').z : [];
+  const plan = Array.from(z, r => Array.from(r, v => (v == null || isNaN(v) ? 0 : v)))
+    .flat().reduce((s, v) => s + v, 0);
+  return {ws: window.__wsSent, plan, redraws: A ? A.stats.redraws : 0, commits: A ? A.stats.commits : 0,
           ready: !!(A && [...A.payloads.values()].some(e => e.payload)),
           count: links ? Number(links.dataset.count || -1) : -1,
           links: links ? links.textContent : '', scores: scores ? scores.textContent : '',
@@ -91,6 +96,25 @@ def test_arrow_keys_redraw_links_and_scores_without_a_rerun(app_server, browser)
         assert server["theta_stops"][server["theta"]] == 0.05
         assert server["lines"] == {"scores": moved["scores"], "links": moved["links"]}
         assert pg.locator('[data-testid="stDataFrame"]').count() == 1  # the table is drawn
+
+        # τ: every stop's plan is in the payload too; the heatmap follows the keys
+        tau = pg.locator('.sk-align [role="slider"]').nth(1)
+        assert tau.get_attribute("aria-valuenow") == "1"
+        tau.focus()
+        for _ in range(4):
+            tau.press("ArrowRight")
+        wait_js(pg, f"""(p) => {{ const s = ({STATE})();
+            return Math.abs(s.plan - p) > 1e-6 && s.charts.every(x => x.source === 'browser'
+                                                                && x.links === s.count) }}""",
+                after["plan"])
+        assert tau.get_attribute("aria-valuenow") == "2.51"
+        moved_tau = pg.evaluate(STATE)
+        assert moved_tau["commits"] == after["commits"]  # nothing sent while it moved
+        tau.blur()
+        wait_js(pg, "() => new URLSearchParams(location.search).get('tau') === '2.51'")
+        wait_js(pg, NOT_RUNNING)
+        wait_js(pg, f"""() => ({STATE})().charts.every(x => x.source === 'server')""")
+        assert pg.evaluate(STATE)["scores"] == moved_tau["scores"]
         settle(pg, 0.2)
         no_errors(pg)
     finally:

@@ -328,9 +328,10 @@ export class AlignLive {
     }
     const server = {theta: data.theta_stops[data.theta],
                     grid: data.grid_key ? data.grid_stops[data.grid] : null};
-    const adopt = !this.prev || !sameChoice(server, this.prev) || this.prev.payload !== data.payload;
+    const fresh = !this.prev || this.prev.payload !== data.payload;  // another pair or method
+    const adopt = fresh || !sameChoice(server, this.prev);
     this.prev = {...server, payload: data.payload};
-    if (adopt && !sameChoice(server, this.lastSent)) {
+    if (fresh || (adopt && !sameChoice(server, this.lastSent))) {
       this.lastSent = server;
       this.theta.set(data.theta);
       if (this.grid) this.grid.set(data.grid);
