@@ -202,7 +202,8 @@ def load_model(model: str, shape):
     """The model itself, awaited once the controls are out (they were drawn from ``shape``)."""
     if not isinstance(shape, launch.Shape):
         return shape
-    waiting.info(words()["notices"]["loading_model"].format(model=model), icon="⏳")
+    waiting.info(words()["notices"]["loading_model"].format(model=model),
+                 icon=":material/hourglass_top:")
     try:
         return compute.encoder(model)
     except SinkscopeError as e:
