@@ -9,7 +9,8 @@ loopback ports and measures, in the same run:
   browser; the bare app re-runs its script on the server and remounts the chart.
 - redraws per second during a pointer drag on the ε slider (3 s of sweeps).
 - the lattice for 30 × 30 tokens (solve + encode, in this process) and the payload size
-  for about 64 × 64 tokens.
+  for about 64 × 64 tokens; the Align page's payload (every τ stop) for 6 × 6 to 64 × 64
+  words.
 
 Targets: key press p50 ≤ 0.35 × the bare app's; ≥ 30 redraws/s while dragging; lattice
 ≤ 0.5 s; payload ≤ 3 MB.
@@ -177,6 +178,33 @@ def engine_rows(quick: bool) -> list[tuple[str, float, str]]:
     return rows
 
 
+def align_rows(quick: bool) -> list[tuple[str, float, str]]:
+    """The Align page's live-slider payload (V at every τ stop, one batched solve, packed)
+    for n × m words up to the budget (random word scores: the solve does not depend on
+    where they come from)."""
+    from engine.alignment.api import method_of
+    from engine.alignment.readers import make_pair
+    from sinkscope_app import align_live
+    from sinkscope_app.align_page import MASS_OPTIONS, TAU_OPTIONS
+
+    rng = np.random.default_rng(4)
+    rows = []
+    for n in (6, 30, 64):
+        pair = make_pair(" ".join(["w"] * n), " ".join(["v"] * n))
+        S, ones = rng.normal(size=(n, n)), np.ones(n, bool)
+        key, grid = align_live.grid_of("unbalanced", TAU_OPTIONS, MASS_OPTIONS)
+
+        def pack():
+            return align_live.build(S, ones, ones, method_of("unbalanced"), pair,
+                                    grid_key=key, grid=grid, id_="x").encode()
+        times = timeit(pack, 3 if quick else 7)
+        rows.append((f"align payload {n} × {n} words ({len(grid)} τ): solve + encode, p50",
+                     p50(times), f"≤ {TARGETS['lattice']} s"))
+    rows.append((f"align payload {n} × {n} words, MB", len(pack()) / 1e6,
+                 f"≤ {TARGETS['payload'] / 1e6:.0f} MB"))
+    return rows
+
+
 def run(quick: bool = False) -> dict:
     from playwright.sync_api import sync_playwright
 
@@ -209,7 +237,7 @@ def run(quick: bool = False) -> dict:
                 res[f"{app}_drag"] = drag(pages[app], app, 3.0)
         finally:
             browser.close()
-    res["engine"] = engine_rows(quick)
+    res["engine"] = engine_rows(quick) + align_rows(quick)
     return res
 
 
