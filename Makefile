@@ -45,11 +45,15 @@ engine: install
 	$(PY) -c "import ray.serve" 2>/dev/null || $(PY) -m pip install -q -e ".[serve]"
 	$(PY) -m engine serve --host $(ADDRESS) --port $(ENGINE_PORT) --replicas $(REPLICAS)
 
+# Two pytest-xdist workers (XDIST="-n 0" runs in one process); whole files per worker, handed
+# out in the order tests/conftest.py sorts them (Ray first, browser tests last).
+XDIST ?= -n 2 --dist loadfile --no-loadscope-reorder
+
 test: install chromium
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider $(XDIST)
 
 test-fast: install
-	$(PY) -m pytest -q -m "not browser and not slow"
+	$(PY) -m pytest -q -p no:cacheprovider $(XDIST) -m "not browser and not slow"
 
 bench: install chromium
 	$(PY) -m engine.io.bench solver

@@ -26,18 +26,55 @@ os.environ.setdefault("NUMBA_THREADING_LAYER", "omp")
 # No background warm-ups (UMAP's compilation, the Learn page's later steps) in tests: they
 # would compete for the two cores, and settings are read once, when engine is first imported.
 os.environ["SINKSCOPE_WARM_UP"] = "0"
+# Under pytest-xdist two workers share the two cores: one OpenMP / numba thread each (with
+# two threads per process and the other worker busy, torch ran many times slower). The
+# app, its servers and the replicas use one torch thread anyway (SINKSCOPE_TORCH_THREADS).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+        os.environ.setdefault(_name, "1")
 
 from tests.support.server import CHROMIUM_ARGS, chromium_path, streamlit_server  # noqa: E402
 
 CHROMIUM = chromium_path()
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Browser tests run last (otherwise in their usual order). Playwright's sync API marks
     the main thread's event loop as running for as long as Chromium is open, which would
     break any later test that runs an asyncio loop of its own; grouped at the end, the one
-    session browser never meets them."""
-    items[:] = sorted(items, key=lambda item: item.get_closest_marker("browser") is not None)
+    session browser never meets them.
+
+    Within each tier the modules that start Ray (marker ``service``) come first: they are
+    the longest, and under pytest-xdist (``make test``: ``-n 2 --dist loadfile
+    --no-loadscope-reorder``, files handed out in this order) that puts them at the start of
+    their tier, where a worker never waits long on the other's :func:`ray_lock`. Each
+    worker is its own session, with its own Streamlit server and Chromium on free ports, and
+    runs its browser tests after all its other tests."""
+    def key(item):
+        return (item.get_closest_marker("browser") is not None,
+                item.get_closest_marker("service") is None)
+
+    items[:] = sorted(items, key=key)
+
+
+@pytest.fixture(scope="module")
+def ray_lock(tmp_path_factory):
+    """Held while a module runs Ray (in this process or in ``python -m engine serve``): under
+    pytest-xdist, the other worker's Ray module waits for it, so two Ray instances never
+    compete for the two cores. Without xdist it holds nothing."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        yield
+        return
+    import fcntl
+
+    path = tmp_path_factory.getbasetemp().parent / "ray.lock"  # shared by the run's workers
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 @pytest.fixture(scope="session")

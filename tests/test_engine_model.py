@@ -174,13 +174,17 @@ def test_unlisted_model_is_refused(monkeypatch, tmp_path):
         Encoder("broken")
 
 
-@pytest.mark.slow  # three command-line processes, each importing torch and the model
-def test_cli_json_matches_api(enc):
-    cmd = [sys.executable, "-m", "engine", "relate", "The bank of the river.",
-           "She sat on the river bank.", "--layer", "5", "--head", "3", "--eps", "0.5",
-           "--half-steps", "50", "--json"]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True)
-    d = json.loads(out.stdout)
+@pytest.mark.slow  # a command-line process
+def test_cli_json_matches_api(enc, capsys):
+    """``python -m engine relate``: the JSON document and the table (through the CLI's own
+    ``main``, in this process, where the model is already loaded) and, as a real command
+    line, the exit status 2 and message for a bad text."""
+    from engine.io.cli import main
+
+    args = ["relate", "The bank of the river.", "She sat on the river bank.", "--layer", "5",
+            "--head", "3", "--eps", "0.5", "--half-steps", "50"]
+    assert main([*args, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
     r = relate("The bank of the river.", "She sat on the river bank.", encoder=enc, layer=5,
                head=3, eps=0.5, half_steps=50)
     assert d["tokens_a"] == list(r.tokens_a) and d["tokens_b"] == list(r.tokens_b)
@@ -193,9 +197,11 @@ def test_cli_json_matches_api(enc):
     np.testing.assert_array_equal(back.sinkhorn_plan, r.sinkhorn_plan)
     np.testing.assert_array_equal(back.coupling.history.cost, r.coupling.history.cost)
     assert back.summary == r.summary and back.notices == r.notices
-    table = subprocess.run(cmd[:-1], capture_output=True, text=True, timeout=120, check=True)
-    assert "Softmax column error" in table.stdout and "50 half-steps" in table.stdout
-    bad = subprocess.run(cmd[:4] + ["", "x"], capture_output=True, text=True, timeout=120)
+    assert main(args) == 0
+    table = capsys.readouterr().out
+    assert "Softmax column error" in table and "50 half-steps" in table
+    cmd = [sys.executable, "-m", "engine", "relate", "", "x"]  # fails before loading a model
+    bad = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "Text A is empty" in bad.stderr and "Traceback" not in bad.stderr
 
 

@@ -234,17 +234,21 @@ def test_bad_folders_give_clear_messages(monkeypatch, tmp_path, tiny_models):
     assert "not supported" in describe("deberta").label
 
 
-@pytest.mark.slow  # two command-line processes
-def test_cli_model_option(tiny_models):
+@pytest.mark.slow  # a command-line process
+def test_cli_model_option(tiny_models, capsys):
+    """``--model`` with a local folder (through the CLI's own ``main``, in this process),
+    and, as a real command line, exit status 2 for a model not on the allow-list."""
+    from engine.io.cli import main
+
     folder = str(tiny_models["mpnet"])
-    cmd = [sys.executable, "-m", "engine", "relate", "The bank of the river.", "--mode", "self",
-           "--model", folder, "--layer", "1", "--head", "0", "--half-steps", "1", "--json"]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True)
-    d = json.loads(out.stdout)
+    args = ["relate", "The bank of the river.", "--mode", "self", "--model", folder,
+            "--layer", "1", "--head", "0", "--half-steps", "1", "--json"]
+    assert main(args) == 0
+    d = json.loads(capsys.readouterr().out)
     e = Encoder.load(folder).encode("The bank of the river.")
     assert d["model"] == folder
     np.testing.assert_allclose(np.array(d["attention"]), e.attentions[1, 0], atol=1e-5)
-    bad = subprocess.run(cmd[:7] + ["--model", "no-such-model"], capture_output=True,
-                         text=True, timeout=120)
+    cmd = [sys.executable, "-m", "engine", *args[:4], "--model", "no-such-model"]
+    bad = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "not on the allow-list" in bad.stderr
     assert "Traceback" not in bad.stderr

@@ -26,10 +26,13 @@ def context(browser):
     ctx.close()
 
 
-def choose_example(pg, title: str) -> None:
-    """Pick an example in the sidebar's select box by its title, and wait for the run."""
+def choose_example(pg, ex: dict, key: str) -> None:
+    """Pick example ``key`` in the sidebar's select box by its title, and wait until the
+    address names it (the run has ended: right after the click the page can still look
+    idle, before the run has started) and the page is idle."""
     pg.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
-    pg.get_by_role("option", name=title, exact=True).click()
+    pg.get_by_role("option", name=ex[key]["title"], exact=True).click()
+    wait_query(pg, "ex", key)
     wait_idle(pg)
 
 
@@ -71,8 +74,8 @@ def test_back_and_forward_walk_through_examples_and_views(context, app_server):
     ex = load()
     pg = open_page(context, app_server)
     start = pg.evaluate("history.length")
-    choose_example(pg, ex["paraphrase"]["title"])
-    choose_example(pg, ex["negation"]["title"])
+    choose_example(pg, ex, "paraphrase")
+    choose_example(pg, ex, "negation")
     assert pg.evaluate("history.length") == start + 2
     eps = pg.get_by_role("slider", name="ε — entropy (log scale)")
     eps.focus()

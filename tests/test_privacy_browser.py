@@ -62,7 +62,7 @@ def click_toolbars(pg) -> list[str]:
             btn = buttons.nth(k)
             names.append(btn.get_attribute("data-title") or "?")
             btn.click(force=True)
-            settle(pg, 0.15)
+            settle(pg, 0.05)  # the request a click makes is sent at once; the end waits more
             confirm = pg.locator(".plotly-cloud-dialog-btn--confirm")
             if confirm.count():  # plotly.js asks before it uploads: say yes, as a user might
                 confirm.first.click()
@@ -98,9 +98,15 @@ def test_no_request_leaves_the_machine(app_server, browser, tmp_path):
                 '.js-plotly-plot')].map(g => g.querySelectorAll('.modebar-btn').length)""")
             clicked[view] = click_toolbars(pg)
         assert all(clicked[v] for v in VIEWS if v != "about"), clicked
-        # Every step of the Learn page, in both languages' default (English)
+        # Every step of the Learn page (English, the default), opened as a reader does:
+        # the first from its address, each next one with the Next button
+        pg.goto(f"{app_server}/learn?step=1")
         for step in range(1, N_STEPS + 1):
-            pg.goto(f"{app_server}/learn?step={step}")
+            if step > 1:
+                pg.locator(".st-key-learn_next button").click()
+            pg.wait_for_function(f"""() => [...document.querySelectorAll('h3')].some(h =>
+                h.innerText.startsWith('Step {step} of {N_STEPS}'))""", timeout=TIMEOUT,
+                                 polling=100)
             pg.wait_for_selector(".js-plotly-plot .modebar-btn", timeout=TIMEOUT,
                                  state="attached")
             idle(pg)

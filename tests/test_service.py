@@ -44,7 +44,7 @@ HTTP = urllib3.PoolManager(maxsize=16, retries=False, timeout=urllib3.Timeout(to
 
 
 @pytest.fixture(scope="module")
-def service():
+def service(ray_lock):
     """Serve's app with two replicas on a local Ray instance; stopped after the module."""
     from engine.serving import service as svc
 

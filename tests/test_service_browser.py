@@ -19,7 +19,7 @@ NOTICE = '[data-testid="stAlertContentWarning"]'
 
 
 @pytest.fixture(scope="module")
-def engine():
+def engine(ray_lock):
     """The engine's process, not started yet (the test starts and stops it)."""
     e = EngineProcess(free_port())
     try:
