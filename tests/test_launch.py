@@ -110,3 +110,25 @@ def test_the_loader_turns_the_garbage_collector_back_on_even_when_it_fails(monke
     with pytest.raises(OSError):
         launch.load_and_warm("m")
     assert seen == [False] and gc.isenabled()  # off while loading, on again after
+
+
+def test_the_page_draws_its_controls_before_the_model_and_says_when_it_fails(monkeypatch):
+    """The sidebar comes from the model's shape; a model that then fails to load leaves
+    the controls in place and says why where the charts go (no traceback)."""
+    from engine.errors import ModelError
+    from sinkscope_app import compute
+    from tests.support.apptest import run
+
+    def broken(model):
+        raise ModelError(f"Could not load model {model!r}: its weights are damaged.")
+
+    monkeypatch.setattr(compute, "model_shape", lambda model: launch.Shape(6, 12))
+    monkeypatch.setattr(compute, "encoder", broken)
+    at = run(timeout=60)
+    assert not at.exception
+    assert len(at.sidebar.text_area) == 2  # Text A and Text B, drawn before the load
+    assert [s.label for s in at.sidebar.selectbox][-2:] == ["Layer", "Head"]
+    assert [e.value for e in at.error] == [
+        "The model could not be loaded. Could not load model 'all-MiniLM-L6-v2': its "
+        "weights are damaged."]
+    assert not at.get("plotly_chart") and not at.info  # no chart, no loading note left
