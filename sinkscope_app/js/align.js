@@ -128,13 +128,16 @@ export function planOf(V, off, n, m) {  // LivePayload.plan: rows, null where no
 }
 
 export function matrixData(old, h, style, z, links) {  // viz.align.matrix's traces
+  // old: the figure's traces now; z: the plan's rows (planOf), or null to keep old's
   const {n, m, labels_a: la, labels_b: lb} = h;
   const kinds = classify(links, h.sure, h.possible);
   const pred = ["link", "hit", "hit_possible", "false"].flatMap((k) => kinds[k]);
   const [nullA, nullB] = unaligned(pred, n, m);
   const out = [];
   const heat = old.find((t) => t.meta && t.meta.kind === "plan");
-  if (heat) {
+  if (heat && z === null) {  // the same plan (θ moved alone): the same trace, not redrawn
+    out.push(heat);
+  } else if (heat) {
     out.push({...heat, z, text: z.map((row, i) => row.map((v, j) =>
       `${la[i]} → ${lb[j]}: ${fmt(v === null ? NaN : v)}`))});
   }
@@ -427,8 +430,10 @@ export class AlignLive {
       const b = gd.__sk.bind;
       const have = gd.dataset.source === "browser" ? gd.dataset.align : this.serverKey(gd);
       if (have === shown || !window.Plotly) continue;
+      const samePlan = have.split(":")[0] === String(g);
       const data = b.chart === "matrix"
-        ? matrixData(gd.data, P, this.data.style, planOf(P.V, g * nm, P.n, P.m), links)
+        ? matrixData(gd.data, P, this.data.style,
+                     samePlan ? null : planOf(P.V, g * nm, P.n, P.m), links)
         : graphData(P, this.data.style, links);
       gd.dataset.source = "browser";
       gd.dataset.align = shown;

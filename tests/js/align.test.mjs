@@ -103,3 +103,19 @@ if (FILE) {
     assert.ok(drawn >= 30, `only ${drawn} figures compared`);
   });
 }
+
+test("a θ move alone keeps the plan's trace (the same object, not redrawn)", () => {
+  const heat = {type: "heatmap", z: [[0.5, 1]], meta: {kind: "plan"}};
+  const h = {n: 1, m: 2, labels_a: ["a"], labels_b: ["b", "c"], sure: null, possible: null};
+  const style = {kinds: ["link"], size: 8, names: {link: "predicted link"},
+                 symbols: {link: "square"}, colors: {link: "#000"},
+                 null_names: {a: "A", b: "B"}, null_symbols: {a: "x", b: "y"},
+                 text_colors: {a: "#111", b: "#222"}};
+  const kept = matrixData([heat], h, style, null, [[0, 1]]);
+  assert.equal(kept[0], heat);
+  assert.deepEqual(kept[1].x, [1]);
+  assert.deepEqual(kept[2].y, [0]);  // word 0 of B is unaligned
+  const redrawn = matrixData([heat], h, style, [[0.25, null]], [[0, 0]]);
+  assert.notEqual(redrawn[0], heat);
+  assert.deepEqual(redrawn[0].text, [["a → b: 0.25", "a → c: n/a"]]);
+});
