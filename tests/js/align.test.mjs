@@ -114,7 +114,7 @@ test("a θ move alone keeps the plan's trace (the same object, not redrawn)", ()
   const kept = matrixData([heat], h, style, null, [[0, 1]]);
   assert.equal(kept[0], heat);
   assert.deepEqual(kept[1].x, [1]);
-  assert.deepEqual(kept[2].y, [0]);  // word 0 of B is unaligned
+  assert.deepEqual([kept[2].meta.kind, kept[2].x, kept[2].y], ["null_b", [0], [-1]]);  // b
   const redrawn = matrixData([heat], h, style, [[0.25, null]], [[0, 0]]);
   assert.notEqual(redrawn[0], heat);
   assert.deepEqual(redrawn[0].text, [["a → b: 0.25", "a → c: n/a"]]);
