@@ -20,6 +20,7 @@ from engine.relation.summary import numbers
 from engine.types import Relation
 from viz import bipartite, clouds, diagnostics, grid as vgrid, heatmaps
 from viz import sentences as vsentences
+from viz._axes import fill as _fill
 from viz.theme import plotly_config as theme_config
 from viz.theme import present as present_figure
 
@@ -157,7 +158,7 @@ def speak(fig: go.Figure, lang: str) -> go.Figure:
         lay.legend.title.text = say(lay.legend.title.text)
     if isinstance(lay.meta, dict):  # the templates the browser fills while a slider moves
         lay.meta = {k: ([say(t) for t in v] if k == "titles" else say(v))
-                    if k in ("titles", "title", "not_converged", "note") else v
+                    if k in ("titles", "title", "not_converged", "note", "identical") else v
                     for k, v in lay.meta.items()}
     for menu in lay.updatemenus or ():
         for button in menu.buttons or ():
@@ -181,6 +182,41 @@ def speak(fig: go.Figure, lang: str) -> go.Figure:
     return fig
 
 
+def refill(fig: go.Figure, r: Relation, lang: str) -> go.Figure:
+    """The frame-dependent titles of a Compare, difference or Graph figure of ``r`` filled
+    with ``lang``'s numbers and words, exactly as the browser fills them while a slider
+    moves (js/patch.js, from the templates in ``layout.meta``): the picture at rest and the
+    one being dragged write "≈ 0" and "100 semipasos" alike. English is left as built."""
+    meta = fig.layout.meta
+    if lang == "en" or not isinstance(meta, dict) or meta.get("kind") not in (
+            "compare", "difference", "graph"):
+        return fig
+    num, w = numbers(lang), ctx_words(lang)
+    t = int(r.coupling.half_steps_run)
+    soft, sink = np.asarray(r.softmax_plan), np.asarray(r.coupling.plan)
+    vals = {"eps": num(float(r.eps)),
+            "steps": w["half_step" if t == 1 else "half_steps"].format(n=num(t)),
+            "softmax_col_err": num(float(np.abs(soft.sum(0) - r.b).sum())),
+            "max_err": num(max(float(np.abs(sink.sum(1) - r.a).sum()),
+                               float(np.abs(sink.sum(0) - r.b).sum()))),
+            "not_converged": "" if bool(np.all(np.asarray(r.coupling.converged)))
+            else meta.get("not_converged", "")}
+    if meta["kind"] == "difference":
+        same = bool(meta.get("identical")) and meta["identical"] in (fig.layout.title.text or "")
+        fig.layout.title.text = _fill(meta["title"], **vals,
+                                      identical=meta["identical"] if same else "")
+        return fig
+    for k, ann in enumerate(fig.layout.annotations or ()):
+        if k < len(meta.get("titles", ())):
+            ann.text = _fill(meta["titles"][k], **vals)
+    return fig
+
+
+def ctx_words(lang: str) -> dict:
+    """The live sliders' words of ``lang`` (``sliders.words``: what the browser writes)."""
+    return i18n.texts("main", lang)["sliders"]["words"]
+
+
 def bind(r: Relation, ctx: Ctx) -> dict | None:
     """What a chart of ``r`` needs to take other frames of the live sliders' lattice."""
     if ctx.lattice is None:
@@ -202,11 +238,13 @@ def render_compare(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figur
     with c2:
         cscale = _radio(w["scale"], {k: w["cscales"][k] for k in CSCALES}, "cscale",
                         help=w["scale_help"])
-    figs = [speak(heatmaps.compare(r, view=cview, scale=cscale, theme=theme), ctx.lang)]
+    figs = [refill(speak(heatmaps.compare(r, view=cview, scale=cscale, theme=theme), ctx.lang),
+                   r, ctx.lang)]
     chart(figs[0], "compare", img, key="fig_compare", bind=bind(r, ctx),
           present_height=PRESENT_COMPARE_HEIGHT, present=ctx.present)
     st.caption(w["bars"])
-    figs.append(speak(heatmaps.difference(r, view=cview, theme=theme), ctx.lang))
+    figs.append(refill(speak(heatmaps.difference(r, view=cview, theme=theme), ctx.lang), r,
+                       ctx.lang))
     chart(figs[1], "difference", img, key="fig_difference", bind=bind(r, ctx),
           present=ctx.present)
     if r.model_attention is not None:
@@ -242,9 +280,9 @@ def render_graph(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]
     with c4:
         hl = st.selectbox(w["hl"], list(opts), format_func=opts.get, key="hl")
     highlight = None if hl in (None, "none") else (hl[0], int(hl[1:]))
-    fig = speak(bipartite.graph(r, which=which, top_k=int(top_k) or None,
-                                threshold=float(thr), highlight=highlight, theme=theme),
-                ctx.lang)
+    fig = refill(speak(bipartite.graph(r, which=which, top_k=int(top_k) or None,
+                                       threshold=float(thr), highlight=highlight, theme=theme),
+                       ctx.lang), r, ctx.lang)
     chart(fig, "graph", img, key="fig_graph", bind=bind(r, ctx), present=ctx.present)
     return [fig]
 

@@ -243,3 +243,15 @@ def test_a_text_over_the_limit_is_cut_with_a_spanish_notice():
     assert any(w.startswith("El texto A del enlace tenía") and limit in w for w in warnings), \
         warnings
     assert not _english_leftovers(at), _english_leftovers(at)
+
+
+def test_spanish_titles_at_rest_are_the_ones_the_browser_writes_while_dragging():
+    from tests.support.apptest import figures
+
+    rest = figures(run({"lang": "es", "ex": "bank", "steps": "200"}))
+    sink = rest[0]["layout"]["annotations"][1]["text"]
+    assert "200 semipasos" in sink and "error máx. ≈ 0" in sink, sink  # numbers("es"), not 1e-09
+    one = figures(run({"lang": "es", "ex": "bank", "steps": "1"}))
+    assert "1 semipaso" in one[0]["layout"]["annotations"][1]["text"]
+    assert one[1]["layout"]["title"]["text"].endswith("· idénticos (hasta 10⁻¹²)")
+    assert one[1]["layout"]["meta"]["identical"] == ES["figures"]["identical"]  # for the JS
