@@ -51,7 +51,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args) -> int:
     """Train as the arguments say; print the result. Returns the exit status (engine
     errors go up to ``engine.io.cli.main``, which prints them and exits with status 2)."""
-    from .errors import LabError
     from .training import LabSettings, save, train
 
     settings = LabSettings(target=args.target, model=args.model, width=args.width,
@@ -60,10 +59,7 @@ def run(args) -> int:
                            steps=args.steps, seed=args.seed)
     r = train(settings)
     if args.save:
-        try:
-            save(r.model, args.save, settings)
-        except OSError as e:
-            raise LabError(f"could not write {args.save}: {e}") from e
+        save(r.model, args.save, settings)  # a LabError if it cannot be written
     out = r.summary()
     if args.json:
         json.dump(out, sys.stdout, allow_nan=False)

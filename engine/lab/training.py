@@ -344,14 +344,23 @@ def heldout_pairs(settings: LabSettings, points: int | None = None, *,
 
 
 def save(model: CouplingModel, path, settings: LabSettings | None = None) -> None:
-    """Write a model's weights and configuration to a ``.safetensors`` file."""
+    """Write a model's weights and configuration to a ``.safetensors`` file.
+
+    Raises:
+        LabError: the file cannot be written (no such folder, no permission, disk full).
+    """
+    from safetensors import SafetensorError
     from safetensors.torch import save_file
 
     meta = {"config": json.dumps(model.config)}
     if settings is not None:
         meta["settings"] = json.dumps(settings.to_dict())
-    save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()},
-              str(path), metadata=meta)
+    try:
+        save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()},
+                  str(path), metadata=meta)
+    except (OSError, SafetensorError) as e:
+        raise LabError(f"could not write {path}: {e} (give a path in a folder that exists "
+                       "and can be written).") from None
 
 
 def load(path) -> tuple[CouplingModel, LabSettings | None]:
