@@ -29,7 +29,7 @@ from typing import Any, Callable
 log = logging.getLogger("sinkscope.launch")
 ROOT = Path(__file__).resolve().parents[1]
 
-# Two short texts whose first relation compiles nothing but warms every path a page uses.
+# The warm-up relation's texts: the first forward pass and the solver's first call.
 WARM_A = "The bank of the river."
 WARM_B = "Money in the bank."
 
@@ -39,18 +39,20 @@ def load_and_warm(model: str) -> Any:
     relation (one head, 2 half-steps) so the first visitor pays no first-call costs.
 
     Uses the app's settings (``SINKSCOPE_TORCH_THREADS``) exactly as the page would. The
-    garbage collector is off meanwhile (it is turned back on at the end, whatever happens):
+    garbage collector is off meanwhile (as it was again at the end, whatever happens):
     importing torch, transformers and sentence-transformers creates ~800k objects that all
     live as long as the process, and collecting while they pile up cost ~1 s of the ~4.5 s
     of CPU the load took here. What they leave is then frozen out of later collections, as
     :func:`sinkscope_app.compute.freeze_heap` does for the page.
     """
+    was_on = gc.isenabled()
     gc.disable()
     try:
         enc = _load(model)
     finally:
         gc.freeze()
-        gc.enable()
+        if was_on:
+            gc.enable()
     t = time.perf_counter()
     try:
         from engine import encode_texts, relate_encodings
