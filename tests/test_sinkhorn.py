@@ -354,7 +354,10 @@ def test_g_init_warm_start_and_none_is_the_default():
 
 
 def test_anneal_schedule_is_a_pure_halving_schedule():
-    from engine.solver.core import anneal_schedule
+    from engine.solver import anneal_schedule, log_plan
+    from engine.solver import core
+
+    assert anneal_schedule is core.anneal_schedule and log_plan is core.log_plan
 
     assert anneal_schedule(8.0, 1.0) == (8.0, 4.0, 2.0)
     assert anneal_schedule(8.0, 0.9) == (8.0, 4.0, 2.0, 1.0)

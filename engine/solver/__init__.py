@@ -1,6 +1,7 @@
 """The solver: entropic transport on scores (balanced, KL-relaxed and partial), references.
 
-``sinkhorn``, ``partial`` and ``softmax_attention`` (defined in :mod:`engine.solver.core`)
+``sinkhorn``, ``partial``, ``softmax_attention``, ``log_plan`` (the differentiable unrolled
+half-steps) and ``anneal_schedule`` (defined in :mod:`engine.solver.core`)
 load on first use (PEP 562), so ``engine.solver.references`` (numpy and POT only) imports
 without torch.
 """
@@ -9,7 +10,8 @@ from __future__ import annotations
 
 from .._lazy import exports
 
-_WHERE = {"sinkhorn": "core", "partial": "core", "softmax_attention": "core"}
+_WHERE = {"sinkhorn": "core", "partial": "core", "softmax_attention": "core",
+          "log_plan": "core", "anneal_schedule": "core"}
 __all__ = sorted(_WHERE)
 
 __getattr__, __dir__ = exports(__name__, _WHERE)
