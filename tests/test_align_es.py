@@ -27,6 +27,11 @@ def test_every_word_of_the_align_page_is_in_both_languages_with_the_same_fields(
     assert set(ES["plan_title"]) == set(ap.METHODS)  # method names stay as they are
     assert ap.ui("es")["text_a"] == "Texto A" and ap.ui("en")["text_a"] == "Text A"
     assert ap.ui("fr")["text_a"] == "Text A"  # a language without a file reads as English
+    from sinkscope_app import align_live
+
+    live = align_live.words_of(ap.ui("es"))  # the live sliders' words: all Spanish
+    assert not [k for k, v in live.items() if v == align_live.WORDS[k]], live
+    assert align_live.words_of(ap.ui("en")) == align_live.WORDS
 
 
 def test_the_language_is_in_the_address_and_a_crafted_link_is_answered_in_it():
