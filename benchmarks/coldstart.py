@@ -7,8 +7,9 @@ from the server's start) and sinkscope as ``streamlit run app.py`` (no preload).
 headless Chromium, started before the first server, opens each page as soon as the server
 answers its health check. From the server process's start it times: (a) the bare app's
 first chart drawn; (b) sinkscope's sidebar controls visible; (c) sinkscope's first
-coupling heatmap drawn. It prints each median and the ratio (c)/(a) against the target
-≤ 2×.
+coupling heatmap drawn; and the CPU time the server process had used by each of them (which
+the machine's load does not stretch). It prints each median and the ratio (c)/(a) against
+the target ≤ 2×.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from tests.support.server import (CHROMIUM_ARGS, ROOT, chromium_path, command, f
                                   stop, wait_healthy)
 
 TARGET_RATIO = 2.0
-# A plotly heatmap drawn on the page (its trace group in the chart's SVG).
+# A plotly chart holding a heatmap trace, drawn (its SVG is on the page).
 HEATMAP = ("() => [...document.querySelectorAll('.js-plotly-plot')].some(p => "
            "p.querySelector('.main-svg') && (p.data || []).some(t => t.type === 'heatmap'))")
 # The sidebar's first text box (Text A) laid out and visible.
