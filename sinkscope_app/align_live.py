@@ -57,6 +57,7 @@ WORDS = {
     "mass": "m (share of the mass moved)",
     "pair_scores_live": "{method}: precision {precision}, recall {recall}, F1 {f1}, "
                         "AER {aer}, null F1 {null_f1}, total F1 {total_f1}",
+    "decimal": ".",  # the decimal mark of the scores line
     "links_count": "{count} links",
     "links_line": "Links (Pharaoh, 0-based): {links}",
     "about": "About {label}",
@@ -247,13 +248,32 @@ def scores(links, pair) -> dict | None:
     return {name: float(per[name]) for name in METRICS}
 
 
+def count_text(n: int, lang: str = "en") -> str:
+    """A whole number as ``lang`` writes it: "12,345" in English; in Spanish grouped by a
+    no-break space from five digits on ("4096", "12 345")."""
+    from engine.relation.summary import numbers
+
+    num = numbers(lang)
+    if num.group == ",":
+        return f"{int(n):,}"
+    return f"{int(n):,}".replace(",", num.group) if abs(int(n)) >= 10_000 else str(int(n))
+
+
+def decimal_text(x: float, lang: str = "en", digits: int = 1) -> str:
+    """``x`` with ``digits`` decimals and ``lang``'s decimal mark ("2.5", "2,5")."""
+    from engine.relation.summary import numbers
+
+    return f"{float(x):.{digits}f}".replace(".", numbers(lang).decimal)
+
+
 def too_large(n: int, m: int, G: int, *, max_cells: int, max_bytes: int,
-              words: dict[str, str]) -> str:
-    """Why there is no payload for n × m words and G grid values ("" when there is one)."""
+              words: dict[str, str], lang: str = "en") -> str:
+    """Why there is no payload for n × m words and G grid values ("" when there is one),
+    its numbers written as ``lang`` writes them."""
     if n * m > max_cells:
-        return words["live_off_cells"].format(n=n, m=m, cap=f"{max_cells:,}")
+        return words["live_off_cells"].format(n=n, m=m, cap=count_text(max_cells, lang))
     if 4 * max(G, 1) * n * m > max_bytes:
-        return words["live_off_bytes"].format(mb=f"{max_bytes / 1e6:.1f}")
+        return words["live_off_bytes"].format(mb=decimal_text(max_bytes / 1e6, lang))
     return ""
 
 
@@ -352,9 +372,10 @@ def scores_line(words: dict[str, str], method: str, scores: dict | None) -> str:
     """The scores line for ``scores`` ("" without gold); js/align.js, scoresText."""
     if not scores:
         return ""
+    mark = words.get("decimal", ".")
     return words["pair_scores_live"].format(method=method, **{
-        k: fixed3(scores[k]) for k in ("precision", "recall", "f1", "aer", "null_f1",
-                                       "total_f1")})
+        k: fixed3(scores[k]).replace(".", mark) for k in ("precision", "recall", "f1", "aer",
+                                                         "null_f1", "total_f1")})
 
 
 def links_line(words: dict[str, str], links) -> str:

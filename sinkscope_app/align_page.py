@@ -6,13 +6,19 @@ method's scores. **Corpus** reads a file of pairs (the formats of ``engine.align
 aligns every pair with every method (a progress bar), and shows a sortable table, corpus
 scores with bootstrap intervals and exports; a row click opens that pair in Pair.
 
-Word scores S come from one cached encoding per pair (``st.cache_data`` on the texts), so a
-slider move (θ, τ, m) re-runs only the extraction on S: no text is encoded again and no
-model reloaded. With ``SINKSCOPE_ENGINE`` set to a URL the served engine aligns
-(``POST /v1/align``) and nothing is encoded here.
+Word scores S come from one cached encoding per pair (``st.cache_data`` on the texts). The
+θ, τ and m sliders are live in the browser (:mod:`.align_live`): the values the links are
+read from are computed here once per pair and method at every slider stop, and the browser
+redraws the links, both figures and the pair's scores while a slider moves; a release only
+writes the URL and the table of every method's scores. Above the live sliders' size budget,
+or with a served engine, Streamlit's sliders take their place and each release re-runs the
+extraction on the cached S (no text encoded again, no model reloaded). With
+``SINKSCOPE_ENGINE`` set to a URL the served engine aligns (``POST /v1/align``) and nothing
+is encoded here.
 
 Every string the page shows is in :data:`TEXT`, one dict per language, read from
-``text/align.<lang>.json``; ``?lang=es`` opens the page in Spanish.
+``text/align.<lang>.json``; ``?lang=es`` opens the page in Spanish, with its number format
+(decimal commas) and its tables' column names. Exported files keep English column names.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import io
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 from urllib.parse import urlencode
@@ -30,7 +37,7 @@ import streamlit as st
 from engine import settings
 from engine.errors import SinkscopeError, TextError
 from engine.settings import DEFAULT_MODEL
-from sinkscope_app import compute, i18n
+from sinkscope_app import align_live, compute, i18n
 from sinkscope_app.state import valid_text
 from sinkscope_app.views import md_text
 
@@ -77,6 +84,57 @@ def ui(lang: str = "en") -> dict:
     """The page's strings in ``lang`` (``text/align.<lang>.json``; English for a language
     without a file, and for a key its file lacks)."""
     return {**TEXT["en"], **TEXT.get(lang, {}), "_lang": lang if lang in TEXT else "en"}
+
+
+class UnreadText(TextError):
+    """A text of the pair has no word the model can read; ``side`` is "a" or "b"."""
+
+    def __init__(self, side: str):
+        self.side = side
+        super().__init__(ui()["unread_text"].format(name=ui()["text_" + side]))
+
+
+UNREAD = re.compile(r"pair (\d+) \(text ([AB])\)")  # engine.alignment.api.score_corpus's
+
+
+def unread_of(e: TextError) -> tuple[list[tuple[int, str]], bool] | None:
+    """((pair number, "a" or "b") of each text with no readable word, whether the message
+    left some out) from ``score_corpus``'s TextError; None for another error."""
+    msg = str(e)
+    found = [(int(k), side.lower()) for k, side in UNREAD.findall(msg)]
+    if "no word the model can read" not in msg or not found:
+        return None
+    return found, " more:" in msg
+
+
+def unread_message(e: TextError, t: dict) -> str:
+    """The message of ``e`` in the page's language (``t``)."""
+    if isinstance(e, UnreadText):
+        return t["unread_text"].format(name=t["text_" + e.side])
+    return str(e)
+
+
+def column_names(t: dict, columns) -> dict[str, str]:
+    """Displayed name of each table column (the data's English keys, as exported) in the
+    page's language: "F1 exact", "F1 95 %" and the like from their parts."""
+    names = t["columns"]
+    out = {}
+    for c in columns:
+        if c in names:
+            out[c] = names[c]
+        elif c.startswith("F1 ") and c[3:] in METHODS:
+            out[c] = t["col_method_f1"].format(method=c[3:])
+        elif c.endswith(" 95 %") and c[:-5] in names:
+            out[c] = t["col_ci"].format(label=names[c[:-5]])
+        else:
+            out[c] = c
+    return out
+
+
+def shown_rows(rows: list[dict], t: dict) -> list[dict]:
+    """``rows`` with their keys as the page shows them (:func:`column_names`)."""
+    names = column_names(t, rows[0] if rows else ())
+    return [{names[k]: v for k, v in row.items()} for row in rows]
 
 
 def method_defaults(name: str) -> dict[str, float]:
@@ -215,7 +273,13 @@ def pair_scores(text_a: str, text_b: str, lowercase: bool, model: str
 
     enc = compute.encoder(model)
     _one_thread()
-    sc = score_corpus([(text_a, text_b)], encoder=enc, lowercase=lowercase)
+    try:
+        sc = score_corpus([(text_a, text_b)], encoder=enc, lowercase=lowercase)
+    except TextError as e:
+        unread = unread_of(e)
+        if unread is None:
+            raise
+        raise UnreadText(unread[0][0][1]) from e
     return sc.S[0], sc.valid_a[0], sc.valid_b[0]
 
 
@@ -263,10 +327,9 @@ def method_values(text_a: str, text_b: str, method: str, tau: float, mass: float
     from engine.alignment import extract
 
     S, va, vb = pair_scores(text_a, text_b, lowercase, model)
-    for name, v in (("Text A", va), ("Text B", vb)):
+    for side, v in (("a", va), ("b", vb)):
         if not v.any():
-            raise TextError(f"{name} has no word the model can read (only invisible or "
-                            "unknown characters); type some words.")
+            raise UnreadText(side)
     _one_thread()
     m = _method(method, 0.5, tau, mass)
     batch = extract.make_batch([S], [va], [vb])
@@ -372,11 +435,16 @@ def read_file(raw: bytes, name: str, one_based: bool, t: dict) -> tuple:
     from engine.alignment.readers import AlignFileError, decode, parse_pairs
 
     if len(raw) > MAX_UPLOAD_BYTES:
-        raise AlignFileError(t["too_big"].format(size=len(raw) / 2**20, mb=MAX_UPLOAD_MB))
+        raise AlignFileError(t["too_big"].format(
+            size=align_live.decimal_text(len(raw) / 2**20, t.get("_lang", "en")),
+            mb=MAX_UPLOAD_MB))
     text = decode(raw, name)
     pairs = parse_pairs(text, name=name, one_based=one_based)
     if len(pairs) > MAX_CORPUS_PAIRS:
-        raise AlignFileError(t["too_many"].format(n=len(pairs), limit=MAX_CORPUS_PAIRS))
+        lang = t.get("_lang", "en")
+        raise AlignFileError(t["too_many"].format(
+            n=align_live.count_text(len(pairs), lang),
+            limit=align_live.count_text(MAX_CORPUS_PAIRS, lang)))
     return pairs
 
 
@@ -385,13 +453,15 @@ def _jaccard_distance(x, y) -> float:
     return 0.0 if not (x | y) else 1.0 - len(x & y) / len(x | y)
 
 
-def align_corpus(pairs, key: str, lowercase: bool, model: str, progress) -> Corpus:
-    """Every pair by every method at its defaults; ``progress(share, text)`` reports."""
+def align_corpus(pairs, key: str, lowercase: bool, model: str, progress,
+                 t: dict | None = None) -> Corpus:
+    """Every pair by every method at its defaults; ``progress(share, text)`` reports, in
+    the page's words ``t`` (English by default)."""
     from engine.alignment.api import extract_links, method_of, score_corpus
     from engine.alignment.readers import links_text
     from engine.alignment.score import score
 
-    t = ui()
+    t = t or ui()
     total = len(pairs)
     als: dict[str, list] = {}
     if served_align():
@@ -408,13 +478,15 @@ def align_corpus(pairs, key: str, lowercase: bool, model: str, progress) -> Corp
         def report(done: int, n: int) -> None:
             progress(0.8 * done / max(n, 1), t["computing"].format(done=done, total=n))
 
-        scored = score_corpus(pairs, encoder=enc, lowercase=lowercase, progress=report)
-        unread = [k + 1 for k in range(total)
-                  if not scored.valid_a[k].any() or not scored.valid_b[k].any()]
-        if unread:
-            raise TextError(f"{len(unread)} pair(s) have a text with no word the model can "
-                            f"read (only invisible or unknown characters): pair(s) "
-                            f"{', '.join(map(str, unread[:10]))}; remove them from the file.")
+        try:
+            scored = score_corpus(pairs, encoder=enc, lowercase=lowercase, progress=report)
+        except TextError as e:
+            unread = unread_of(e)
+            if unread is None:
+                raise
+            ks = sorted({k for k, _ in unread[0]})
+            raise TextError(t["unread_pairs"].format(
+                pairs=", ".join(map(str, ks)) + (" …" if unread[1] else ""))) from e
         for k, name in enumerate(METHODS):
             progress(0.8 + 0.2 * k / len(METHODS), t["extracting"].format(method=name))
             als[name] = extract_links(scored, method_of(name))
@@ -496,8 +568,9 @@ def _words_line(words: list[str]) -> str:
     return " · ".join(f"{k} {w}" for k, w in enumerate(words))
 
 
-def _fmt(x) -> str:
-    return "–" if x is None else f"{float(x):.3f}"
+def _fmt(x, lang: str = "en") -> str:
+    """A score with three decimals in ``lang``'s decimal mark; "–" for none."""
+    return "–" if x is None else align_live.decimal_text(x, lang, 3)
 
 
 def pair_view(t: dict, theme: str) -> None:
@@ -518,7 +591,9 @@ def pair_view(t: dict, theme: str) -> None:
         text = valid_text(ss.get(key))
         limit = settings.CONFIG.max_chars
         if len(text) > limit:
-            st.warning(t["text_cut"].format(name=name, n=f"{len(text):,}", kept=f"{limit:,}"))
+            lang = t.get("_lang", "en")
+            st.warning(t["text_cut"].format(name=name, n=align_live.count_text(len(text), lang),
+                                            kept=align_live.count_text(limit, lang)))
             text = text[:limit]
         if ss.get(key) != text:
             ss[key] = text
@@ -562,13 +637,13 @@ def pair_view(t: dict, theme: str) -> None:
     try:
         with st.spinner():
             payload, data, note = live_payload(text_a, text_b, gold, method, lower, model,
-                                               words)
+                                               words, lang=t.get("_lang", "en"))
             if payload is None:
                 r = align_pair(text_a, text_b, gold, method, threshold, tau, mass, lower,
                                model)
     except TextError as e:
         server_sliders(slot, t, method)
-        st.warning(t["bad_text"].format(error=md_text(str(e), 400)))
+        st.warning(t["bad_text"].format(error=md_text(unread_message(e, t), 400)))
         return
     sure = possible = None
     if pair is not None:
@@ -592,24 +667,24 @@ def pair_view(t: dict, theme: str) -> None:
     fig = va.matrix(r.words_a, r.words_b, r.links, plan=r.plan,
                     plan_title=t["plan_title"][method], sure=sure, possible=possible,
                     method=method, title=t["links_title"].format(method=method), theme=theme)
-    _chart(fig, "align_matrix", bind and {**bind, "chart": "matrix"})
+    _chart(fig, "align_matrix", bind and {**bind, "chart": "matrix"}, t)
     if bind is None:
         if r.scores:
             st.markdown("**" + t["pair_scores"].format(
-                method=method, **{k: _fmt(r.scores.get(k)) for k in
+                method=method, **{k: _fmt(r.scores.get(k), t.get("_lang", "en")) for k in
                                   ("f1", "aer", "null_f1", "total_f1")}) + "**")
         st.text(t["links_line"].format(links=r.pharaoh or "∅"))
     g_col, s_col = st.columns([2, 3])
     with g_col:
         _chart(va.graph(r.words_a, r.words_b, r.links, sure=sure, possible=possible,
-                        theme=theme), "align_graph", bind and {**bind, "chart": "graph"})
+                        theme=theme), "align_graph", bind and {**bind, "chart": "graph"}, t)
     if pair is not None:
         s_col.caption(t["scores"])
         rows = method_table(text_a, text_b, gold, method, threshold, tau, mass, lower, model)
         if payload is not None:  # the chosen method's row is what the browser showed
             rows = [live_row(row, r) if row["method"].endswith(" ◀") else row for row in rows]
-        s_col.dataframe(rows, key="align_pair_scores", hide_index=True, width="stretch",
-                        column_config=_number_columns(rows[0]))
+        s_col.dataframe(shown_rows(rows, t), key="align_pair_scores", hide_index=True,
+                        width="stretch", column_config=_number_columns(rows[0], t))
     else:
         s_col.info(t["scores_none"])
     if payload is not None:
@@ -645,10 +720,9 @@ def _payload(text_a: str, text_b: str, gold: str | None, method: str, lowercase:
     from sinkscope_app import align_live
 
     S, va_, vb_ = pair_scores(text_a, text_b, lowercase, model)
-    for name, v in (("Text A", va_), ("Text B", vb_)):
+    for side, v in (("a", va_), ("b", vb_)):
         if not v.any():
-            raise TextError(f"{name} has no word the model can read (only invisible or "
-                            "unknown characters); type some words.")
+            raise UnreadText(side)
     pair = make_pair(text_a, text_b, gold)
     if lowercase:
         pair = pair.lower()
@@ -661,8 +735,9 @@ def _payload(text_a: str, text_b: str, gold: str | None, method: str, lowercase:
 
 
 def live_payload(text_a: str, text_b: str, gold: str | None, method: str, lowercase: bool,
-                 model: str, words: dict) -> tuple:
-    """(payload, bytes, "") when the sliders can be live, else (None, None, why)."""
+                 model: str, words: dict, *, lang: str = "en") -> tuple:
+    """(payload, bytes, "") when the sliders can be live, else (None, None, why), its
+    numbers as ``lang`` writes them."""
     from sinkscope_app import align_live
 
     cfg = settings.CONFIG
@@ -673,7 +748,7 @@ def live_payload(text_a: str, text_b: str, gold: str | None, method: str, lowerc
     key, grid = align_live.grid_of(method, TAU_OPTIONS, MASS_OPTIONS)
     n, m = (len((x.lower() if lowercase else x).split()) for x in (text_a, text_b))
     note = align_live.too_large(n, m, len(grid), max_cells=cfg.live_max_cells,
-                                max_bytes=cfg.live_max_bytes, words=words)
+                                max_bytes=cfg.live_max_bytes, words=words, lang=lang)
     if note:
         return None, None, note
     p, data = _payload(text_a, text_b, gold, method, lowercase, model)
@@ -720,7 +795,7 @@ def on_live() -> None:
         ss["align_" + key] = v[1]
 
 
-def _chart(fig, key: str, bind: dict | None) -> None:
+def _chart(fig, key: str, bind: dict | None, t: dict) -> None:
     """A figure of the Pair view: a live chart the sliders redraw (bind), else Streamlit's."""
     if bind is None:
         st.plotly_chart(fig, key=key, width="stretch")
@@ -729,11 +804,15 @@ def _chart(fig, key: str, bind: dict | None) -> None:
 
     from .live import chart
 
-    chart(fig, key=key, config=plotly_config("png", key), bind=bind)
+    chart(fig, key=key, config=plotly_config("png", key), bind=bind,
+          failed=t["chart_failed"])
 
 
-def _number_columns(row: Mapping[str, Any]) -> dict:
-    return {k: st.column_config.NumberColumn(k, format="%.3f") for k, v in row.items()
+def _number_columns(row: Mapping[str, Any], t: dict) -> dict:
+    """Three decimals for the float columns of ``row`` (English keys), by shown name."""
+    names = column_names(t, row)
+    return {names[k]: st.column_config.NumberColumn(names[k], format="%.3f")
+            for k, v in row.items()
             if k not in ("method", "links", "pair", "text A", "text B", "gold")
             and (v is None or isinstance(v, float))}
 
@@ -774,7 +853,8 @@ def corpus_view(t: dict, theme: str) -> None:
     ss = st.session_state
     f = st.file_uploader(t["upload"], key="align_file", max_upload_size=MAX_UPLOAD_MB,
                          help=t["upload_help"].format(mb=MAX_UPLOAD_MB,
-                                                      pairs=f"{MAX_CORPUS_PAIRS:,}"))
+                                                      pairs=align_live.count_text(
+                                                          MAX_CORPUS_PAIRS, t.get("_lang", "en"))))
     st.checkbox(t["one_based"], key="align_one_based")
     if f is None:
         st.info(t["no_file"])
@@ -794,7 +874,7 @@ def corpus_view(t: dict, theme: str) -> None:
         try:
             c = align_corpus(pairs, key, lower, model,
                              lambda share, text: bar.progress(float(min(max(share, 0), 1)),
-                                                              text=text))
+                                                              text=text), t)
         except SinkscopeError as e:
             st.error(t["bad_file"].format(error=md_text(str(e), 400)))
             return
@@ -806,18 +886,20 @@ def corpus_view(t: dict, theme: str) -> None:
     st.success(t["corpus_done"].format(n=len(c.pairs), gold=c.n_gold, k=len(METHODS)))
     st.caption(t["corpus_tokens"].format(base="1" if one_based else "0",
                                          lower=t["lower_on"] if lower else ""))
-    df = corpus_table(c)
+    df = corpus_table(c)  # English column names: the CSV export's
+    names = column_names(t, df.columns)
     st.caption(t["table_help"])
-    event = st.dataframe(df, key="align_table", on_select="rerun", selection_mode="single-row",
-                 hide_index=True, width="stretch",
+    event = st.dataframe(df.rename(columns=names), key="align_table", on_select="rerun",
+                 selection_mode="single-row", hide_index=True, width="stretch",
                  column_config=_number_columns(df.iloc[0].to_dict() | {
                      f"F1 {m}": None for m in METHODS} | {"null ratio": None,
-                                                          "disagreement": None}) | {
-                     "text A": st.column_config.TextColumn("text A", width="medium"),
-                     "text B": st.column_config.TextColumn("text B", width="medium"),
-                     "gold": st.column_config.TextColumn("gold", width="small")},
-                 column_order=["pair", "text A", "text B", "disagreement", "null ratio",
-                               *[f"F1 {m}" for m in METHODS], "gold"])
+                                                          "disagreement": None}, t) | {
+                     names[k]: st.column_config.TextColumn(names[k], width=w)
+                     for k, w in (("text A", "medium"), ("text B", "medium"),
+                                  ("gold", "small"))},
+                 column_order=[names[k] for k in (
+                     "pair", "text A", "text B", "disagreement", "null ratio",
+                     *[f"F1 {m}" for m in METHODS], "gold")])
     if open_row(c, event):
         st.rerun()
     worst = most_disagreeing(c)
@@ -836,6 +918,7 @@ def corpus_view(t: dict, theme: str) -> None:
         st.info(t["no_gold"])
         return
     st.markdown("**" + t["corpus_scores"] + "**")
+    lang = t.get("_lang", "en")
     rows = []
     for name in METHODS:
         s = c.scores[name]
@@ -846,12 +929,13 @@ def corpus_view(t: dict, theme: str) -> None:
             lo, hi = s["macro_ci"].get(metric, (None, None))
             row[label] = s["macro"][metric]
             if metric in ("f1", "total_f1", "aer"):
-                row[f"{label} 95 %"] = "–" if lo is None else f"{lo:.3f} – {hi:.3f}"
+                row[f"{label} 95 %"] = "–" if lo is None else (
+                    f"{_fmt(lo, lang)} – {_fmt(hi, lang)}")
         row["micro F1"] = s["micro"]["f1"]
         row["micro AER"] = s["micro"]["aer"]
         rows.append(row)
-    st.dataframe(rows, key="align_corpus_scores", hide_index=True, width="stretch",
-                 column_config=_number_columns(rows[0]))
+    st.dataframe(shown_rows(rows, t), key="align_corpus_scores", hide_index=True,
+                 width="stretch", column_config=_number_columns(rows[0], t))
     st.plotly_chart(va.corpus_scores({m: c.scores[m]["macro"] for m in METHODS},
                                      {m: c.scores[m]["macro_ci"] for m in METHODS},
                                      theme=theme), key="align_corpus_chart", width="stretch")

@@ -68,7 +68,8 @@ def _plotly_src() -> str:
     return f"./component/{files.name}/plotly.min.js"
 
 
-def chart(fig: go.Figure, *, key: str, config: dict, bind: dict | None = None) -> None:
+def chart(fig: go.Figure, *, key: str, config: dict, bind: dict | None = None,
+          failed: str = FAILED) -> None:
     """Draw ``fig`` full width under ``key``; later calls with the same key update it.
 
     Args:
@@ -77,10 +78,12 @@ def chart(fig: go.Figure, *, key: str, config: dict, bind: dict | None = None) -
         config: plotly config (mode bar, image download options).
         bind: {"lattice": id, "eps": ε, "steps": t} when ``fig`` shows frame (ε, t) of
             that lattice and may be given other frames by the live sliders; None if not.
+        failed: what the chart says when plotly.js fails, in the page's language (its
+            ``{error}`` field is plotly.js's message); English by default.
     """
     height = int(fig.layout.height or 450)
     data = {"spec": pio.to_json(fig, validate=False), "src": _plotly_src(), "config": config,
-            "height": height, "failed": FAILED}
+            "height": height, "failed": failed}
     if bind:
         data["bind"] = bind
     component("sinkscope_live_chart")(key=key, data=data)

@@ -4,6 +4,8 @@ links to the other pages and to Compare."""
 
 from __future__ import annotations
 
+import json
+import re
 import string
 from urllib.parse import parse_qs
 
@@ -64,3 +66,143 @@ def test_align_in_spanish_shows_spanish_labels_and_carries_the_language():
     assert links and all(q == {"lang": ["es"]} for q in links.values()), links
     assert dict(at.query_params)["lang"] == "es"
     assert ES["heading"] in "\n".join(m.value for m in at.markdown)
+
+
+# English words that must not be shown on the Spanish page (acronyms such as F1 and AER,
+# and method names, read the same in both languages).
+EN_ONLY_COLUMNS = {v for k, v in EN["columns"].items() if ES["columns"][k] != v}
+EN_MESSAGES = ("no word the model can read", "could not be drawn", "pair(s)")
+
+
+def _english_columns(columns) -> set[str]:
+    """The columns named in English: an English-only name, alone or before " 95 %"."""
+    return {c for c in columns for word in EN_ONLY_COLUMNS
+            if c == word or c.startswith(word + " ")}
+
+
+def test_spanish_tables_name_their_columns_in_spanish_and_export_english_keys():
+    es = ap.ui("es")
+    keys = [*EN["columns"], "F1 95 %", "total F1 95 %", "AER 95 %",
+            *[f"F1 {m}" for m in ap.METHODS]]
+    names = ap.column_names(es, keys)
+    assert set(names) == set(keys) and len(set(names.values())) == len(keys)
+    assert not set(names.values()) & EN_ONLY_COLUMNS, names
+    assert names["null F1"] == "F1 de nulos" and names["total F1 95 %"] == "F1 total 95 %"
+    assert names["F1 exact"] == "F1 exact"  # method names stay as they are
+    assert ap.column_names(ap.ui("en"), keys) == {k: k for k in keys}  # English unchanged
+    rows = ap.shown_rows([{"method": "exact", "links": 3, "precision": 0.5}], es)
+    assert rows == [{"método": "exact", "enlaces": 3, "precisión": 0.5}]
+    cfg = ap._number_columns({"method": "exact", "links": 3, "precision": 0.5,
+                              "null F1": None}, es)
+    assert set(cfg) == {"precisión", "F1 de nulos"}
+
+
+def test_spanish_messages_write_numbers_the_spanish_way():
+    from engine.alignment.readers import AlignFileError
+    from sinkscope_app import align_live
+
+    es = ap.ui("es")
+    with pytest.raises(AlignFileError, match=r"ocupa 2,0 MB, más de 2 MB"):
+        ap.read_file(b"a\tb\n" * (ap.MAX_UPLOAD_BYTES // 4 + 1), "big.tsv", False, es)
+    with pytest.raises(AlignFileError, match=r"is 2\.0 MB, more than 2 MB"):
+        ap.read_file(b"a\tb\n" * (ap.MAX_UPLOAD_BYTES // 4 + 1), "big.tsv", False, ap.ui())
+    assert align_live.count_text(12345, "es") == "12\u00a0345"
+    assert align_live.count_text(4096, "es") == "4096"  # Spanish groups from five digits
+    assert align_live.count_text(12345) == "12,345"
+    assert align_live.decimal_text(2.25, "es", 2) == "2,25"
+    assert ap._fmt(0.5, "es") == "0,500" and ap._fmt(0.5) == "0.500" and ap._fmt(None) == "–"
+    words = align_live.words_of(es)
+    note = align_live.too_large(60, 60, 41, max_cells=4096, max_bytes=100_000, words=words,
+                                lang="es")
+    assert "0,1 MB" in note and "desactivados" in note
+    note = align_live.too_large(170, 170, 41, max_cells=12_000, max_bytes=10**9,
+                                words=words, lang="es")
+    assert "12\u00a0000" in note and "12,000" not in note
+    s = {k: 0.5 for k in ("precision", "recall", "f1", "aer", "null_f1", "total_f1")}
+    line = align_live.scores_line(words, "exact", s)
+    assert "precisión 0,500" in line and "0.5" not in line
+    assert align_live.scores_line(align_live.WORDS, "exact", s).count("0.500") == 6
+    msg = ap.unread_message(ap.UnreadText("b"), es)
+    assert msg.startswith("Texto B no tiene ninguna palabra") and str(ap.UnreadText("b")) == (
+        EN["unread_text"].format(name="Text B"))
+
+
+def test_every_word_the_live_sliders_use_is_in_both_files():
+    from sinkscope_app import align_live
+
+    assert set(align_live.WORDS) <= set(EN) and set(align_live.WORDS) <= set(ES)
+    assert {k: EN[k] for k in align_live.WORDS} == align_live.WORDS  # English as the code
+    assert "{error}" in ES["chart_failed"] and ES["chart_failed"] != EN["chart_failed"]
+
+
+def _components(at, name: str) -> list[dict]:
+    return [json.loads(el.proto.json) for el in at.get("bidi_component")
+            if el.proto.component_name == name and el.proto.WhichOneof("data") == "json"]
+
+
+def _shown(at) -> str:
+    return "\n".join(str(e.value) for kind in ("warning", "info", "caption", "markdown",
+                                                 "text", "success")
+                     for e in getattr(at, kind))
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_the_spanish_pair_view_has_spanish_columns_words_and_messages():
+    at = align({"lang": "es", "text_a": "the cat sat on the mat",
+                "text_b": "a cat was sitting on the mat",
+                "gold": "0p0 1-1 2-2 2-3 3-4 4-5 5-6", "method": "unbalanced"})
+    ok(at)
+    [tab] = [el.value for el in at.dataframe if "AER" in el.value.columns]
+    assert len(tab) == len(ap.METHODS)
+    assert not _english_columns(tab.columns), list(tab.columns)
+    assert {"método", "enlaces", "precisión", "exhaustividad", "F1 total"} <= set(tab.columns)
+    assert tab["F1"].between(0, 1).all()
+    [controls] = _components(at, "sinkscope_align")  # the live sliders' words: Spanish
+    assert controls["words"]["decimal"] == "," and controls["words"]["tau"] == ES["tau"]
+    assert controls["lines"]["scores"].startswith("unbalanced: precisión ")
+    assert "0." not in controls["lines"]["scores"] and "," in controls["lines"]["scores"]
+    charts = _components(at, "sinkscope_live_chart")
+    failed = {c["failed"] for c in charts if "bind" in c}
+    assert failed == {ES["chart_failed"]}, failed
+    at.text_input(key="align_gold").set_value("").run()
+    at.text_area(key="align_b").set_value("\u200b").run()  # a text with no readable word
+    ok(at)
+    assert any(w.value.startswith(ES["bad_text"].split("{")[0]) and "Texto B no tiene" in
+               w.value for w in at.warning), [w.value for w in at.warning]
+    assert not [m for m in EN_MESSAGES if m in _shown(at)]
+    at.text_area(key="align_b").set_value("palabra " * 3000).run()  # cut at 20 000 chars
+    ok(at)
+    cut = [w.value for w in at.warning if "caracteres" in w.value]
+    assert cut and re.search(r"tenía 2\d\u00a0\d{3} caracteres", cut[0]), cut
+    assert "20\u00a0000" in cut[0] and "20,000" not in cut[0]
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_the_spanish_corpus_view_has_spanish_columns_and_decimal_commas():
+    from tests.test_align_app import corpus_file
+
+    at = align({"lang": "es", "view": "corpus"})
+    ok(at)
+    bad = corpus_file(2) + "el gato\t\u200b\t0-0\n".encode("utf-8")
+    at.file_uploader(key="align_file").set_value(("bad.tsv", bad, "text/plain")).run()
+    assert not at.exception
+    err = [e.value for e in at.error]
+    assert err and "Un texto de los pares 3 no tiene" in err[0], err
+    at.file_uploader(key="align_file").set_value(("pairs.tsv", corpus_file(4),
+                                                  "text/tab-separated-values")).run()
+    ok(at)
+    df = at.dataframe(key="align_table").value
+    assert len(df) == 4 and not _english_columns(df.columns), list(df.columns)
+    assert {"par", "texto A", "texto B", "referencia", "discrepancia",
+            "proporción de nulos", "F1 unbalanced"} <= set(df.columns)
+    [scores] = [el.value for el in at.dataframe if "F1 95 %" in el.value.columns]
+    assert list(scores["método"]) == list(ap.METHODS)
+    assert not _english_columns(scores.columns), list(scores.columns)
+    ci = scores["F1 total 95 %"]
+    assert ci.str.fullmatch(r"\d,\d{3} – \d,\d{3}").all(), list(ci)
+    assert not [m for m in EN_MESSAGES if m in _shown(at)]
+    c = at.session_state["_align_corpus"]  # the export keeps its English column names
+    head = ap.table_csv(ap.corpus_table(c)).decode().splitlines()[0].split(",")
+    assert head[:4] == ["pair", "text A", "text B", "gold"] and "null ratio" in head

@@ -112,7 +112,10 @@ export const pharaoh = (links) => links.map(([i, j]) => `${i}-${j}`).join(" "); 
 export function scoresText(words, method, s) {  // align_page: the scores line
   if (!s) return "";
   const v = {method};
-  for (const k of ["precision", "recall", "f1", "aer", "null_f1", "total_f1"]) v[k] = fixed3(s[k]);
+  const mark = words.decimal || ".";  // the page language's decimal mark (align_live.WORDS)
+  for (const k of ["precision", "recall", "f1", "aer", "null_f1", "total_f1"]) {
+    v[k] = fixed3(s[k]).replace(".", mark);
+  }
   return fill(words.pair_scores_live, v);
 }
 export const linksText = (words, links) =>
