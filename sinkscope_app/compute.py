@@ -73,7 +73,7 @@ def model_names() -> tuple[str, ...]:
             return tuple(m.name for m in served_models(settings.CONFIG.engine))
         except EngineUnavailable:
             return (DEFAULT_MODEL,)
-    from engine.models.encoder import allowed_models
+    from engine.models.registry import allowed_models
 
     try:
         names = list(allowed_models())
@@ -94,7 +94,7 @@ def model_label(name: str) -> str:
                 return (f"{name} · {m.n_layers} layers × {m.n_heads} heads · "
                         f"{m.max_tokens} tokens")
         return name
-    from engine.models.encoder import describe
+    from engine.models.registry import describe
 
     try:
         return describe(name).label

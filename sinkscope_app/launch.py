@@ -86,7 +86,7 @@ def config_shape(model: str) -> Shape:
     Raises:
         ModelError: the name is not allow-listed, or its folder is not a model.
     """
-    from engine.models.encoder import check_folder, describe, resolve
+    from engine.models.registry import check_folder, describe, resolve
 
     name, folder = resolve(model)
     check_folder(name, folder)

