@@ -8,7 +8,10 @@ of both softmax directions) at **every** value of the method's second slider:
 - ``unbalanced``: the plans at every τ of ``TAU_OPTIONS``, one batched solve (τ is a batch
   dimension of the solver);
 - ``partial``: the plans at every m of ``MASS_OPTIONS``, one batched solve too (the partial
-  solver takes the mass as a batch dimension as well);
+  solver takes the mass as a batch dimension as well). Those are every other m of the
+  engine's grid k/51 (25 stops, 0.04 … 0.98, the default m = 0.98 among them): all 50
+  would double the payload (64 × 64 words: ~0.34 MB sent, ~80 ms to solve and pack, against
+  ~0.69 MB and ~180 ms) for steps of 0.02 that a slider cannot tell apart;
 - ``softmax-both``, ``similarity-threshold``, ``sinkhorn-threshold``, ``exact``: the one V
   they threshold.
 
@@ -54,7 +57,10 @@ WORDS = {
     "threshold_help": "A link where the value exceeds θ. Plans are min-max scaled per pair "
                       "(OTAlign), so one θ means the same for pairs of any length.",
     "tau": "τ (KL strength of the marginals; large τ is balanced)",
-    "mass": "m (share of the mass moved)",
+    "mass": "m (share of the shorter text's words moved)",
+    "mass_help": "Partial transport moves the share m of the shorter text's words (each word "
+                 "carries at most its own mass), so m < 1 leaves its worst-matched words "
+                 "unaligned. The stops are the engine's grid k/51, every other one.",
     "pair_scores_live": "{method}: precision {precision}, recall {recall}, F1 {f1}, "
                         "AER {aer}, null F1 {null_f1}, total F1 {total_f1}",
     "decimal": ".",  # the decimal mark of the scores line
@@ -346,19 +352,22 @@ def parse_choice(state, grid: Sequence[float]) -> tuple[float, float | None] | N
     return th, float(g[int(np.argmin(np.abs(g - value)))])
 
 
-def style_of(n: int, m: int, theme: str) -> dict:
+def style_of(n: int, m: int, theme: str, words: dict | None = None) -> dict:
     """How ``viz.align`` draws links for n × m words on ``theme``: what the browser needs to
-    rebuild the figures' link and node traces as viz does (sizes, symbols, colours, names,
-    the graph's node heights)."""
+    rebuild the figures' link and node traces as viz does (sizes, symbols, colours, the
+    graph's node heights, and every word the traces carry, from ``words`` over
+    ``viz.align.WORDS``, so the browser writes no word of its own)."""
     import viz.align as va
     from viz import theme as th
 
+    w = va.words_of(words)
     span = max(n, m)
     ya = np.linspace(0, span - 1, n) if n > 1 else np.array([(span - 1) / 2])
     yb = np.linspace(0, span - 1, m) if m > 1 else np.array([(span - 1) / 2])
     return {"size": max(6, min(16, int(360 / max(n, m)))), "kinds": list(va.KINDS),
-            "symbols": va.SYMBOLS, "colors": va.COLORS, "names": va.NAMES, "dash": va.DASH,
-            "null_symbols": va.NULL_SYMBOLS, "null_names": va.NULL_NAMES,
+            "symbols": va.SYMBOLS, "colors": va.COLORS, "names": w["names"], "dash": va.DASH,
+            "null_symbols": va.NULL_SYMBOLS, "null_names": w["null_names"],
+            "node_names": w["nodes"], "unaligned": w["unaligned"],
             "text_colors": {s: th.text_color(s, theme) for s in ("a", "b")},
             "ya": [float(y) for y in ya], "yb": [float(y) for y in yb]}
 

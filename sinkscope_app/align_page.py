@@ -49,7 +49,10 @@ THRESHOLDED = ("softmax-both", "similarity-threshold", "sinkhorn-threshold", "ex
                "partial", "unbalanced")
 SOFTMAX_METHOD, TRANSPORT_METHOD = "softmax-argmax", "unbalanced"
 TAU_OPTIONS = tuple(float(f"{x:.3g}") for x in np.logspace(-2, 2, 41))
-MASS_OPTIONS = tuple(float(f"{x:.2f}") for x in np.linspace(0.1, 1.0, 19))
+#: The m slider's stops: every other m of the engine's grid (``extract.MASS_GRID``, k/51
+#: for k = 1 … 50, no m = 1), k = 2, 4, …, 50, to two decimals: 0.04 … 0.98, which holds
+#: the engine's default m = 0.98. m is the share of the shorter text's words moved.
+MASS_OPTIONS = tuple(round(k / 51, 2) for k in range(2, 51, 2))
 MAX_UPLOAD_MB = 2
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 2**20
 MAX_CORPUS_PAIRS = 2000
@@ -69,7 +72,7 @@ DEFAULTS: dict[str, Any] = {
     "align_method": "unbalanced",
     "align_threshold": 0.3,
     "align_tau": 1.0,
-    "align_mass": 0.8,
+    "align_mass": 0.98,  # the engine's default m of partial
     "align_lower": False,
     "align_lang": "en",
 }
@@ -143,11 +146,17 @@ def method_defaults(name: str) -> dict[str, float]:
 
     m = ENGINE_DEFAULTS["hidden"][name]
     return {"align_threshold": round(m.theta, 2), "align_tau": nearest(TAU_OPTIONS, m.tau),
-            "align_mass": nearest(MASS_OPTIONS, m.mass)}
+            "align_mass": nearest_mass(m.mass)}
 
 
 def nearest(options: tuple[float, ...], x: float) -> float:
     return min(options, key=lambda o: abs(np.log(o) - np.log(max(x, 1e-12))))
+
+
+def nearest_mass(x: float) -> float:
+    """The m stop nearest ``x`` (``x`` clamped to the slider's ends first)."""
+    x = min(max(float(x), MASS_OPTIONS[0]), MASS_OPTIONS[-1])
+    return min(MASS_OPTIONS, key=lambda o: abs(o - x))
 
 
 def parse_query(params: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -195,7 +204,7 @@ def parse_query(params: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
             elif key == "align_tau":
                 out[key] = nearest(TAU_OPTIONS, max(x, 1e-6))
             else:
-                out[key] = nearest(MASS_OPTIONS, min(max(x, 0.1), 1.0))
+                out[key] = nearest_mass(x)
     if "align_method" in out and "align_threshold" not in out:
         out.update({k: v for k, v in method_defaults(out["align_method"]).items()
                     if k not in out})
@@ -658,7 +667,8 @@ def pair_view(t: dict, theme: str) -> None:
         with slot:
             align_live.controls(
                 key="align_live", payload=payload, theta=threshold, grid_value=value,
-                words=words, style=align_live.style_of(len(r.words_a), len(r.words_b), theme),
+                words=words, style=align_live.style_of(len(r.words_a), len(r.words_b), theme,
+                                                       t.get("figure")),
                 note="", lines={"scores": align_live.scores_line(words, method, r.scores),
                                 "links": align_live.links_line(words, r.links)},
                 on_change=on_live)
@@ -666,7 +676,8 @@ def pair_view(t: dict, theme: str) -> None:
                 "grid": payload.grid[g] if payload.grid else None}
     fig = va.matrix(r.words_a, r.words_b, r.links, plan=r.plan,
                     plan_title=t["plan_title"][method], sure=sure, possible=possible,
-                    method=method, title=t["links_title"].format(method=method), theme=theme)
+                    method=method, title=t["links_title"].format(method=method), theme=theme,
+                    words=t.get("figure"))
     _chart(fig, "align_matrix", bind and {**bind, "chart": "matrix"}, t)
     if bind is None:
         if r.scores:
@@ -677,7 +688,7 @@ def pair_view(t: dict, theme: str) -> None:
     g_col, s_col = st.columns([2, 3])
     with g_col:
         _chart(va.graph(r.words_a, r.words_b, r.links, sure=sure, possible=possible,
-                        theme=theme), "align_graph", bind and {**bind, "chart": "graph"}, t)
+                        theme=theme, words=t.get("figure")), "align_graph", bind and {**bind, "chart": "graph"}, t)
     if pair is not None:
         s_col.caption(t["scores"])
         rows = method_table(text_a, text_b, gold, method, threshold, tau, mass, lower, model)
@@ -706,7 +717,7 @@ def server_sliders(slot, t: dict, method: str, note: str = "") -> None:
     if method == "unbalanced":
         c3.select_slider(t["tau"], TAU_OPTIONS, key="align_tau")
     elif method == "partial":
-        c3.select_slider(t["mass"], MASS_OPTIONS, key="align_mass")
+        c3.select_slider(t["mass"], MASS_OPTIONS, key="align_mass", help=t["mass_help"])
     if note:
         slot.caption(note)
 
@@ -938,4 +949,5 @@ def corpus_view(t: dict, theme: str) -> None:
                  width="stretch", column_config=_number_columns(rows[0], t))
     st.plotly_chart(va.corpus_scores({m: c.scores[m]["macro"] for m in METHODS},
                                      {m: c.scores[m]["macro_ci"] for m in METHODS},
-                                     theme=theme), key="align_corpus_chart", width="stretch")
+                                     theme=theme, words=t.get("figure")),
+                    key="align_corpus_chart", width="stretch")

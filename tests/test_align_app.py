@@ -64,16 +64,37 @@ def test_url_state_round_trips_and_refuses_bad_values():
                                    "lower": "true"})
     assert not warn
     assert values["align_view"] == "corpus" and values["align_method"] == "partial"
-    assert values["align_mass"] == 0.5 and values["align_lower"] is True
+    assert values["align_mass"] == 0.51 and values["align_lower"] is True  # 26/51
     q = ap.to_query({**ap.DEFAULTS, **values})
-    assert q["mass"] == "0.5" and "tau" not in q and q["text_a"] == "a b"
-    assert ap.parse_query(q)[0]["align_mass"] == 0.5
+    assert q["mass"] == "0.51" and "tau" not in q and q["text_a"] == "a b"
+    assert ap.parse_query(q)[0]["align_mass"] == 0.51
+    # m outside the slider is clamped to its ends: m = 1 is not on the engine's grid
+    assert ap.parse_query({"mass": "1"})[0]["align_mass"] == 0.98
+    assert ap.parse_query({"mass": "-3"})[0]["align_mass"] == ap.MASS_OPTIONS[0] == 0.04
     values, warn = ap.parse_query({"view": "nope", "method": "<b>", "tau": "nan"})
     assert values == {} and len(warn) == 3
     assert any("Unknown method" in w for w in warn)
     link = ap.compare_link("the cat", "a & b")
     assert link.startswith("./?") and "a=the+cat" in link and "b=a+%26+b" in link
     assert "view=compare" in link
+
+
+def test_the_m_slider_is_the_engines_grid_and_holds_its_default_m():
+    from engine.alignment.api import DEFAULTS as ENGINE
+    from engine.alignment.extract import MASS_GRID
+
+    # every stop is a stop of the engine's grid (k/51, no m = 1), as the page writes it
+    grid = [round(x, 2) for x in MASS_GRID]
+    assert len(set(grid)) == len(MASS_GRID) == 50 and 1.0 not in grid
+    assert set(ap.MASS_OPTIONS) <= set(grid) and list(ap.MASS_OPTIONS) == sorted(ap.MASS_OPTIONS)
+    assert 10 <= len(ap.MASS_OPTIONS) <= 50
+    for source in ENGINE:  # hidden states and attention
+        m = ENGINE[source]["partial"].mass
+        assert m in ap.MASS_OPTIONS, (source, m)  # the default lies on the slider, exactly
+    m = ENGINE["hidden"]["partial"].mass
+    assert ap.method_defaults("partial")["align_mass"] == m == ap.DEFAULTS["align_mass"]
+    assert ap.parse_query({"method": "partial"})[0]["align_mass"] == m
+    assert ap.nearest_mass(m) == m and ap.nearest_mass(0.5) == 0.51
 
 
 def test_uploads_that_are_too_big_binary_or_malformed_are_refused_with_messages():

@@ -9,6 +9,7 @@ import re
 import string
 from urllib.parse import parse_qs
 
+import numpy as np
 import pytest
 
 from sinkscope_app import align_page as ap, i18n
@@ -135,6 +136,73 @@ def test_every_word_the_live_sliders_use_is_in_both_files():
     assert "{error}" in ES["chart_failed"] and ES["chart_failed"] != EN["chart_failed"]
 
 
+# English words of the figures (method names such as "unbalanced" and acronyms such as F1
+# read the same in both languages; the words of the texts are the person's).
+EN_FIGURE = re.compile(r"\b(links?|gold|missed|unaligned|words of|text [AB]|bipartite|"
+                       r"predicted|word alignment|corpus scores|sure|possible|open nodes|"
+                       r"hit|not in|null F1|total F1|precision|recall)\b", re.I)
+
+
+def _figure_words(fig: dict) -> list[str]:
+    """Every word a figure shows: titles, axis titles, trace names, texts and hover texts."""
+    lay = fig.get("layout", {})
+    out = [str((lay.get("title") or {}).get("text", ""))]
+    out += [str((v.get("title") or {}).get("text", "")) for k, v in lay.items()
+            if k.startswith(("xaxis", "yaxis")) and isinstance(v, dict)]
+    out += [str(a.get("text", "")) for a in lay.get("annotations", [])]
+    for t in fig.get("data", []):
+        out.append(str(t.get("name", "")))
+        for key in ("text", "hovertext"):
+            v = t.get(key)
+            out += [str(x) for x in (v if isinstance(v, list) else [v]) if x is not None]
+    return out
+
+
+def _english(fig: dict) -> list[str]:
+    return [w for w in _figure_words(fig) if EN_FIGURE.search(w)]
+
+
+def test_the_figures_words_are_in_both_files_and_the_spanish_figures_have_no_english():
+    from sinkscope_app import align_live
+    from viz import align as va
+
+    assert json.loads(json.dumps(va.WORDS)) == EN["figure"]  # English as the code
+    for key, word in EN["figure"].items():
+        if isinstance(word, dict):
+            assert set(ES["figure"][key]) == set(word), key
+        else:
+            assert ES["figure"][key].strip() and _fields(ES["figure"][key]) == _fields(word)
+    fw = ES["figure"]
+    a, b, gold = "el gato se sentó".split(), "un gato sentado".split(), dict(
+        sure=[(1, 1)], possible=[(1, 1), (2, 2)])
+    links = [(0, 0), (1, 1)]  # one outside the gold, one in it; 2-2 missed; words unaligned
+    figs = [va.matrix(a, b, links, plan=np.full((4, 3), 0.5), method="partial", words=fw,
+                      **gold),
+            va.matrix(a, b, links, words=fw), va.graph(a, b, links, words=fw, **gold),
+            va.graph(a, b, links, words=fw),
+            va.corpus_scores({"exact": {"f1": 0.5, "null_f1": 0.2, "total_f1": 0.4}},
+                             words=fw)]
+    for fig in figs:
+        plain = fig.to_plotly_json()
+        assert not _english(plain), _english(plain)
+    en = va.graph(a, b, links, **gold).to_plotly_json()  # the same figure in English has them
+    assert len(_english(en)) >= 5 and len(_english(va.matrix(a, b, links, **gold)
+                                                   .to_plotly_json())) >= 5
+    assert {"words of A", "link not in gold", "missed possible gold"} <= set(
+        t["name"] for t in en["data"])
+    names = {t["name"] for t in figs[2].to_plotly_json()["data"]}
+    assert {"palabras de A", "enlace fuera de la referencia"} <= names, names
+    x = figs[0].to_plotly_json()["layout"]
+    assert x["xaxis"]["title"]["text"] == "texto B" and x["yaxis"]["title"]["text"] == "texto A"
+    # what the browser writes on redraw: the page's words, Spanish here
+    style = align_live.style_of(4, 3, "light", fw)
+    assert style["names"] == fw["names"] and style["node_names"] == fw["nodes"]
+    assert style["unaligned"] == "sin alinear" and style["null_names"] == fw["null_names"]
+    assert align_live.style_of(4, 3, "light")["names"] == va.NAMES
+    with pytest.raises(ValueError, match="must be a string"):
+        va.graph(a, b, links, words={"graph_title": 3})
+
+
 def _components(at, name: str) -> list[dict]:
     return [json.loads(el.proto.json) for el in at.get("bidi_component")
             if el.proto.component_name == name and el.proto.WhichOneof("data") == "json"]
@@ -165,6 +233,13 @@ def test_the_spanish_pair_view_has_spanish_columns_words_and_messages():
     charts = _components(at, "sinkscope_live_chart")
     failed = {c["failed"] for c in charts if "bind" in c}
     assert failed == {ES["chart_failed"]}, failed
+    figs = [json.loads(c["spec"]) for c in charts if "bind" in c]  # the matrix and the graph
+    assert len(figs) == 2 and all(f["data"] for f in figs)
+    assert not [w for f in figs for w in _english(f)], [_english(f) for f in figs]
+    titles = [f["layout"]["title"]["text"] for f in figs]
+    assert titles[0].startswith("Enlaces de unbalanced") and "grafo bipartito" in titles[1]
+    assert controls["style"]["names"] == ES["figure"]["names"]  # the redraw's words
+    assert controls["style"]["node_names"] == ES["figure"]["nodes"]
     at.text_input(key="align_gold").set_value("").run()
     at.text_area(key="align_b").set_value("\u200b").run()  # a text with no readable word
     ok(at)

@@ -9,6 +9,10 @@ missed is an open circle, a missed possible one an open diamond. Words left with
 are marked beside the matrix (▶ for a word of A, ▼ for a word of B) and drawn as open
 nodes in the graph.
 
+Every word a figure shows (titles, trace names, axis titles, hover words) is in
+:data:`WORDS`, in English; each builder takes ``words`` over it (the page passes its
+language's, ``text/align.<lang>.json`` "figure"), so a figure is written in one language.
+
 Builders are pure: words, links and arrays in, ``go.Figure`` out (no streamlit, no torch).
 """
 
@@ -35,8 +39,49 @@ METRIC_NAMES = {"f1": "F1", "null_f1": "null F1", "total_f1": "total F1", "aer":
                 "precision": "precision", "recall": "recall"}
 NULL_SYMBOLS = {"a": "triangle-right", "b": "triangle-down"}
 NULL_NAMES = {"a": "unaligned word of A", "b": "unaligned word of B"}
+#: The figures' words, in English: ``words=`` of every builder goes over these (nested
+#: dicts key by key), e.g. ``{"names": {"hit": "enlace en la referencia segura"}}``.
+WORDS = {
+    "names": NAMES,  # kind → trace name
+    "null_names": NULL_NAMES,
+    "nodes": {"a": "words of A", "b": "words of B"},
+    "text_a": "text A", "text_b": "text B",
+    "unaligned": "unaligned",
+    "matrix_title": "Word alignment",
+    "plan": "plan",
+    "links": "Links",
+    "links_of": "Links of {method}",
+    "note_gold": "■ sure hit · ◆ possible hit · × not in gold · ○ missed sure · ◇ missed "
+                 "possible · ▶ ▼ unaligned",
+    "note_plain": "■ predicted link · ▶ ▼ unaligned (no gold given)",
+    "graph_title": "Links as a bipartite graph",
+    "graph_note": "open nodes ∅: words left without a link",
+    "corpus_title": "Corpus scores (macro, 95 % bootstrap intervals)",
+    "metrics": METRIC_NAMES,
+}
 DASH = {"hit": "solid", "hit_possible": "solid", "false": "solid", "link": "solid",
         "miss": "dot", "miss_possible": "dot"}
+
+
+def words_of(words: Mapping | None = None) -> dict:
+    """:data:`WORDS` with ``words`` over them (nested dicts merged key by key).
+
+    Raises:
+        ValueError: a word that is not a string (or a nested dict where one is expected).
+    """
+    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in WORDS.items()}
+    for k, v in (words or {}).items():
+        if k not in WORDS:
+            continue
+        if isinstance(WORDS[k], dict):
+            if not isinstance(v, Mapping):
+                raise ValueError(f"words[{k!r}] must map names to words, got {type(v).__name__}.")
+            out[k].update({x: str(y) for x, y in v.items() if x in WORDS[k]})
+        elif isinstance(v, str):
+            out[k] = v
+        else:
+            raise ValueError(f"words[{k!r}] must be a string, got {type(v).__name__}.")
+    return out
 
 
 def _links(links: Iterable, n: int, m: int, name: str = "links") -> set[tuple[int, int]]:
@@ -98,10 +143,10 @@ def _axis(labels: list[str], title: str, *, reverse: bool, rotate: bool,
 
 
 def matrix(words_a: Sequence[str], words_b: Sequence[str], links: Iterable, *,
-           plan: np.ndarray | None = None, plan_title: str = "plan",
+           plan: np.ndarray | None = None, plan_title: str | None = None,
            sure: Iterable | None = None, possible: Iterable | None = None,
-           title: str = "Word alignment", method: str = "", theme: str = "light",
-           height: int | None = None) -> go.Figure:
+           title: str | None = None, method: str = "", theme: str = "light",
+           height: int | None = None, words: Mapping | None = None) -> go.Figure:
     """The plan a method read its links from (left, a heatmap) beside the links (right),
     with gold drawn over them and unaligned words marked on both sides.
 
@@ -113,6 +158,7 @@ def matrix(words_a: Sequence[str], words_b: Sequence[str], links: Iterable, *,
         plan_title: the left panel's title.
         sure, possible: gold links (None: no gold).
         method: the method's name, for the right panel's title.
+        words: the figure's words over :data:`WORDS` (None: English).
 
     Returns:
         A figure; every scatter trace's ``meta`` is ``{"kind": k}`` with k in
@@ -121,13 +167,17 @@ def matrix(words_a: Sequence[str], words_b: Sequence[str], links: Iterable, *,
     Raises:
         ValueError: no words, a plan of the wrong shape, a link outside the pair.
     """
+    w = words_of(words)
     la, lb = _check_words(words_a, words_b)
     n, m = len(la), len(lb)
     kinds = classify(links, n, m, sure=sure, possible=possible)
     pred = [c for k in ("link", "hit", "hit_possible", "false") for c in kinds[k]]
     null_a, null_b = unaligned(pred, n, m)
     cols = 2 if plan is not None else 1
-    right = f"Links{' of ' + th.escape(method) if method else ''}"
+    plan_title = w["plan"] if plan_title is None else plan_title
+    title = w["matrix_title"] if title is None else title
+    right = (w["links_of"].format(method=th.escape(method)) if method
+             else th.escape(w["links"]))
     fig = make_subplots(rows=1, cols=cols, horizontal_spacing=0.2,
                         subplot_titles=[th.escape(plan_title), right][-cols:])
     if plan is not None:
@@ -153,10 +203,11 @@ def matrix(words_a: Sequence[str], words_b: Sequence[str], links: Iterable, *,
         i = [c[0] for c in cells]
         j = [c[1] for c in cells]
         fig.add_trace(go.Scatter(
-            x=j, y=i, mode="markers", name=NAMES[k], legendgroup=k,
+            x=j, y=i, mode="markers", name=w["names"][k], legendgroup=k,
             marker=dict(symbol=SYMBOLS[k], size=size, color=COLORS[k],
                         line=dict(width=2, color=COLORS[k])),
-            text=[f"{la[a]} – {lb[b]}: {NAMES[k]}" for a, b in cells], hoverinfo="text",
+            text=[f"{la[a]} – {lb[b]}: {w['names'][k]}" for a, b in cells],
+            hoverinfo="text",
             meta=dict(kind=k)), row=1, col=col)
     for side, idx in (("a", null_a), ("b", null_b)):
         if not idx:
@@ -164,23 +215,20 @@ def matrix(words_a: Sequence[str], words_b: Sequence[str], links: Iterable, *,
         x, y = ([-1] * len(idx), idx) if side == "a" else (idx, [-1] * len(idx))
         names = la if side == "a" else lb
         fig.add_trace(go.Scatter(
-            x=x, y=y, mode="markers", name=NULL_NAMES[side], legendgroup="null_" + side,
+            x=x, y=y, mode="markers", name=w["null_names"][side],
+            legendgroup="null_" + side,
             marker=dict(symbol=NULL_SYMBOLS[side], size=size,
                         color=th.text_color(side, theme)),
-            text=[f"{names[t]}: unaligned" for t in idx], hoverinfo="text",
+            text=[f"{names[t]}: {w['unaligned']}" for t in idx], hoverinfo="text",
             meta=dict(kind="null_" + side)), row=1, col=col)
     for c in range(1, cols + 1):
         links_panel = c == cols
-        fig.update_xaxes(_axis(lb, "text B", reverse=False, rotate=True,
+        fig.update_xaxes(_axis(lb, w["text_b"], reverse=False, rotate=True,
                                null_room=links_panel), row=1, col=c)
-        fig.update_yaxes(_axis(la, "text A", reverse=True, rotate=False,
+        fig.update_yaxes(_axis(la, w["text_a"], reverse=True, rotate=False,
                                null_room=links_panel), row=1, col=c)
-    note = None
-    if sure is not None or possible is not None:
-        note = ("■ sure hit · ◆ possible hit · × not in gold · ○ missed sure · ◇ missed "
-                "possible · ▶ ▼ unaligned")
-    else:
-        note = "■ predicted link · ▶ ▼ unaligned (no gold given)"
+    gold = sure is not None or possible is not None
+    note = w["note_gold"] if gold else w["note_plain"]
     fig.update_layout(title=th.title(th.escape(title), note), showlegend=True,
                       legend=dict(orientation="h", y=-0.38, x=0),
                       margin=dict(l=110, r=30, t=110, b=150))
@@ -189,15 +237,19 @@ def matrix(words_a: Sequence[str], words_b: Sequence[str], links: Iterable, *,
 
 def graph(words_a: Sequence[str], words_b: Sequence[str], links: Iterable, *,
           sure: Iterable | None = None, possible: Iterable | None = None,
-          title: str = "Links as a bipartite graph", theme: str = "light",
-          height: int | None = None) -> go.Figure:
+          title: str | None = None, theme: str = "light",
+          height: int | None = None, words: Mapping | None = None) -> go.Figure:
     """Text A's words on the left, text B's on the right, one line per link (and, with
     gold, dotted lines for missed gold links); unaligned words are open nodes.
+
+    ``words``: the figure's words over :data:`WORDS` (None: English).
 
     Returns:
         A figure; line traces have ``meta={"kind": k}`` (:data:`KINDS`), node traces
         ``meta={"kind": "nodes_a" | "nodes_b" | "null_a" | "null_b"}``.
     """
+    w = words_of(words)
+    title = w["graph_title"] if title is None else title
     la, lb = _check_words(words_a, words_b)
     n, m = len(la), len(lb)
     kinds = classify(links, n, m, sure=sure, possible=possible)
@@ -216,7 +268,8 @@ def graph(words_a: Sequence[str], words_b: Sequence[str], links: Iterable, *,
         for i, j in cells:
             x += [0, 1, None]
             y += [float(ya[i]), float(yb[j]), None]
-        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=NAMES[k], hoverinfo="skip",
+        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=w["names"][k],
+                                 hoverinfo="skip",
                                  line=dict(color=COLORS[k], width=2.5 if k != "false" else 2,
                                            dash=DASH[k]),
                                  meta=dict(kind=k)))
@@ -235,13 +288,12 @@ def graph(words_a: Sequence[str], words_b: Sequence[str], links: Iterable, *,
                 textposition="middle left" if side == "a" else "middle right",
                 marker=dict(size=12, symbol="circle-open" if null else "circle",
                             color=color, line=dict(width=2, color=color)),
-                name=NULL_NAMES[side] if null else f"words of {side.upper()}",
-                hovertext=[f"{labels[t]}{': unaligned' if null else ''}" for t in idx],
+                name=w["null_names"][side] if null else w["nodes"][side],
+                hovertext=[labels[t] + (": " + w["unaligned"] if null else "") for t in idx],
                 hoverinfo="text", meta=dict(kind=kind)))
     fig.update_xaxes(range=[-0.6, 1.6], visible=False)
     fig.update_yaxes(range=[span - 0.5, -0.5], visible=False)
-    fig.update_layout(title=th.title(th.escape(title),
-                                     "open nodes ∅: words left without a link"),
+    fig.update_layout(title=th.title(th.escape(title), w["graph_note"]),
                       legend=dict(orientation="h", y=-0.05, x=0),
                       margin=dict(l=30, r=30, t=90, b=60))
     return th.apply(fig, theme, height=height or max(360, 140 + 26 * span))
@@ -250,18 +302,21 @@ def graph(words_a: Sequence[str], words_b: Sequence[str], links: Iterable, *,
 def corpus_scores(scores: Mapping[str, Mapping[str, float]],
                   intervals: Mapping[str, Mapping[str, Sequence[float]]] | None = None, *,
                   metrics: Sequence[str] = ("f1", "null_f1", "total_f1"),
-                  title: str = "Corpus scores (macro, 95 % bootstrap intervals)",
-                  theme: str = "light", height: int | None = None) -> go.Figure:
+                  title: str | None = None, theme: str = "light",
+                  height: int | None = None, words: Mapping | None = None) -> go.Figure:
     """Grouped bars: each method's corpus scores, with error bars from the intervals.
 
     Args:
         scores: method → metric → value.
         intervals: method → metric → (low, high); None draws no error bars.
         metrics: which metrics to show, one bar group colour each.
+        words: the figure's words over :data:`WORDS` (None: English).
 
     Returns:
         One bar trace per metric (``meta={"metric": name}``), x the methods.
     """
+    w = words_of(words)
+    title = w["corpus_title"] if title is None else title
     if not scores:
         raise ValueError("There are no corpus scores to draw; score a corpus with gold first.")
     methods = list(scores)
@@ -277,7 +332,7 @@ def corpus_scores(scores: Mapping[str, Mapping[str, float]],
                   for t, mth in enumerate(methods)]
             err = dict(type="data", array=hi, arrayminus=lo, visible=True)
         fig.add_trace(go.Bar(x=[th.escape(x) for x in methods], y=vals,
-                             name=METRIC_NAMES.get(metric, metric),
+                             name=w["metrics"].get(metric, metric),
                              error_y=err, marker_color=palette[k % len(palette)],
                              meta=dict(metric=metric)))
     fig.update_layout(title=th.title(title), barmode="group", yaxis=dict(range=[0, 1]),

@@ -46,7 +46,9 @@ def add_parser(sub) -> None:
     p.add_argument("--center", action="store_true",
                    help="centre hidden states over the corpus before the cosine")
     p.add_argument("--tau", type=float, default=None, help="τ of unbalanced transport")
-    p.add_argument("--mass", type=float, default=None, help="m of partial transport, (0, 1]")
+    p.add_argument("--mass", type=float, default=None,
+                   help="m of partial transport: the share of the shorter text's words "
+                   "moved, in (0, 1]")
     p.add_argument("--eps", type=float, default=None, help="ε of the transport methods")
     p.add_argument("--threshold", type=float, default=None,
                    help="threshold θ on the min-max scaled plan or similarity (softmax-both: "

@@ -166,7 +166,7 @@ export function matrixData(old, h, style, z, links) {  // viz.align.matrix's tra
       x: side === "a" ? ones : idx, y: side === "a" ? idx : ones, mode: "markers",
       name: style.null_names[side], legendgroup: "null_" + side,
       marker: {symbol: style.null_symbols[side], size, color: style.text_colors[side]},
-      text: idx.map((t) => `${names[t]}: unaligned`), hoverinfo: "text",
+      text: idx.map((t) => `${names[t]}: ${style.unaligned}`), hoverinfo: "text",
       meta: {kind: "null_" + side}, type: "scatter", ...axes});
   }
   return out;
@@ -201,8 +201,8 @@ export function graphData(h, style, links) {  // viz.align.graph's traces
         textposition: side === "a" ? "middle left" : "middle right",
         marker: {size: 12, symbol: nul ? "circle-open" : "circle", color,
                  line: {width: 2, color}},
-        name: nul ? style.null_names[side] : `words of ${side.toUpperCase()}`,
-        hovertext: idx.map((t) => `${labels[t]}${nul ? ": unaligned" : ""}`),
+        name: nul ? style.null_names[side] : style.node_names[side],
+        hovertext: idx.map((t) => labels[t] + (nul ? ": " + style.unaligned : "")),
         hoverinfo: "text", meta: {kind}, type: "scatter"});
     }
   }
@@ -310,7 +310,8 @@ export class AlignLive {
     if (data.grid_key) {
       const label = w[data.grid_key];
       this.grid = new Slider(this.boxes[1], {
-        label, about: fill(w.about, {label}), help: label, ends: (s) => s, onInput: input,
+        label, about: fill(w.about, {label}), help: w[data.grid_key + "_help"] || label,
+        ends: (s) => s, onInput: input,
         onRelease: release});
     }
     this.gridKey = data.grid_key;

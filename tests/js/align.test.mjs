@@ -82,14 +82,14 @@ if (FILE) {
         assert.deepEqual(links, s.links, where);
         const got = h.sure === null ? null : metrics(counts(links, h.n, h.m, h.sure, h.possible));
         assert.deepEqual(got, s.scores, where);
-        assert.equal(scoresText(FIX.words, h.method, got), s.scores_line, where);
-        assert.equal(linksText(FIX.words, links), s.links_line, where);
+        assert.equal(scoresText(c.words || FIX.words, h.method, got), s.scores_line, where);
+        assert.equal(linksText(c.words || FIX.words, links), s.links_line, where);
       }
     }
   });
 
   test("fixtures from Python: the figures' traces as viz.align.matrix and graph", () => {
-    let drawn = 0;
+    let drawn = 0, spanish = 0;
     for (const c of FIX.cases) {
       const h = c.header, V = Float32Array.from(c.V), nm = h.n * h.m;
       for (const s of c.steps.filter((x) => x.matrix)) {
@@ -98,9 +98,11 @@ if (FILE) {
         assert.deepEqual(matrixData(c.before, h, c.style, z, s.links), s.matrix, where);
         assert.deepEqual(graphData(h, c.style, s.links), s.graph, where);
         drawn += 1;
+        if (c.lang === "es") spanish += 1;
       }
     }
     assert.ok(drawn >= 30, `only ${drawn} figures compared`);
+    assert.ok(spanish >= 4, `only ${spanish} Spanish figures compared`);
   });
 }
 
@@ -110,12 +112,39 @@ test("a θ move alone keeps the plan's trace (the same object, not redrawn)", ()
   const style = {kinds: ["link"], size: 8, names: {link: "predicted link"},
                  symbols: {link: "square"}, colors: {link: "#000"},
                  null_names: {a: "A", b: "B"}, null_symbols: {a: "x", b: "y"},
-                 text_colors: {a: "#111", b: "#222"}};
+                 text_colors: {a: "#111", b: "#222"}, unaligned: "unaligned"};
   const kept = matrixData([heat], h, style, null, [[0, 1]]);
   assert.equal(kept[0], heat);
   assert.deepEqual(kept[1].x, [1]);
   assert.deepEqual([kept[2].meta.kind, kept[2].x, kept[2].y], ["null_b", [0], [-1]]);  // b
+  assert.deepEqual(kept[2].text, ["b: unaligned"]);
   const redrawn = matrixData([heat], h, style, [[0.25, null]], [[0, 0]]);
   assert.notEqual(redrawn[0], heat);
   assert.deepEqual(redrawn[0].text, [["a → b: 0.25", "a → c: n/a"]]);
+});
+
+test("the redraw writes the words the page sent, in Spanish, and none of its own", () => {
+  const h = {n: 2, m: 1, labels_a: ["el", "gato"], labels_b: ["cat"], sure: [[1, 0]],
+             possible: [[1, 0]]};
+  const style = {kinds: ["miss", "link", "hit", "false"], size: 8, ya: [0, 1], yb: [0.5],
+                 names: {miss: "enlace seguro no encontrado", link: "enlace predicho",
+                         hit: "enlace en la referencia segura",
+                         false: "enlace fuera de la referencia"},
+                 symbols: {miss: "circle-open", link: "square", hit: "square", false: "x"},
+                 colors: {miss: "#1", link: "#2", hit: "#3", false: "#4"},
+                 dash: {miss: "dot", link: "solid", hit: "solid", false: "solid"},
+                 null_names: {a: "palabra de A sin alinear", b: "palabra de B sin alinear"},
+                 node_names: {a: "palabras de A", b: "palabras de B"},
+                 null_symbols: {a: "x", b: "y"}, text_colors: {a: "#111", b: "#222"},
+                 unaligned: "sin alinear"};
+  const links = [[0, 0]];  // "el"–"cat": not in gold; "gato"–"cat" missed
+  const traces = [...graphData(h, style, links), ...matrixData([], h, style, null, links)];
+  const names = traces.map((t) => t.name);
+  for (const want of ["enlace fuera de la referencia", "enlace seguro no encontrado",
+                      "palabras de A", "palabras de B", "palabra de A sin alinear"]) {
+    assert.ok(names.includes(want), `${want} not in ${names}`);
+  }
+  const words = JSON.stringify(traces.map((t) => [t.name, t.text, t.hovertext]));
+  assert.ok(words.includes("gato: sin alinear"), words);
+  assert.doesNotMatch(words, /unaligned|words of|link|gold|missed/);
 });
