@@ -289,7 +289,7 @@ text_b = "" if mode == "self" else ss["b"]
 ctx = views.Ctx(model=ss["model"], a=text_a, b=text_b, mode=mode, layer=int(ss["layer"]),
                 head=ss["head"], weights=ss["weights"], pool=bool(ss["pool"]),
                 n_layers=enc.n_layers, n_heads=enc.n_heads, present=bool(ss["present"]),
-                lang=lang())
+                lang=lang(), chart_failed=W["notices"]["chart_failed"])
 
 # --------------------------------------------------------------------------- encode
 try:

@@ -116,7 +116,7 @@ def _math(ctx: Ctx) -> None:
 
 def _draw(ctx: Ctx, fig: go.Figure, name: str) -> None:
     """The step's figure, in place of the last one (one live chart for every step)."""
-    chart(fig, f"learn_{name}", ctx.img, key="learn_figure")
+    chart(fig, f"learn_{name}", ctx.img, key="learn_figure", failed=ctx.ui["chart_failed"])
 
 
 def _hs(ctx: Ctx, t: int) -> str:

@@ -26,7 +26,7 @@ from viz.theme import present as present_figure
 
 from . import compute, examples, i18n, notices
 from .about import about
-from .live import chart as live_chart
+from .live import FAILED, chart as live_chart
 from . import state
 from .state import (CSCALES, CVIEWS, EDGES_MAX, GRAPH_WHICH, GRID_PLANS, GRID_VALUES,
                     METHODS, SPACES, TOPK_MAX, cut_text)
@@ -49,6 +49,7 @@ class Ctx:
     lattice: str | None = None  # id of the live sliders' frames, None when they are off
     present: bool = False  # presentation mode: the figures' text scaled up
     lang: str = "en"  # the page's language: its words are text/main.<lang>.json
+    chart_failed: str = FAILED  # what a live chart says when plotly.js fails, in ``lang``
     # What the views' own controls held when the run began (the app passes them in: a
     # view never reads the session): ε, the Graph's highlight, the Sentences view's
     # example set, candidates, plan picker and click count (a fresh scatter per click).
@@ -75,7 +76,7 @@ PRESENT_COMPARE_HEIGHT = 720  # px: sliders and both maps on one 1920 × 1080 sc
 
 def chart(fig: go.Figure, name: str, img: str, *, key: str, live: bool = True,
           bind: dict | None = None, present: bool = False,
-          present_height: int | None = None, **kw):
+          present_height: int | None = None, failed: str = FAILED, **kw):
     """A plotly chart in our theme (not Streamlit's), with a PNG/SVG download button.
 
     ``live`` charts update in place when a slider moves (:mod:`.live`), and a chart with
@@ -83,13 +84,14 @@ def chart(fig: go.Figure, name: str, img: str, *, key: str, live: bool = True,
     selection events back (the All heads grid) or animate (ε path) use ``st.plotly_chart``.
     With ``present`` (the page's presentation mode, passed in: a chart never reads the
     session) the chart's text is scaled up (``viz.theme.present``), to ``present_height``
-    pixels high when given.
+    pixels high when given. ``failed`` is what a live chart says when plotly.js fails (its
+    ``{error}`` field the message), in the page's language.
     """
     if present:
         fig = present_figure(fig, height=present_height)
     config = theme_config(img, name)
     if live:
-        return live_chart(fig, key=key, config=config, bind=bind)
+        return live_chart(fig, key=key, config=config, bind=bind, failed=failed)
     return st.plotly_chart(fig, theme=None, width="stretch", config=config, key=key, **kw)
 
 
@@ -241,19 +243,22 @@ def render_compare(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figur
     figs = [refill(speak(heatmaps.compare(r, view=cview, scale=cscale, theme=theme), ctx.lang),
                    r, ctx.lang)]
     chart(figs[0], "compare", img, key="fig_compare", bind=bind(r, ctx),
-          present_height=PRESENT_COMPARE_HEIGHT, present=ctx.present)
+          present_height=PRESENT_COMPARE_HEIGHT, present=ctx.present,
+          failed=ctx.chart_failed)
     st.caption(w["bars"])
     figs.append(refill(speak(heatmaps.difference(r, view=cview, theme=theme), ctx.lang), r,
                        ctx.lang))
     chart(figs[1], "difference", img, key="fig_difference", bind=bind(r, ctx),
-          present=ctx.present)
+          present=ctx.present,
+          failed=ctx.chart_failed)
     if r.model_attention is not None:
         with st.expander(w["model_attention"]):
             fig = speak(heatmaps.heatmap(r.model_attention, r.tokens_a, r.tokens_b,
                                          zlabel="attention", title=w["model_attention_title"],
                                          theme=theme, mode=r.mode), ctx.lang)
             chart(fig, "model_attention", img, key="fig_model_attention",
-                  present=ctx.present)
+                  present=ctx.present,
+                  failed=ctx.chart_failed)
             figs.append(fig)
     return figs
 
@@ -283,7 +288,8 @@ def render_graph(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]
     fig = refill(speak(bipartite.graph(r, which=which, top_k=int(top_k) or None,
                                        threshold=float(thr), highlight=highlight, theme=theme),
                        ctx.lang), r, ctx.lang)
-    chart(fig, "graph", img, key="fig_graph", bind=bind(r, ctx), present=ctx.present)
+    chart(fig, "graph", img, key="fig_graph", bind=bind(r, ctx), present=ctx.present,
+          failed=ctx.chart_failed)
     return [fig]
 
 
@@ -307,7 +313,8 @@ def render_cloud(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]
         proj = compute.projection(*ctx.geometry, space, method, int(dim))
     fig = speak(clouds.cloud(r, proj, which=which, top_edges=int(edges), theme=theme),
                 ctx.lang)
-    chart(fig, "cloud", img, key="fig_cloud", present=ctx.present)
+    chart(fig, "cloud", img, key="fig_cloud", present=ctx.present,
+          failed=ctx.chart_failed)
     if proj.note:
         st.caption(proj.note)
     return [fig]
@@ -316,7 +323,8 @@ def render_cloud(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]
 def render_convergence(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]:
     c = r.coupling
     fig = speak(diagnostics.convergence(c, current=c.half_steps_run, theme=theme), ctx.lang)
-    chart(fig, "convergence", img, key="fig_convergence", present=ctx.present)
+    chart(fig, "convergence", img, key="fig_convergence", present=ctx.present,
+          failed=ctx.chart_failed)
     st.caption(ctx.w["compare"]["convergence"])
     return [fig]
 
@@ -515,7 +523,8 @@ def render_sentences(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Fig
               else f"± {rk.barycenter_gap:.0e}".replace(".", num.decimal), border=True,
               help=w["barycenter_help"])
     figs = [speak(vsentences.rankings(rk, theme=theme), lang)]
-    chart(figs[0], "rankings", img, key="fig_rankings", present=ctx.present)
+    chart(figs[0], "rankings", img, key="fig_rankings", present=ctx.present,
+          failed=ctx.chart_failed)
     figs.append(speak(vsentences.scatter(rk, theme=theme), lang))
     event = chart(figs[1], "similarity_vs_divergence", img,
                   key=f"fig_sentences_{ctx.clicks}", live=False,
@@ -548,7 +557,8 @@ def render_sentences(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Fig
         fig = speak(heatmaps.heatmap(rk.plans[k], rk.tokens_a, rk.tokens[k], zlabel="mass",
                                      title=w["plan_title"].format(k=k + 1, eps=eps_text),
                                      theme=theme), lang)
-        chart(fig, "sentence_plan", img, key="fig_sentence_plan", present=ctx.present)
+        chart(fig, "sentence_plan", img, key="fig_sentence_plan", present=ctx.present,
+              failed=ctx.chart_failed)
         figs.append(fig)
     return figs
 
