@@ -688,7 +688,8 @@ def pair_view(t: dict, theme: str) -> None:
     g_col, s_col = st.columns([2, 3])
     with g_col:
         _chart(va.graph(r.words_a, r.words_b, r.links, sure=sure, possible=possible,
-                        theme=theme, words=t.get("figure")), "align_graph", bind and {**bind, "chart": "graph"}, t)
+                        theme=theme, words=t.get("figure")), "align_graph",
+               bind and {**bind, "chart": "graph"}, t)
     if pair is not None:
         s_col.caption(t["scores"])
         rows = method_table(text_a, text_b, gold, method, threshold, tau, mass, lower, model)
