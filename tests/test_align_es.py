@@ -277,6 +277,9 @@ def test_the_spanish_corpus_view_has_spanish_columns_and_decimal_commas():
     assert not _english_columns(scores.columns), list(scores.columns)
     ci = scores["F1 total 95 %"]
     assert ci.str.fullmatch(r"\d,\d{3} – \d,\d{3}").all(), list(ci)
+    [bars] = [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+    assert {t["name"] for t in bars["data"]} == {"F1", "F1 de nulos", "F1 total"}
+    assert not _english(bars) and "Puntuaciones del corpus" in bars["layout"]["title"]["text"]
     assert not [m for m in EN_MESSAGES if m in _shown(at)]
     c = at.session_state["_align_corpus"]  # the export keeps its English column names
     head = ap.table_csv(ap.corpus_table(c)).decode().splitlines()[0].split(",")
