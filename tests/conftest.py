@@ -46,8 +46,8 @@ def pytest_collection_modifyitems(config, items):
     session browser never meets them.
 
     Within each tier the modules that start Ray (marker ``service``) come first: they are
-    the longest, and under pytest-xdist (``make test``: ``-n 2 --dist loadfile
-    --no-loadscope-reorder``, files handed out in this order) that puts them at the start of
+    the longest, and under pytest-xdist (opt-in: ``make test XDIST="-n 2 --dist loadfile
+    --no-loadscope-reorder"``, files handed out in this order) that puts them at the start of
     their tier, where a worker never waits long on the other's :func:`ray_lock`. Each
     worker is its own session, with its own Streamlit server and Chromium on free ports, and
     runs its browser tests after all its other tests."""
