@@ -67,7 +67,6 @@ def check_identical(monkeypatch, folder) -> None:
     assert [type(m).__name__ for m in new._head] == [type(m).__name__ for m in ref._head]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("kind", SUPPORTED_KINDS)
 def test_tiny_models_load_bit_identical(monkeypatch, tiny_models, kind):
     check_identical(monkeypatch, tiny_models[kind])
@@ -79,7 +78,6 @@ def test_packaged_model_loads_bit_identical(monkeypatch):
     check_identical(monkeypatch, registry.default_model_path())
 
 
-@pytest.mark.slow
 def test_lower_casing_and_unusual_heads(monkeypatch, tiny_models, tmp_path):
     """do_lower_case adds the library's lowercasing; a [CLS]-pooled head is computed here;
     a max-pooled one loads the library's Pooling on first use. All as the library does."""
@@ -105,6 +103,7 @@ def test_lower_casing_and_unusual_heads(monkeypatch, tiny_models, tmp_path):
         assert new.encode(shout).tokens == new.encode(shout.lower()).tokens
 
 
+@pytest.mark.slow  # a fresh process imports torch and transformers
 def test_model_load_skips_sentence_transformers(tiny_models):
     """Loading a model and encoding text imports neither sentence-transformers nor the
     scikit-learn and pandas it brings."""

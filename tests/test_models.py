@@ -234,6 +234,36 @@ def test_bad_folders_give_clear_messages(monkeypatch, tmp_path, tiny_models):
     assert "not supported" in describe("deberta").label
 
 
+def test_broken_module_files_give_clear_messages(monkeypatch, tmp_path, tiny_models):
+    """A folder loaded through transformers alone is refused as the library's loader
+    refused it: a broken pooling config, a broken sentence_bert_config.json, a missing
+    config.json, or a first module that is not a transformer."""
+    def variant(name, edit):
+        folder = tmp_path / name
+        shutil.copytree(tiny_models["bert"], folder)
+        edit(folder)
+        return folder
+
+    def first_is_pooling(f):
+        modules = json.loads((f / "modules.json").read_text())
+        (f / "modules.json").write_text(json.dumps(modules[1:]))
+
+    folders = {
+        "pooling": variant("pooling", lambda f: (f / "1_Pooling" / "config.json")
+                           .write_text("{not json")),
+        "bert-config": variant("bert-config", lambda f: (f / "sentence_bert_config.json")
+                               .write_text("[1, 2")),
+        "no-config": variant("no-config", lambda f: (f / "config.json").unlink()),
+        "no-transformer": variant("no-transformer", first_is_pooling),
+    }
+    allow(monkeypatch, **folders)
+    for name in folders:
+        expected = ("does not start with a transformer" if name == "no-transformer"
+                    else f"Could not load model '{name}'")
+        with pytest.raises(ModelError, match=expected):
+            Encoder(name)
+
+
 @pytest.mark.slow  # a command-line process
 def test_cli_model_option(tiny_models, capsys):
     """``--model`` with a local folder (through the CLI's own ``main``, in this process),

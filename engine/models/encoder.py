@@ -378,14 +378,19 @@ class Encoder:
             rest = self._head_modules
             self.pooling = str(getattr(rest[0], "pooling_mode", "") or "") if rest else ""
             kinds = [type(m).__name__ for m in rest[1:]]
+            self._native_head = None
         else:
-            self.pooling, kinds = _head_plan(folder, self._modules)
+            try:
+                self.pooling, kinds = _head_plan(folder, self._modules)
+                # The head (pooling, dense, normalisation) sinkscope computes itself where
+                # it is plain mean or [CLS] pooling and normalisation, with the library's
+                # own operations; any other head loads the library's modules on first use.
+                self._native_head = _native_head(folder, self._modules)
+            except Exception as e:
+                raise ModelError(f"Could not load model {name!r} from {folder}: "
+                                 f"{type(e).__name__}: {e}. Reinstall it or fix the "
+                                 "path.") from None
         self.mean_pooled = self.pooling == "mean" and all(k == "Normalize" for k in kinds)
-        # The head (pooling, dense, normalisation) sinkscope computes itself where it is
-        # plain mean or [CLS] pooling and normalisation, with the library's own operations;
-        # any other head loads the library's modules on first use.
-        self._native_head = (_native_head(folder, self._modules)
-                             if self._head_modules is None else None)
         self._wordpiece = type(tokenizer.backend_tokenizer.model).__name__ == "WordPiece"
         # A fast tokenizer keeps its padding and truncation settings as state: calls from
         # several threads at once (sessions sharing this Encoder) corrupt each other's.
