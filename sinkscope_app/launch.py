@@ -40,9 +40,9 @@ def load_and_warm(model: str) -> Any:
 
     Uses the app's settings (``SINKSCOPE_TORCH_THREADS``) exactly as the page would. The
     garbage collector is off meanwhile (as it was again at the end, whatever happens):
-    importing torch, transformers and sentence-transformers creates ~800k objects that all
-    live as long as the process, and collecting while they pile up cost ~1 s of the ~4.5 s
-    of CPU the load took here. What they leave is then frozen out of later collections, as
+    importing torch, transformers and POT (and, for some models, sentence-transformers)
+    creates hundreds of thousands of objects that all live as long as the process, and
+    collecting while they piled up cost ~1 s of the ~4.5 s of CPU the load took here. What they leave is then frozen out of later collections, as
     :func:`sinkscope_app.compute.freeze_heap` does for the page.
     """
     was_on = gc.isenabled()
