@@ -88,14 +88,13 @@ def app_server():
 @pytest.fixture(scope="session")
 def browser():
     """Debian's headless Chromium through Playwright, launched once for the session (on first
-    use). Missing Chromium fails in CI (where .ci/run installs it) and skips elsewhere, with
-    the command that installs it. Tests make their own contexts and close them."""
+    use). Missing Chromium fails the browser tests with the command that installs it
+    (``make test`` and .ci/run install it first). Tests make their own contexts and close
+    them."""
     if not Path(CHROMIUM).exists():
-        msg = f"Chromium not found at {CHROMIUM}: apt-get install -y chromium"
-        if os.environ.get("CI"):
-            pytest.fail(msg)
-        pytest.skip(msg)
-    sync_api = pytest.importorskip("playwright.sync_api")
+        pytest.fail(f"Chromium not found at {CHROMIUM}: run 'make chromium' "
+                    "(apt-get install -y chromium)")
+    from playwright import sync_api
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:

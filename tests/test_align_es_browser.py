@@ -33,7 +33,7 @@ def test_the_spanish_m_slider_redraws_the_figures_in_spanish(app_server, browser
         pg.goto(f"{app_server}/align?{urlencode(PAIR)}")
         wait_js(pg, f"() => {{ const s = ({SHOWN})(); const K = window.__sinkscope, "
                     "A = K && K.align; return s.length === 2 && A && "
-                    "[...A.payloads.values()].some(e => e.payload) }")
+                    "[...A.payloads.values()].some(e => e.value) }")
         wait_idle(pg)
         no_errors(pg)
         mass = pg.locator('.sk-align [role="slider"]').nth(1)

@@ -37,7 +37,7 @@ STATE = """() => {
   const plan = Array.from(z, r => Array.from(r, v => (v == null || isNaN(v) ? 0 : v)))
     .flat().reduce((s, v) => s + v, 0);
   return {ws: window.__wsSent, plan, redraws: A ? A.stats.redraws : 0, commits: A ? A.stats.commits : 0,
-          ready: !!(A && [...A.payloads.values()].some(e => e.payload)),
+          ready: !!(A && [...A.payloads.values()].some(e => e.value)),
           count: links ? Number(links.dataset.count || -1) : -1,
           links: links ? links.textContent : '', scores: scores ? scores.textContent : '',
           running: !!document.querySelector('[data-testid="stStatusWidget"]'), charts};

@@ -11,10 +11,10 @@
 // figures' link and node traces (viz.align.matrix and graph), numbers as f"{x:.3f}".
 import {fill, fmt} from "./format.js";
 import {Slider, el} from "./scrub.js";
-import {SK} from "./state.js";
+import {SK, keepDecoded} from "./state.js";
 
 export const A = SK.align || (SK.align = {
-  payloads: new Map(),  // id -> {payload|null, error|null}
+  payloads: new Map(),  // id -> {promise, value: payload|null, error|null}
   ctl: null,            // the controls on the page
   stats: {redraws: 0, commits: 0, last: 0, ms: []},
   keyCommitMs: 450,     // keys: the value goes to the server once they pause this long
@@ -231,24 +231,8 @@ export async function decodePayload(bytes) {
 }
 
 export function mountPayload({data}) {
-  const u8 = data instanceof Uint8Array ? data : new Uint8Array(data);
-  let id;
-  try {
-    const size = new DataView(u8.buffer, u8.byteOffset, u8.byteLength).getUint32(4, true);
-    id = JSON.parse(new TextDecoder().decode(u8.subarray(8, 8 + size))).id;
-  } catch (err) {
-    return;
-  }
-  if (!A.payloads.has(id)) {
-    const entry = {payload: null, error: null};
-    entry.promise = decodePayload(u8).then((P) => {
-      entry.payload = P;
-      if (A.ctl) A.ctl.payloadReady(id);
-      return P;
-    }).catch((err) => { entry.error = err; });
-    A.payloads.set(id, entry);
-    while (A.payloads.size > 4) A.payloads.delete(A.payloads.keys().next().value);
-  }
+  keepDecoded(A.payloads, data, decodePayload,
+              (id) => { if (A.ctl) A.ctl.payloadReady(id); }, 4);
 }
 
 // ------------------------------------------------------------------ the controls
@@ -352,7 +336,7 @@ export class AlignLive {
   }
   payload() {
     const e = this.data ? A.payloads.get(this.data.payload) : null;
-    return e && e.payload ? e.payload : null;
+    return e && e.value ? e.value : null;
   }
   payloadReady(id) { if (this.data && this.data.payload === id) this.requestDraw(); }
   value() {

@@ -1,6 +1,6 @@
 // The ε × half-step lattice: every frame of one relation, decoded once (scrub.py's
 // payload, engine.relation.frames's layout).
-import {SK} from "./state.js";
+import {SK, keepDecoded} from "./state.js";
 
 export class Lattice {
   constructor(h, buf) {
@@ -89,22 +89,6 @@ export async function decodeLattice(bytes) {
 }
 
 export function mountLattice({data}) {
-  const u8 = data instanceof Uint8Array ? data : new Uint8Array(data);
-  const size = new DataView(u8.buffer, u8.byteOffset, u8.byteLength).getUint32(4, true);
-  let id;
-  try {
-    id = JSON.parse(new TextDecoder().decode(u8.subarray(8, 8 + size))).id;
-  } catch (err) {
-    return;
-  }
-  if (!SK.lattices.has(id)) {
-    const entry = {lattice: null, error: null};
-    entry.promise = decodeLattice(u8).then((L) => {
-      entry.lattice = L;
-      if (SK.scrub) SK.scrub.latticeReady(id);
-      return L;
-    }).catch((err) => { entry.error = err; });
-    SK.lattices.set(id, entry);
-    while (SK.lattices.size > 3) SK.lattices.delete(SK.lattices.keys().next().value);
-  }
+  keepDecoded(SK.lattices, data, decodeLattice,
+              (id) => { if (SK.scrub) SK.scrub.latticeReady(id); }, 3);
 }

@@ -214,7 +214,7 @@ export class Scrub {
   value() { return {eps: this.eps.value, steps: this.steps.value}; }
   lattice() {
     const entry = this.data && this.data.lattice ? SK.lattices.get(this.data.lattice) : null;
-    return entry && entry.lattice ? entry.lattice : null;
+    return entry && entry.value ? entry.value : null;
   }
   live() { return !!this.lattice(); }
   latticeReady(id) {

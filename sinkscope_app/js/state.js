@@ -1,8 +1,31 @@
 // State shared by every instance of the components (one page may mount several).
 export const SK = (globalThis.__sinkscope = globalThis.__sinkscope || {
-  lattices: new Map(),  // id -> {promise, lattice|null, error|null}
+  lattices: new Map(),  // id -> {promise, value: Lattice|null, error|null}
   charts: new Set(),    // plot divs; gd.__sk = {bind, config}
   scrub: null,          // the sliders' controller
   stats: {redraws: 0, last: 0, frame: null, served: 0, commits: 0},
   keyCommitMs: 450,     // keys: the value goes to the server once they pause this long
 });
+
+// A binary payload (4-byte magic, uint32 header size at byte 4, JSON header with its id from
+// byte 8) decoded once per id into `cache` as {promise, value, error}, the newest `keep`
+// kept; `ready(id)` once it is decoded. Bytes without a readable header are ignored.
+export function keepDecoded(cache, data, decode, ready, keep) {
+  const u8 = data instanceof Uint8Array ? data : new Uint8Array(data);
+  let id;
+  try {
+    const size = new DataView(u8.buffer, u8.byteOffset, u8.byteLength).getUint32(4, true);
+    id = JSON.parse(new TextDecoder().decode(u8.subarray(8, 8 + size))).id;
+  } catch (err) {
+    return;
+  }
+  if (cache.has(id)) return;
+  const entry = {value: null, error: null};
+  entry.promise = decode(u8).then((x) => {
+    entry.value = x;
+    ready(id);
+    return x;
+  }).catch((err) => { entry.error = err; });
+  cache.set(id, entry);
+  while (cache.size > keep) cache.delete(cache.keys().next().value);
+}
