@@ -28,6 +28,7 @@ STATE = """() => {
   const charts = [...document.querySelectorAll('.js-plotly-plot')]
     .filter(g => g.__sk && g.__sk.bind && g.__sk.bind.align).map(g => ({
       chart: g.__sk.bind.chart, source: g.dataset.source, theta: g.__sk.bind.theta,
+      drawn: g.dataset.align,
       links: g.data.filter(t => ['hit', 'hit_possible', 'false', 'link'].includes(t.meta.kind))
         .reduce((s, t) => s + (g.__sk.bind.chart === 'matrix' ? t.x.length
                                                               : t.x.length / 3), 0)}));
@@ -68,7 +69,9 @@ def test_arrow_keys_redraw_links_and_scores_without_a_rerun(app_server, browser)
         for _ in range(25):  # θ 0.30 → 0.05: more links
             thumb.press("ArrowLeft")
         wait_js(pg, f"""(c) => {{ const s = ({STATE})();
-            return s.count > c && s.charts.every(x => x.source === 'browser' && x.links === s.count)
+            const want = window.__sinkscope.align.ctl.shownKey();  // the last key's frame, drawn
+        return s.count > c && s.charts.every(x => x.source === 'browser' && x.drawn === want
+                                                  && x.links === s.count)
         }}""", before["count"])
         moved = pg.evaluate(STATE)
         assert thumb.get_attribute("aria-valuenow") == "0.05"
@@ -104,7 +107,9 @@ def test_arrow_keys_redraw_links_and_scores_without_a_rerun(app_server, browser)
         for _ in range(4):
             tau.press("ArrowRight")
         wait_js(pg, f"""(p) => {{ const s = ({STATE})();
+            const want = window.__sinkscope.align.ctl.shownKey();
             return Math.abs(s.plan - p) > 1e-6 && s.charts.every(x => x.source === 'browser'
+                                                                && x.drawn === want
                                                                 && x.links === s.count) }}""",
                 after["plan"])
         assert tau.get_attribute("aria-valuenow") == "2.51"
