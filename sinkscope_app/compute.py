@@ -43,9 +43,28 @@ def client(url: str) -> EngineClient:
     return EngineClient(url)
 
 
-@st.cache_resource(show_spinner=False, ttl=300)
+# A served engine that did not answer is not asked again for this long: the page's other
+# calls in the same run fail at once (its notice comes after one call's retries, not
+# after each call's), and the outage probe clears it as soon as the engine answers.
+AWAY_S = 1.0
+_away: dict[str, tuple[float, EngineUnavailable]] = {}
+
+
 def served_models(url: str) -> tuple[ModelInfo, ...]:
-    """What the served engine serves, asked again every five minutes (failures are not kept)."""
+    """What the served engine serves, asked again every five minutes (failures are not
+    kept; one is raised again at once for :data:`AWAY_S`)."""
+    seen = _away.get(url)
+    if seen is not None and time.monotonic() - seen[0] < AWAY_S:
+        raise seen[1]
+    try:
+        return _served_models(url)
+    except EngineUnavailable as e:
+        _away[url] = (time.monotonic(), e)
+        raise
+
+
+@st.cache_resource(show_spinner=False, ttl=300)
+def _served_models(url: str) -> tuple[ModelInfo, ...]:
     models = tuple(client(url).models())
     freeze_heap()
     return models
@@ -54,9 +73,12 @@ def served_models(url: str) -> tuple[ModelInfo, ...]:
 def engine_answers() -> bool:
     """Whether the served engine answers its health check right now."""
     try:
-        return client(settings.CONFIG.engine).health(timeout=2.0).get("status") == "ok"
+        ok = client(settings.CONFIG.engine).health(timeout=2.0).get("status") == "ok"
     except EngineUnavailable:
         return False
+    if ok:
+        _away.pop(settings.CONFIG.engine, None)
+    return ok
 
 
 def engine_label(model) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import gc
+import importlib.abc
 import json
 import logging
 import sys
@@ -101,10 +102,51 @@ def config_shape(model: str) -> Shape:
         return Shape(info.n_layers, info.n_heads)
 
 
+# What POT imports for solvers the app never calls: scikit-learn (k-means initialisations
+# of its low-rank and quantized Gromov solvers) and networkx (Louvain partitions). POT
+# treats each as optional (it catches the ImportError), and together they were ~0.6 s of
+# the ~0.8 s that `import ot` took before the first coupling.
+POT_OPTIONAL = ("sklearn", "networkx")
+
+
+class _LeaveOutOfPOT(importlib.abc.MetaPathFinder):
+    """Refuses :data:`POT_OPTIONAL` to imports made by POT's own modules (``ot``,
+    ``ot.*``); any other importer, in any thread, finds them as usual."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] not in POT_OPTIONAL:
+            return None
+        f = sys._getframe(1)
+        while f is not None and f.f_globals.get("__name__", "").startswith(
+                ("importlib", "_frozen_importlib")):
+            f = f.f_back
+        importer = f.f_globals.get("__name__", "") if f is not None else ""
+        if importer == "ot" or importer.startswith("ot."):
+            raise ModuleNotFoundError(f"{name} is left out of POT in the app", name=name)
+        return None
+
+
+def import_pot() -> Any:
+    """POT (``ot``), imported as it imports without its optional scikit-learn and networkx
+    (:data:`POT_OPTIONAL`), unless it was imported already. Every solver the app uses
+    (``emd``, the Sinkhorn and unbalanced solvers) is the same either way; only the app's
+    process is affected, and scikit-learn itself (for UMAP) still imports normally."""
+    if "ot" in sys.modules:
+        return sys.modules["ot"]
+    finder = _LeaveOutOfPOT()
+    sys.meta_path.insert(0, finder)
+    try:
+        import ot
+    finally:
+        sys.meta_path.remove(finder)
+    return ot
+
+
 def _load(model: str) -> Any:
     from engine import settings
 
     settings.quiet_libraries()
+    import_pot()  # before the model: the warm-up relation's exact plan needs it
     from engine import Encoder
 
     if settings.CONFIG.torch_threads > 0:

@@ -132,3 +132,56 @@ def test_the_page_draws_its_controls_before_the_model_and_says_when_it_fails(mon
         "The model could not be loaded. Could not load model 'all-MiniLM-L6-v2': its "
         "weights are damaged."]
     assert not at.get("plotly_chart") and not at.info  # no chart, no loading note left
+
+
+def test_pot_imports_without_its_optional_sklearn_and_networkx_and_solves_the_same():
+    """In a fresh interpreter: the launcher's POT has no scikit-learn or networkx behind it,
+    gives the same exact, entropic and unbalanced plans as POT imported as usual, and
+    leaves scikit-learn importable for everyone else (UMAP)."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.support.server import ROOT
+
+    code = """
+import json, sys
+import numpy as np
+from sinkscope_app.launch import import_pot
+ot = import_pot()
+out = {"sklearn": "sklearn" in sys.modules, "networkx": "networkx" in sys.modules,
+       "again": import_pot() is ot}
+rng = np.random.default_rng(0)
+a, b = rng.dirichlet(np.ones(5)), rng.dirichlet(np.ones(7))
+M = rng.random((5, 7))
+plans = [ot.emd(a, b, M), ot.sinkhorn(a, b, M, 0.1, method="sinkhorn_log"),
+         ot.unbalanced.sinkhorn_unbalanced(a, b, M, 0.1, 1.0)]
+import sklearn.cluster  # a user of its own, after POT
+out["sklearn_after"] = hasattr(sklearn.cluster, "KMeans")
+out["plans"] = [p.tolist() for p in plans]
+print(json.dumps(out))
+"""
+    lean, full = (json.loads(subprocess.run(
+        [sys.executable, "-c", c], cwd=ROOT, capture_output=True, text=True, timeout=120,
+        check=True).stdout) for c in (code, code.replace(
+            "ot = import_pot()", "import ot").replace("import_pot() is ot", "True")))
+    assert not lean["sklearn"] and not lean["networkx"] and lean["again"]
+    assert full["sklearn"]  # what the launcher leaves out, POT imports otherwise
+    assert lean["sklearn_after"]
+    assert lean["plans"] == full["plans"]
+
+
+def test_only_pots_own_imports_of_its_optional_packages_are_refused():
+    finder = launch._LeaveOutOfPOT()
+
+    def ask(importer: str, name: str):
+        return eval("finder.find_spec(name)", {"__name__": importer, "finder": finder,
+                                               "name": name})
+
+    for importer in ("ot", "ot.lowrank", "ot.gromov._utils"):
+        for name in ("sklearn", "sklearn.cluster", "networkx"):
+            with pytest.raises(ModuleNotFoundError, match="left out of POT"):
+                ask(importer, name)
+    assert ask("ot.lowrank", "scipy.stats") is None  # not one of POT's optional ones
+    assert ask("umap.umap_", "sklearn") is None  # anyone else finds it as usual
+    assert ask("otherpackage", "sklearn.cluster") is None

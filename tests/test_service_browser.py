@@ -1,7 +1,14 @@
 """The app against a served engine, in Chromium: ``streamlit run app.py`` with
 SINKSCOPE_ENGINE pointing at ``python -m engine serve`` in its own process. The page is
-opened before the engine is up, and the engine is stopped and started again mid-session:
-each time the page says so, keeps what it can, and comes back by itself, without a reload.
+opened before the engine answers, and the engine goes away mid-session and comes back on
+the same address: each time the page says so, keeps what it can, and comes back by itself,
+without a reload.
+
+The engine's address is a loopback relay (``tests.support.outage``) that the test takes
+down and brings back: while it is down nothing listens there and every open connection is
+reset, which is what the app sees of an engine that has stopped, without paying for a
+second start of Ray. Serve itself stopped and started again under a client and the page is
+``tests/test_service.py::test_zz_stopped_service_is_unavailable_then_recovers``.
 """
 
 from __future__ import annotations
@@ -9,6 +16,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.engine_server import EngineProcess
+from tests.support.outage import Relay
 from tests.support.server import free_port, streamlit_server
 from tests.support.browser import (TIMEOUT, VIEWPORT, choose_view, no_errors, titles,
                                    wait_idle, wait_js, wait_title)
@@ -18,10 +26,33 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.service]
 NOTICE = '[data-testid="stAlertContentWarning"]'
 
 
+class Engine:
+    """``python -m engine serve``, launched at once (it starts while the app and the page
+    do), behind a relay that is down until :meth:`up` (the app is given the relay's
+    address)."""
+
+    def __init__(self) -> None:
+        self.process = EngineProcess(free_port())
+        self.relay = Relay(self.process.port, free_port())
+        self.url = self.relay.url
+        self.process.launch()
+
+    def up(self) -> None:
+        """Once the engine answers its health check, open the address."""
+        self.process.wait_ready()
+        self.relay.up()
+
+    def down(self) -> None:
+        self.relay.down()
+
+    def stop(self) -> None:
+        self.relay.down()
+        self.process.stop()
+
+
 @pytest.fixture(scope="module")
 def engine(ray_lock):
-    """The engine's process, not started yet (the test starts and stops it)."""
-    e = EngineProcess(free_port())
+    e = Engine()
     try:
         yield e
     finally:
@@ -35,8 +66,8 @@ def served_app(engine):
         yield url
 
 
-@pytest.mark.timeout(600)  # the engine starts twice (up to 180 s each on a loaded machine)
-def test_app_waits_for_the_engine_and_survives_its_restart(served_app, engine, browser):
+@pytest.mark.timeout(420)  # the engine's start takes up to 180 s on a loaded machine
+def test_app_waits_for_the_engine_and_survives_an_outage(served_app, engine, browser):
     ctx = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
     page = ctx.new_page()
     page.set_default_timeout(TIMEOUT)
@@ -46,7 +77,7 @@ def test_app_waits_for_the_engine_and_survives_its_restart(served_app, engine, b
         assert engine.url in page.locator(NOTICE).first.inner_text()
         no_errors(page)
         page.evaluate("() => { window.sinkscopeNotReloaded = true; }")
-        engine.start()
+        engine.up()
         page.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)  # by itself
         wait_idle(page)
         assert page.evaluate("() => window.sinkscopeNotReloaded === true")
@@ -63,7 +94,7 @@ def test_app_waits_for_the_engine_and_survives_its_restart(served_app, engine, b
         wait_idle(page)
         no_errors(page)
 
-        engine.stop()
+        engine.down()
         eps.focus()
         eps.press("ArrowLeft")  # a slider move while the engine is away
         page.wait_for_selector(f"{NOTICE} >> text=is not available", timeout=TIMEOUT)
@@ -74,7 +105,7 @@ def test_app_waits_for_the_engine_and_survives_its_restart(served_app, engine, b
         assert page.locator('[data-testid="stException"]').count() == 0
         assert "Traceback" not in page.inner_text("body")
 
-        engine.start()  # same port, as after an operator's restart
+        engine.up()  # the same address, as after an operator's restart
         wait_title(page, "Sinkhorn (ε=0.6,")  # the move made while it was away
         wait_js(page, f"""() => ![...document.querySelectorAll('{NOTICE}')]
             .some(e => e.innerText.includes('is not available'))""")

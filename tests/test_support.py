@@ -102,3 +102,48 @@ def test_a_server_dies_with_the_run_that_started_it():
     if alive:  # clean up before failing
         os.killpg(child, 9)
     assert not alive, f"pid {child} outlived the process that started it"
+
+
+def test_relay_refuses_while_down_relays_while_up_and_resets_on_down():
+    """The outage relay: what a client sees of a server that stops and starts again."""
+    import http.server
+    import threading
+
+    import urllib3
+
+    from tests.support.outage import Relay
+
+    body = b"x" * 200_000
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive: the pooled connection is the one reset
+
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    http_ = urllib3.PoolManager(retries=False, timeout=5)
+    relay = Relay(server.server_address[1], free_port())
+    try:
+        with pytest.raises(urllib3.exceptions.HTTPError):  # nothing listens yet
+            http_.request("GET", relay.url)
+        relay.up()
+        assert [http_.request("GET", relay.url).data for _ in range(3)] == [body] * 3
+        relay.down()
+        with pytest.raises(urllib3.exceptions.HTTPError):  # the kept connection was reset
+            http_.request("GET", relay.url)
+        with pytest.raises(urllib3.exceptions.HTTPError):  # and the port is closed again
+            http_.request("GET", relay.url)
+        relay.up()  # the same port again
+        assert http_.request("GET", relay.url).data == body
+    finally:
+        relay.down()
+        server.shutdown()
+        server.server_close()

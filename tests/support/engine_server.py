@@ -26,6 +26,13 @@ class EngineProcess:
         self.log = Path(tempfile.mkdtemp(prefix="sinkscope-engine-")) / "engine.log"
 
     def start(self, timeout: float = 180) -> None:
+        """Start the engine and return once it answers its health check."""
+        self.launch()
+        self.wait_ready(timeout)
+
+    def launch(self) -> None:
+        """Start the engine's process and return at once (:meth:`wait_ready` waits for it).
+        Call it from the thread that outlives the engine (see ``die_with_parent``)."""
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "RAY_AUTH_MODE": "disabled"}
         with open(self.log, "a") as log:
             self.proc = subprocess.Popen(
@@ -33,9 +40,16 @@ class EngineProcess:
                  *self.args], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group: stop() kills all of it
                 preexec_fn=die_with_parent())  # and SIGTERM (Serve and Ray shut down) if we die
+
+    def wait_ready(self, timeout: float = 180) -> None:
+        """Return once the launched engine answers its health check; stop it and raise if
+        it exits first or does not answer within ``timeout`` seconds."""
+        proc = self.proc
+        if proc is None:
+            raise RuntimeError("the engine was not launched")
         t0 = time.monotonic()
         while True:
-            if self.proc.poll() is not None:
+            if proc.poll() is not None:
                 self.stop()  # Ray's processes may have outlived it
                 raise RuntimeError(f"the engine exited: {self.log.read_text()[-3000:]}")
             try:

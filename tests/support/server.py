@@ -69,7 +69,11 @@ def command(port: int, *, launcher: bool = False) -> list[str]:
 def die_with_parent() -> Callable[[], None]:
     """A ``preexec_fn`` that has the child sent SIGTERM when the process that started it
     dies (Linux ``PR_SET_PDEATHSIG``), so a test run killed from outside (a CI timeout, a
-    ``kill``) leaves no server behind even though the server runs in its own process group."""
+    ``kill``) leaves no server behind even though the server runs in its own process group.
+
+    Linux sends the signal when the *thread* that started the child ends: start children
+    from a thread that lives as long as they should (the main thread), not a helper thread.
+    """
     parent = os.getpid()
 
     def preexec() -> None:
