@@ -45,10 +45,10 @@ engine: install
 	$(PY) -c "import ray.serve" 2>/dev/null || $(PY) -m pip install -q -e ".[serve]"
 	$(PY) -m engine serve --host $(ADDRESS) --port $(ENGINE_PORT) --replicas $(REPLICAS)
 
-# One process by default. XDIST="-n 2 --dist loadfile --no-loadscope-reorder" runs two
-# pytest-xdist workers (whole files each, handed out in tests/conftest.py's order: Ray first,
-# browser tests last); see docs/testing.md for what it measured and why it is not the default.
-XDIST ?=
+# Two pytest-xdist workers (whole files each, handed out in tests/conftest.py's order: Ray
+# and the longest files first, browser tests last); XDIST= runs everything in one process.
+# See docs/testing.md for what each measured.
+XDIST ?= -n 2 --dist loadfile --no-loadscope-reorder
 
 test: install chromium
 	$(PY) -m pytest -q -p no:cacheprovider $(XDIST)

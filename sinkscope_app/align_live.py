@@ -322,6 +322,8 @@ def controls(*, key: str, payload: LivePayload, theta: float, grid_value: float 
     Returns:
         The component's state: {"choice": {"theta": θ, "grid": value}} once released.
     """
+    from .live import sent
+
     g = payload.grid_index(grid_value)
     data = {"role": "align", "payload": payload.id, "theta_stops": list(THETA_STOPS),
             "theta_labels": [f"{x:.2f}" for x in THETA_STOPS],
@@ -330,7 +332,7 @@ def controls(*, key: str, payload: LivePayload, theta: float, grid_value: float 
             "grid_labels": [f"{x:g}" for x in payload.grid], "grid": g,
             "words": words, "style": style, "note": note, "lines": lines,
             "url": {"theta": "threshold", "tau": "tau", "mass": "mass"}}
-    return _component()(key=key, data=data, on_choice_change=on_change)
+    return _component()(key=key, data=sent(data), on_choice_change=on_change)
 
 
 def parse_choice(state, grid: Sequence[float]) -> tuple[float, float | None] | None:

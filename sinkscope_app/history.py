@@ -19,13 +19,16 @@ from collections.abc import Mapping
 
 import streamlit as st
 
+from .live import sent
+
 # A pushState of the same path whose navigation parameters are unchanged becomes a
 # replaceState. A parameter missing from the current address counts as its default (none:
 # the first write of a short link completes it, in place).
 JS = """
 export default function ({data}) {
+  const d = Array.isArray(data) ? data[0] : data;  // sent as [payload] (live.sent)
   const reg = window.__sinkscopeHistory || (window.__sinkscopeHistory = {nav: {}});
-  reg.nav[location.pathname] = (data && data.nav) || {};
+  reg.nav[location.pathname] = (d && d.nav) || {};
   if (reg.push) return;
   reg.push = history.pushState.bind(history);
   history.pushState = function (state, unused, url) {
@@ -63,7 +66,7 @@ def track(nav: Mapping[str, str | None], *, key: str = "sinkscope_history") -> N
     css = f".st-key-{key} {{display: none !important}}"
     component = st.components.v2.component(f"sinkscope_history_{key}", js=JS, css=css,
                                            isolate_styles=False)
-    component(key=key, data={"nav": dict(nav)}, height=0)
+    component(key=key, data=sent({"nav": dict(nav)}), height=0)
 
 
 def navigated() -> bool:

@@ -295,9 +295,24 @@ def main(argv: list[str] | None = None) -> None:
         PRELOAD.start(settings.DEFAULT_MODEL, after=server_listening)
     else:
         log.info("sinkscope: no preload (--no-preload, or a served engine)")
+    skip_direct_run_check()
     from streamlit.web.cli import main as streamlit_main
 
     streamlit_main(args=args, prog_name="streamlit")
+
+
+def skip_direct_run_check() -> None:
+    """Mark Streamlit's "run me with `streamlit run`" warning as handled.
+
+    Before the page's first element, Streamlit checks once per process whether it runs in
+    a REPL with ``inspect.stack()``, which looks up the module of every frame: with torch
+    and transformers loaded that took ~0.1 s of the interpreter lock, just before the
+    first coupling. This launcher *is* ``streamlit run``, so the warning never applies.
+    """
+    import streamlit  # noqa: F401  (first: its modules import one another)
+    from streamlit import delta_generator as dg
+
+    dg._use_warning_has_been_displayed = True
 
 
 if __name__ == "__main__":

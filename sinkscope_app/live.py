@@ -62,6 +62,17 @@ def component(name: str):
     return st.components.v2.component(name, js=JS, isolate_styles=False)
 
 
+def sent(data: dict) -> list:
+    """``data`` as a sinkscope component is given it: in a one-element list.
+
+    Streamlit scans the values of a dict given as a component's data for dataframes, and
+    its first scan in a process imports pandas and pyarrow: ~0.3 s of the interpreter
+    lock on the first visit, before the first coupling. A list goes to the browser as it
+    is. The JavaScript entry points take the payload back out (``state.js``'s ``unwrap``).
+    """
+    return [data]
+
+
 def _plotly_src() -> str:
     """URL of plotly.min.js, registered with the running server."""
     files = components_v1.declare_component("plotly_js", path=str(_PLOTLY_DIR))
@@ -86,10 +97,10 @@ def chart(fig: go.Figure, *, key: str, config: dict, bind: dict | None = None,
             "height": height, "failed": failed}
     if bind:
         data["bind"] = bind
-    component("sinkscope_live_chart")(key=key, data=data)
+    component("sinkscope_live_chart")(key=key, data=sent(data))
 
 
 def preload() -> None:
     """Start fetching plotly.js in the browser now (an empty element), before any chart."""
     component("sinkscope_live_chart")(key="sinkscope_plotly_preload",
-                                      data={"spec": "", "src": _plotly_src()})
+                                      data=sent({"spec": "", "src": _plotly_src()}))

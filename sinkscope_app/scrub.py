@@ -30,7 +30,7 @@ import numpy as np
 from engine.relation.frames import MAGIC, METRICS, decode, encode  # noqa: F401  (the payload)
 from engine.relation.summary import HELP, NUMBERS, ZERO_MASS, Metric, Numbers, half_steps_text
 
-from .live import component
+from .live import component, sent
 
 
 @dataclass(frozen=True)
@@ -174,7 +174,7 @@ def sliders(*, key: str, eps: float, steps: int, eps_stops, step_stops, lattice:
         "zero_mass": ZERO_MASS, "metric_help": HELP, "words": words,
         "url": dict(url_keys or URL_KEYS), "numbers": dataclasses.asdict(num),
     }
-    return component("sinkscope_scrub")(key=key, data=data, on_frame_change=on_change)
+    return component("sinkscope_scrub")(key=key, data=sent(data), on_frame_change=on_change)
 
 
 def lattice_element(payload: Payload | None, *, key: str = "sinkscope_lattice") -> None:

@@ -38,6 +38,14 @@ from tests.support.server import CHROMIUM_ARGS, chromium_path, streamlit_server 
 CHROMIUM = chromium_path()
 
 
+# The longest modules after the Ray ones, longest first (2026-12-01, two workers): under
+# pytest-xdist each worker takes the next whole file when it runs short, so long files
+# handed out last would leave one worker running them alone at the end.
+LONGEST = ("test_browser.py", "test_scrub_browser.py", "test_privacy_browser.py",
+           "test_newcomer_browser.py", "test_pictures_browser.py", "test_app.py",
+           "test_learn_browser.py", "test_learn_es_browser.py", "test_hostile_app.py")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Browser tests run last (otherwise in their usual order). Playwright's sync API marks
@@ -45,15 +53,16 @@ def pytest_collection_modifyitems(config, items):
     break any later test that runs an asyncio loop of its own; grouped at the end, the one
     session browser never meets them.
 
-    Within each tier the modules that start Ray (marker ``service``) come first: they are
-    the longest, and under pytest-xdist (opt-in: ``make test XDIST="-n 2 --dist loadfile
-    --no-loadscope-reorder"``, files handed out in this order) that puts them at the start of
-    their tier, where a worker never waits long on the other's :func:`ray_lock`. Each
-    worker is its own session, with its own Streamlit server and Chromium on free ports, and
-    runs its browser tests after all its other tests."""
+    Within each tier the modules that start Ray (marker ``service``) come first, then the
+    other long ones (:data:`LONGEST`): under pytest-xdist (``make test`` runs two workers,
+    files handed out in this order) that puts them at the start of their tier, where a
+    worker never waits long on the other's :func:`ray_lock` and no long file is left to
+    run alone at the end. Each worker is its own session, with its own Streamlit server and
+    Chromium on free ports, and runs its browser tests after all its other tests."""
     def key(item):
         return (item.get_closest_marker("browser") is not None,
-                item.get_closest_marker("service") is None)
+                item.get_closest_marker("service") is None,
+                LONGEST.index(item.path.name) if item.path.name in LONGEST else len(LONGEST))
 
     items[:] = sorted(items, key=key)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.support.apptest import run
+from tests.support.apptest import data as component_data, run
 
 from engine.alignment.readers import AlignFileError
 from sinkscope_app import align_page as ap
@@ -33,7 +33,7 @@ def ok(at: AppTest) -> None:
 
 def figures(at: AppTest) -> dict[str, dict]:
     specs = [el.proto.spec for el in at.get("plotly_chart")] + [  # and the live charts
-        json.loads(el.proto.json)["spec"] for el in at.get("bidi_component")
+        component_data(el)["spec"] for el in at.get("bidi_component")
         if el.proto.component_name == "sinkscope_live_chart"]
     return {json.loads(s)["layout"]["title"]["text"]: json.loads(s) for s in specs}
 

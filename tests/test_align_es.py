@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from sinkscope_app import align_page as ap, i18n
+from tests.support.apptest import data as component_data
 from tests.test_align_app import align, ok
 
 EN, ES = i18n.texts("align", "en"), i18n.texts("align", "es")
@@ -204,7 +205,7 @@ def test_the_figures_words_are_in_both_files_and_the_spanish_figures_have_no_eng
 
 
 def _components(at, name: str) -> list[dict]:
-    return [json.loads(el.proto.json) for el in at.get("bidi_component")
+    return [component_data(el) for el in at.get("bidi_component")
             if el.proto.component_name == name and el.proto.WhichOneof("data") == "json"]
 
 

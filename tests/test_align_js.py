@@ -31,6 +31,7 @@ from sinkscope_app import align_live as al
 from sinkscope_app.align_page import MASS_OPTIONS, TAU_OPTIONS, THRESHOLDED, ui
 from tests.test_js import plain
 from viz import align as va
+from tests.support.apptest import data as component_data
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE = shutil.which("node")
@@ -261,12 +262,12 @@ def test_the_pair_view_ships_the_payload_and_falls_back_above_the_budget(monkeyp
     [payload] = [p for p in _components(at, "sinkscope_align") if p.WhichOneof("data") == "bytes"]
     header, V = al.decode(payload.bytes)
     assert V.shape == (len(TAU_OPTIONS), 6, 7) and header["grid_key"] == "tau"
-    [controls] = [json.loads(p.json) for p in _components(at, "sinkscope_align")
+    [controls] = [component_data(p) for p in _components(at, "sinkscope_align")
                   if p.WhichOneof("data") == "json"]
     assert controls["payload"] == header["id"] and controls["theta"] == 30
     assert controls["grid_stops"][controls["grid"]] == 1.0
-    binds = [json.loads(p.json)["bind"] for p in _components(at, "sinkscope_live_chart")
-             if "bind" in json.loads(p.json)]
+    binds = [component_data(p)["bind"] for p in _components(at, "sinkscope_live_chart")
+             if "bind" in component_data(p)]
     assert [b["chart"] for b in binds] == ["matrix", "graph"]
     assert all(b["align"] == header["id"] and b["theta"] == 0.3 for b in binds)
     # the server's lines and the table's chosen row are the payload's links at (τ, θ)

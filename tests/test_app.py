@@ -18,7 +18,7 @@ os.environ["SINKSCOPE_WARM_UP"] = "0"  # keep both cores for the tests
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from engine.io.export import to_npz  # noqa: E402
-from tests.support.apptest import figures, ok, run  # noqa: E402
+from tests.support.apptest import data as component_data, figures, ok, run  # noqa: E402
 from sinkscope_app import examples, metrics, report  # noqa: E402
 from engine.settings import CONFIG as LIMITS  # noqa: E402
 from sinkscope_app.state import (DEFAULTS, EPS_OPTIONS, HALF_STEP_OPTIONS, KEYS,  # noqa: E402
@@ -38,7 +38,7 @@ def component(at: AppTest, name: str) -> list:
 def scrub_data(at: AppTest) -> dict:
     """What the live sliders were given: values, stops, lattice id, metric strip, note."""
     (proto,) = component(at, "sinkscope_scrub")
-    return json.loads(proto.json)
+    return component_data(proto)
 
 
 def metric(at: AppTest, label: str) -> str:
@@ -155,7 +155,7 @@ def test_default_page_renders(default_app):
     assert set(data["help"]) == {"eps", "steps"}
     (lattice,) = component(at, "sinkscope_lattice")
     assert lattice.WhichOneof("data") == "bytes" and lattice.bytes[:4] == b"SKL1"
-    binds = [json.loads(el.proto.json).get("bind") for el in at.get("bidi_component")
+    binds = [component_data(el).get("bind") for el in at.get("bidi_component")
              if el.proto.component_name == "sinkscope_live_chart"]
     assert [b for b in binds if b] == [{"lattice": data["lattice"], "eps": bank["eps"],
                                         "steps": bank["steps"]}] * 2
@@ -238,7 +238,7 @@ def test_long_texts_fall_back_to_the_server_with_a_note():
     data = scrub_data(at)
     assert data["lattice"] is None and "SINKSCOPE_LIVE_MAX_CELLS" in data["note"]
     assert not component(at, "sinkscope_lattice")
-    assert all("bind" not in json.loads(el.proto.json) for el in at.get("bidi_component")
+    assert all("bind" not in component_data(el) for el in at.get("bidi_component")
                if el.proto.component_name == "sinkscope_live_chart")
     assert len(figures(at)) == 2
 

@@ -10,13 +10,13 @@ import plotly.graph_objects as go
 import pytest
 
 from sinkscope_app import i18n, live, views
-from tests.support.apptest import ok, run
+from tests.support.apptest import data as component_data, ok, run
 
 
 def _failed_words(at) -> set[str]:
-    return {json.loads(el.proto.json).get("failed") for el in at.get("bidi_component")
+    return {component_data(el).get("failed") for el in at.get("bidi_component")
             if el.proto.component_name == "sinkscope_live_chart"
-            and json.loads(el.proto.json).get("spec")}
+            and component_data(el).get("spec")}
 
 
 def test_both_pages_have_the_word_in_both_languages_and_views_pass_it_on(monkeypatch):

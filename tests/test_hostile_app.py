@@ -22,11 +22,12 @@ os.environ["SINKSCOPE_WARM_UP"] = "0"  # keep both cores for the tests
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tests.support.hostile import CASES, HTML_PAYLOADS  # noqa: E402
+from tests.support.apptest import data as component_data  # noqa: E402
 
 
 def charts(at: AppTest) -> list[str]:
     """The plotly JSON of every chart on the page (live charts and st.plotly_chart)."""
-    live = [json.loads(el.proto.json)["spec"] for el in at.get("bidi_component")
+    live = [component_data(el)["spec"] for el in at.get("bidi_component")
             if el.proto.component_name == "sinkscope_live_chart"]
     return [spec for spec in live if spec] + [el.proto.spec for el in at.get("plotly_chart")]
 
@@ -55,7 +56,7 @@ def messages(at: AppTest) -> list[str]:
 def metric_numbers(at: AppTest) -> dict[str, list[float]]:
     """Every number shown in the metrics strip (values and details), by label."""
     out: dict[str, list[float]] = {}
-    rows = [json.loads(el.proto.json)["metrics"] for el in at.get("bidi_component")
+    rows = [component_data(el)["metrics"] for el in at.get("bidi_component")
             if el.proto.component_name == "sinkscope_scrub"]
     for m in (rows[0] if rows else []):
         shown = f"{m['value']} {m['detail']}"

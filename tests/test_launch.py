@@ -185,3 +185,27 @@ def test_only_pots_own_imports_of_its_optional_packages_are_refused():
     assert ask("ot.lowrank", "scipy.stats") is None  # not one of POT's optional ones
     assert ask("umap.umap_", "sklearn") is None  # anyone else finds it as usual
     assert ask("otherpackage", "sklearn.cluster") is None
+
+
+def test_the_direct_run_check_the_launcher_skips_is_the_one_streamlit_makes():
+    """The flag the launcher sets is the one Streamlit's first element reads (an upgrade
+    that renamed it would make the launcher pay the REPL check again)."""
+    import inspect
+
+    import streamlit.delta_generator as dg
+
+    source = inspect.getsource(dg._maybe_print_use_warning)
+    assert "_use_warning_has_been_displayed" in source and "is_repl" in source
+    import subprocess
+    import sys
+
+    from tests.support.server import ROOT
+
+    subprocess.run([sys.executable, "-c", "from sinkscope_app.launch import "
+                    "skip_direct_run_check as s; s()"], cwd=ROOT, check=True, timeout=60)
+    was = dg._use_warning_has_been_displayed
+    try:
+        launch.skip_direct_run_check()
+        assert dg._use_warning_has_been_displayed is True
+    finally:
+        dg._use_warning_has_been_displayed = was

@@ -26,6 +26,7 @@ from sinkscope_app import examples, learn_state, learn_text  # noqa: E402
 from sinkscope_app.learn_text import LANGS, N_STEPS, STEPS, UI  # noqa: E402
 from sinkscope_app.state import parse_query  # noqa: E402
 from viz import learn as vl  # noqa: E402
+from tests.support.apptest import data as component_data  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -355,7 +356,7 @@ def arr(v) -> np.ndarray:
 
 
 def figures(at: AppTest) -> list[dict]:
-    specs = [json.loads(el.proto.json)["spec"] for el in at.get("bidi_component")
+    specs = [component_data(el)["spec"] for el in at.get("bidi_component")
              if el.proto.component_name == "sinkscope_live_chart"]
     return [json.loads(s) for s in specs if s]
 

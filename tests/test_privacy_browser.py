@@ -45,7 +45,7 @@ class Egress:
 def idle(pg) -> None:
     pg.wait_for_function("""() => !document.querySelector('[data-testid="stStatusWidget"]')""",
                          timeout=TIMEOUT, polling=100)
-    settle(pg, 0.5)
+    settle(pg, 0.25)
 
 
 def click_toolbars(pg) -> list[str]:
@@ -68,7 +68,7 @@ def click_toolbars(pg) -> list[str]:
                 confirm.first.click()
                 settle(pg, 0.5)
             pg.keyboard.press("Escape")  # leave fullscreen, if the button opened it
-    settle(pg, 0.5)
+    settle(pg, 0.3)  # a click's request is sent at once (intercepted before it goes out)
     return names
 
 

@@ -10,6 +10,8 @@ No page error and no console error on any view.
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 import re
 
 import pytest
@@ -153,9 +155,10 @@ def context(browser):
     ctx.close()
 
 
-def open_page(context, server: str, query: str):
+def open_page(context, server: str, query: str, *, live: bool = True):
     """A fresh page at ``server/?query`` (each test states the sliders it starts from),
-    with its page and console errors collected in ``pg.problems``."""
+    with its page and console errors collected in ``pg.problems``; with ``live``, once its
+    sliders draw from the lattice."""
     pg = context.new_page()
     pg.set_default_timeout(TIMEOUT)
     pg.problems = []
@@ -164,8 +167,9 @@ def open_page(context, server: str, query: str):
           if m.type in ("error", "warning") else None)
     pg.goto(f"{server}/?{query}")
     pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
-    wait_js(pg, "() => window.__sinkscope && window.__sinkscope.scrub && "
-                "window.__sinkscope.scrub.live()")
+    if live:
+        wait_js(pg, "() => window.__sinkscope && window.__sinkscope.scrub && "
+                    "window.__sinkscope.scrub.live()")
     wait_js(pg, "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')")
     return pg
 
@@ -424,14 +428,13 @@ def test_08_every_view_without_page_or_console_errors(page):
     assert not problems, problems
 
 
-def test_09_long_texts_fall_back_to_the_server(page):
+def test_09_long_texts_fall_back_to_the_server(context, server):
+    """Texts over the live budget (here from a shared link; typing them is
+    ``test_newcomer_browser``'s long paste): the sliders say why they are not live, and a
+    key goes to the server at once."""
+    page = open_page(context, server, urlencode(
+        {"a": LONG, "b": LONG.replace("river", "forest"), "eps": 1, "steps": 100}), live=False)
     problems = page.problems
-    for k, text in enumerate((LONG, LONG.replace("river", "forest"))):
-        area = page.get_by_role("textbox", name=("Text A (queries)", "Text B (keys)")[k],
-                                exact=True)
-        area.fill(text)
-        area.press("Control+Enter")
-        wait_js(page, "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')")
     wait_js(page, "() => (document.querySelector('.sk-note') || {textContent: ''})"
                   ".textContent.includes('SINKSCOPE_LIVE_MAX_CELLS')")  # the note may be redrawn
     assert page.evaluate("window.__sinkscope.scrub.live()") is False
@@ -446,6 +449,7 @@ def test_09_long_texts_fall_back_to_the_server(page):
         (g.layout.annotations || []).some(a => a.text.includes('ε=' + e + ',')))""", new)
     wait_js(page, "e => new URLSearchParams(location.search).get('eps') === e", new)
     assert not problems, problems
+    page.close()
 
 
 def test_10_number_format_matches_the_server(page):

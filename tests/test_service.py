@@ -34,6 +34,7 @@ from engine.errors import ModelError, SettingsError, TextError  # noqa: E402
 from engine.io.export import relation_document, relation_from_dict  # noqa: E402
 from engine.serving import wire  # noqa: E402
 from tests.support.server import free_port  # noqa: E402
+from tests.support.apptest import data as component_data  # noqa: E402
 
 pytestmark = [pytest.mark.service, pytest.mark.slow, pytest.mark.model]
 
@@ -689,7 +690,7 @@ def strip(at) -> list[dict]:
     """The metric strip the live sliders show (label, value, detail, help per number)."""
     (el,) = [el for el in at.get("bidi_component")
              if el.proto.component_name == "sinkscope_scrub"]
-    return json.loads(el.proto.json)["metrics"]
+    return component_data(el)["metrics"]
 
 
 def test_app_against_the_served_engine(url, monkeypatch):
@@ -730,7 +731,7 @@ for view in ("heads", "path", "cloud", "sentences", "compare"):
     at.run()
     assert not at.exception and not at.error, view
 (el,) = [e for e in at.get("bidi_component") if e.proto.component_name == "sinkscope_scrub"]
-assert len(__import__("json").loads(el.proto.json)["metrics"]) == 8
+assert len(__import__("json").loads(el.proto.json)[0]["metrics"]) == 8  # live.sent
 assert "torch" not in sys.modules and "ray" not in sys.modules
 """
     subprocess.run([sys.executable, "-c", code], check=True, timeout=300, cwd=ROOT)
@@ -758,13 +759,13 @@ def test_zy_a_replica_killed_mid_run_fails_no_call(url):
     """24 clients on two replicas; one replica's process is killed (SIGKILL) a few
     seconds in: every call through EngineClient still returns its relation (the client
     retries what the dead replica dropped; Serve routes to the live one and restarts the
-    other). Bounded: ~15 s of load."""
+    other). Bounded: ~9 s of load (``python -m benchmarks.service`` runs it longer)."""
     from benchmarks.service import failover
 
     t = time.monotonic()
-    r = failover(url, clients=24, seconds=12.0, kill_at=4.0, replicas=REPLICAS)
+    r = failover(url, clients=24, seconds=9.0, kill_at=3.0, replicas=REPLICAS)
     assert r["failures"] == 0, r["first_failures"]
-    assert r["requests"] >= 24 and r["killed_at"] < 6
+    assert r["requests"] >= 24 and r["killed_at"] < 5
     assert time.monotonic() - t < 60
     stat = f"/proc/{r['killed_pid']}/stat"  # the replica did die (gone, or a zombie)
     assert not os.path.exists(stat) or open(stat).read().rsplit(")", 1)[1].split()[0] == "Z"

@@ -11,7 +11,7 @@
 // figures' link and node traces (viz.align.matrix and graph), numbers as f"{x:.3f}".
 import {fill, fmt} from "./format.js";
 import {Slider, el} from "./scrub.js";
-import {SK, keepDecoded} from "./state.js";
+import {SK, keepDecoded, unwrap} from "./state.js";
 
 export const A = SK.align || (SK.align = {
   payloads: new Map(),  // id -> {promise, value: payload|null, error|null}
@@ -462,7 +462,8 @@ export function mountAlign({parentElement, data, setStateValue}) {
   };
 }
 
-export default function (component) {
+export default function (arg) {
+  const component = unwrap(arg);
   const {data} = component;
   if (data instanceof Uint8Array || data instanceof ArrayBuffer) return mountPayload(component);
   if (data && data.role === "align") return mountAlign(component);

@@ -16,11 +16,12 @@ import {fmt} from "./format.js";
 import {mountChart} from "./chart.js";
 import {mountLattice} from "./lattice.js";
 import {mountScrub} from "./scrub.js";
-import {SK} from "./state.js";
+import {SK, unwrap} from "./state.js";
 
 SK.fmt = fmt;
 
-export default function (component) {
+export default function (arg) {
+  const component = unwrap(arg);
   const {data} = component;
   if (data instanceof Uint8Array || data instanceof ArrayBuffer) return mountLattice(component);
   if (data && data.role === "scrub") return mountScrub(component);

@@ -7,6 +7,14 @@ export const SK = (globalThis.__sinkscope = globalThis.__sinkscope || {
   keyCommitMs: 450,     // keys: the value goes to the server once they pause this long
 });
 
+// A component's argument with its payload as Python built it: sinkscope sends a dict as a
+// one-element list (live.py's `sent`, which spares Streamlit's dataframe scan); bytes and
+// anything else come as they are. Every other field of the argument is kept.
+export function unwrap(component) {
+  const d = component.data;
+  return Array.isArray(d) && d.length === 1 ? {...component, data: d[0]} : component;
+}
+
 // A binary payload (4-byte magic, uint32 header size at byte 4, JSON header with its id from
 // byte 8) decoded once per id into `cache` as {promise, value, error}, the newest `keep`
 // kept; `ready(id)` once it is decoded. Bytes without a readable header are ignored.

@@ -31,9 +31,17 @@ def ok(at: AppTest) -> None:
     assert at.sidebar.text_area, "nothing rendered: a syntax error?"
 
 
+def data(element) -> dict:
+    """What a sinkscope component element was given (its ``[payload]`` unwrapped:
+    ``sinkscope_app.live.sent``); ``element`` is an AppTest element or its proto."""
+    proto = getattr(element, "proto", element)
+    got = json.loads(proto.json)
+    return got[0] if isinstance(got, list) and len(got) == 1 else got
+
+
 def figures(at: AppTest) -> list[dict]:
     """Every figure on the page: live charts (updated in place) then st.plotly_chart ones."""
-    specs = [json.loads(el.proto.json)["spec"] for el in at.get("bidi_component")
+    specs = [data(el)["spec"] for el in at.get("bidi_component")
              if el.proto.component_name == "sinkscope_live_chart"]
     live = [json.loads(spec) for spec in specs if spec]  # "" is plotly.js's preload
     return live + [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
