@@ -62,7 +62,7 @@ def wait_js(pg, expression: str, arg=None, *, polling: int = 100) -> None:
     pg.wait_for_function(expression, arg=arg, timeout=TIMEOUT, polling=polling)
 
 
-def wait_idle(pg, pause: float = 0.25) -> None:
+def wait_idle(pg, pause: float = 0.4) -> None:
     """Wait until Streamlit's 'running' indicator has gone and charts have drawn."""
     wait_js(pg, NOT_RUNNING)
     pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
