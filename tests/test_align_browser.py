@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.browser import TIMEOUT, no_errors, settle, shot, wait_idle, wait_js
+from tests.support.browser import TIMEOUT, fresh_page, no_errors, settle, shot, wait_idle, wait_js
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -25,11 +25,8 @@ def corpus_file(n: int = 50) -> bytes:
 
 
 def test_a_50_pair_file_fills_the_table_and_a_row_click_opens_the_pair(app_server, browser):
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1800})
-    try:
-        pg = ctx.new_page()
-        pg.set_default_timeout(TIMEOUT)
-        pg.goto(f"{app_server}/align?view=corpus")
+    with fresh_page(browser, f"{app_server}/align?view=corpus",
+                    viewport={"width": 1400, "height": 1800}) as pg:
         pg.wait_for_selector("text=Upload a file of pairs", timeout=TIMEOUT)
         pg.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
             files=[{"name": "pairs.tsv", "mimeType": "text/tab-separated-values",
@@ -56,5 +53,3 @@ def test_a_50_pair_file_fills_the_table_and_a_row_click_opens_the_pair(app_serve
         no_errors(pg)
         if os.environ.get("SINKSCOPE_SCREENSHOTS"):  # make screenshots: the Pair view
             shot(pg, "align")
-    finally:
-        ctx.close()

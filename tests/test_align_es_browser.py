@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 import pytest
 
 from sinkscope_app import align_page as ap, i18n
-from tests.support.browser import TIMEOUT, no_errors, wait_idle, wait_js
+from tests.support.browser import fresh_page, no_errors, wait_idle, wait_js
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -26,11 +26,8 @@ PAIR = {"lang": "es", "text_a": "el gato se sentó en la alfombra",
 
 
 def test_the_spanish_m_slider_redraws_the_figures_in_spanish(app_server, browser):
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1800})
-    try:
-        pg = ctx.new_page()
-        pg.set_default_timeout(TIMEOUT)
-        pg.goto(f"{app_server}/align?{urlencode(PAIR)}")
+    with fresh_page(browser, f"{app_server}/align?{urlencode(PAIR)}",
+                    viewport={"width": 1400, "height": 1800}) as pg:
         wait_js(pg, f"() => {{ const s = ({SHOWN})(); const K = window.__sinkscope, "
                     "A = K && K.align; return s.length === 2 && A && "
                     "[...A.payloads.values()].some(e => e.value) }")
@@ -53,5 +50,3 @@ def test_the_spanish_m_slider_redraws_the_figures_in_spanish(app_server, browser
             "unaligned", "words of", "link", "gold", "missed"))]
         assert not english, english
         no_errors(pg)
-    finally:
-        ctx.close()

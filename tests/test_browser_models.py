@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.server import streamlit_server
-from tests.support.browser import (JS_LAYOUT, TIMEOUT, VIEWPORT, no_errors, query, shot,
+from tests.support.browser import (JS_LAYOUT, VIEWPORT, fresh_page, no_errors, query, shot,
                                    wait_idle, wait_js, wait_query, wait_title)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -24,11 +24,8 @@ def server(tiny_models):
 
 
 def test_sentences_to_compare_and_model_picker(server, browser):
-    ctx = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
-    try:
-        pg = ctx.new_page()
-        pg.set_default_timeout(TIMEOUT)
-        pg.goto(f"{server}/?view=sentences&sset=guitar")
+    with fresh_page(browser, f"{server}/?view=sentences&sset=guitar", viewport=VIEWPORT,
+                    device_scale_factor=1) as pg:
         wait_title(pg, "Two rankings of the candidates")
         wait_title(pg, "One ranking against the other")
         wait_idle(pg)
@@ -66,5 +63,3 @@ def test_sentences_to_compare_and_model_picker(server, browser):
         assert pg.get_by_role("textbox", name="Text B (keys)", exact=True).input_value() == VIOLIN
         assert "relative position bias" in pg.inner_text("body")  # separate mode says so
         assert query(pg)["layer"] == "1"  # the tiny model's last layer
-    finally:
-        ctx.close()

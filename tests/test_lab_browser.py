@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.support.browser import TIMEOUT, no_errors, wait_js
+from tests.support.browser import TIMEOUT, fresh_page, no_errors, wait_js
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -18,11 +18,8 @@ JS_COUPLINGS = """() => [...document.querySelectorAll('.js-plotly-plot')].filter
 
 
 def test_train_shows_progress_then_draws_the_couplings(app_server, browser):
-    ctx = browser.new_context(viewport={"width": 1400, "height": 2200})
-    try:
-        pg = ctx.new_page()
-        pg.set_default_timeout(TIMEOUT)
-        pg.goto(f"{app_server}/lab?lang=en&target=quantile&models=sinkhorn&width=8&steps=150")
+    with fresh_page(browser, f"{app_server}/lab?lang=en&target=quantile&models=sinkhorn"
+                             "&width=8&steps=150", viewport={"width": 1400, "height": 2200}) as pg:
         pg.wait_for_selector(".st-key-lab_train button", timeout=TIMEOUT)
         pg.wait_for_selector("text=Nothing is trained yet", timeout=TIMEOUT)
         pg.locator(".st-key-lab_train button").click()
@@ -39,5 +36,3 @@ def test_train_shows_progress_then_draws_the_couplings(app_server, browser):
         pg.wait_for_selector("text=Trained 1 model(s)", timeout=TIMEOUT)
         assert bar.count() == 0  # the bar goes once training is done
         no_errors(pg)
-    finally:
-        ctx.close()

@@ -8,6 +8,7 @@ waiting for the app (use :func:`settle`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import time
@@ -39,6 +40,21 @@ def open_page(context, server: str, query: dict | None = None):
     pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
     wait_idle(pg)
     return pg
+
+
+@contextlib.contextmanager
+def fresh_page(browser, url: str, *, viewport: dict = VIEWPORT, **context_args):
+    """A page at ``url`` in a browser context of its own (``viewport`` and any other
+    ``new_context`` arguments), with the tests' time limit; the context is closed after,
+    whatever happens inside."""
+    ctx = browser.new_context(viewport=viewport, **context_args)
+    try:
+        pg = ctx.new_page()
+        pg.set_default_timeout(TIMEOUT)
+        pg.goto(url)
+        yield pg
+    finally:
+        ctx.close()
 
 
 def no_errors(pg) -> None:
