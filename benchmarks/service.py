@@ -223,16 +223,19 @@ def cuda_rows() -> None:
               f"{p50(gpu) * 1e3:7.2f} ms ({p50(cpu64) / p50(gpu):.0f}×), max |Δplan| {diff:.1e}")
 
 
-def replica_pids(url: str, replicas: int, *, tries: int = 200) -> dict[str, int]:
-    """replica name → process id, asking ``GET /v1/health`` until ``replicas`` answered."""
+def replica_pids(url: str, replicas: int, *, within: float = 30.0) -> dict[str, int]:
+    """replica name → process id, asking ``GET /v1/health`` four at a time until
+    ``replicas`` answered or ``within`` seconds passed. (Serve's router sends a request to
+    a replica that reported its queue in time: on a busy machine one replica can take
+    hundreds of calls in a row, one after the other; calls in flight together spread.)"""
     from engine.serving.client import EngineClient
 
-    c, seen = EngineClient(url, timeout=10), {}
-    for _ in range(tries):
-        h = c.health()
-        seen[h["replica"]] = int(h["pid"])
-        if len(seen) >= replicas:
-            break
+    clients, seen = [EngineClient(url, timeout=10) for _ in range(4)], {}
+    deadline = time.monotonic() + within
+    with cf.ThreadPoolExecutor(len(clients)) as pool:
+        while len(seen) < replicas and time.monotonic() < deadline:
+            for h in pool.map(lambda c: c.health(), clients):
+                seen[h["replica"]] = int(h["pid"])
     return seen
 
 

@@ -33,6 +33,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
         os.environ.setdefault(_name, "1")
 
+from tests.support.browser import SHARED_RENDERER_ARGS, SharedRenderers  # noqa: E402
 from tests.support.server import CHROMIUM_ARGS, chromium_path, streamlit_server  # noqa: E402
 
 CHROMIUM = chromium_path()
@@ -99,15 +100,15 @@ def browser():
     """Debian's headless Chromium through Playwright, launched once for the session (on first
     use). Missing Chromium fails the browser tests with the command that installs it
     (``make test`` and .ci/run install it first). Tests make their own contexts and close
-    them."""
+    them; each context's pages share one renderer process (``SharedRenderers``)."""
     if not Path(CHROMIUM).exists():
         pytest.fail(f"Chromium not found at {CHROMIUM}: run 'make chromium' "
                     "(apt-get install -y chromium)")
     from playwright import sync_api
     with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS + SHARED_RENDERER_ARGS)
         try:
-            yield b
+            yield SharedRenderers(b)
         finally:
             b.close()
 

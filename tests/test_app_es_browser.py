@@ -10,7 +10,6 @@ import re
 import pytest
 
 from sinkscope_app import i18n
-from tests.support.server import streamlit_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -19,24 +18,18 @@ ES = i18n.texts("main", "es")
 WORDS = ES["sliders"]["words"]
 
 
-@pytest.fixture(scope="module")
-def server():
-    with streamlit_server({"SINKSCOPE_WARM_UP": "0"}) as (url, _proc):
-        yield url
-
-
 def wait_js(pg, expression: str, arg=None) -> None:
     pg.wait_for_function(expression, arg=arg, timeout=TIMEOUT, polling=50)
 
 
-def test_spanish_sliders_redraw_in_spanish_with_decimal_commas(server, browser):
+def test_spanish_sliders_redraw_in_spanish_with_decimal_commas(app_server, browser):
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
         pg = ctx.new_page()
         pg.set_default_timeout(TIMEOUT)
         problems = []
         pg.on("pageerror", lambda e: problems.append(str(e)))
-        pg.goto(f"{server}/?lang=es&ex=bank&eps=1&steps=100")
+        pg.goto(f"{app_server}/?lang=es&ex=bank&eps=1&steps=100")
         pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
         wait_js(pg, "() => window.__sinkscope && window.__sinkscope.scrub && "
                     "window.__sinkscope.scrub.live()")

@@ -234,8 +234,8 @@ def test_08_about_and_url_restores_view(page, app_server):
         fresh.close()
 
 
-def test_09_bad_input_shows_message_not_traceback(page, app_server):
-    fresh = page.context.new_page()
+def test_09_bad_input_shows_message_not_traceback(context, app_server):
+    fresh = context.new_page()
     try:
         fresh.goto(f"{app_server}/?a=%20%20&b=hello&eps=-1&layer=99")
         fresh.wait_for_selector('[data-testid="stAlertContentError"]', timeout=TIMEOUT)

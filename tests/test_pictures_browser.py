@@ -42,11 +42,26 @@ BOXES = """g => {
 }"""
 
 
-def open_page(browser, url: str, *, width: int, height: int, scale: float = 1.0):
+@pytest.fixture(scope="module")
+def scaled(browser):
+    """``scaled(scale)``: the module's browser context at that device scale factor (made on
+    first use, closed at the module's end); each test's page sets its own viewport."""
+    made: dict[float, object] = {}
+
+    def get(scale: float):
+        if scale not in made:
+            made[scale] = browser.new_context(device_scale_factor=scale)
+        return made[scale]
+
+    yield get
+    for ctx in made.values():
+        ctx.close()
+
+
+def open_page(scaled, url: str, *, width: int, height: int, scale: float = 1.0):
     """A fresh page at ``url`` (viewport CSS pixels × scale), its charts drawn."""
-    ctx = browser.new_context(viewport={"width": width, "height": height},
-                              device_scale_factor=scale)
-    pg = ctx.new_page()
+    pg = scaled(scale).new_page()
+    pg.set_viewport_size({"width": width, "height": height})
     pg.set_default_timeout(TIMEOUT)
     errors: list[str] = []
     pg.on("pageerror", lambda e: errors.append(str(e)))
@@ -54,7 +69,7 @@ def open_page(browser, url: str, *, width: int, height: int, scale: float = 1.0)
     pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
     wait_idle(pg)
     pg.errors = errors
-    return ctx, pg
+    return pg
 
 
 def wait_idle(pg) -> None:
@@ -98,10 +113,10 @@ def assert_no_overlap(pg, kind: str, where: str) -> None:
             assert not overlaps(b1, b2), (where, kind, n1, n2, b1, b2)
 
 
-def test_hover_on_a_250_by_250_map_names_the_tokens(app_server, browser):
+def test_hover_on_a_250_by_250_map_names_the_tokens(app_server, scaled):
     query = {"a": LONG_A, "b": LONG_B, "eps": 1, "steps": 100, "view": "compare"}
     url = f"{app_server}/?{urlencode(query)}"
-    ctx, pg = open_page(browser, url, width=1400, height=1400)
+    pg = open_page(scaled, url, width=1400, height=1400)
     try:
         hover = chart(pg, "compare").evaluate("g => g.layout.meta.hover")
         n, m = len(hover["rows"]), len(hover["cols"])
@@ -146,7 +161,7 @@ def test_hover_on_a_250_by_250_map_names_the_tokens(app_server, browser):
                              timeout=TIMEOUT)
         assert not pg.errors, pg.errors
     finally:
-        ctx.close()
+        pg.close()
 
 
 # Every text a person reads on the main page, with its font size: SVG texts of the charts
@@ -170,9 +185,9 @@ TEXT_SIZES = """() => {
 }"""
 
 
-def test_presentation_mode_fits_one_1920_by_1080_screen(app_server, browser):
+def test_presentation_mode_fits_one_1920_by_1080_screen(app_server, scaled):
     url = f"{app_server}/?eps=1&steps=1&view=compare&cscale=per_plan&present=on"
-    ctx, pg = open_page(browser, url, width=1920, height=1080)
+    pg = open_page(scaled, url, width=1920, height=1080)
     try:
         pg.screenshot(path=str(SHOTS / "presentation_1920x1080.png"))
         # both sliders and both maps are on the screen, nothing scrolled
@@ -201,7 +216,7 @@ def test_presentation_mode_fits_one_1920_by_1080_screen(app_server, browser):
         assert_no_overlap(pg, "compare", "presentation 1920")
         assert not pg.errors, pg.errors
     finally:
-        ctx.close()
+        pg.close()
 
 
 @pytest.mark.parametrize("width, height, scale, present", [
@@ -211,12 +226,12 @@ def test_presentation_mode_fits_one_1920_by_1080_screen(app_server, browser):
     (1280, 720, 1.5, False),
     (853, 900, 1.5, False),    # a 1280 px screen at 150 % zoom
 ])
-def test_titles_legend_and_map_titles_never_overlap(app_server, browser, width, height, scale,
+def test_titles_legend_and_map_titles_never_overlap(app_server, scaled, width, height, scale,
                                                     present):
     where = f"{width}x{height}@{scale}{' present' if present else ''}"
     # ε = 0.01 and a count the lattice lacks: the longest titles (not converged)
     query = {"eps": "0.01", "steps": "9", "view": "compare", "present": str(present).lower()}
-    ctx, pg = open_page(browser, f"{app_server}/?{urlencode(query)}", width=width,
+    pg = open_page(scaled, f"{app_server}/?{urlencode(query)}", width=width,
                         height=height, scale=scale)
     try:
         for kind in ("compare", "difference"):
@@ -228,4 +243,4 @@ def test_titles_legend_and_map_titles_never_overlap(app_server, browser, width, 
         chart(pg, "compare").screenshot(path=str(SHOTS / f"compare_{where.replace(' ', '_')}.png"))
         assert not pg.errors, pg.errors
     finally:
-        ctx.close()
+        pg.close()

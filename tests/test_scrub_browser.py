@@ -464,18 +464,11 @@ def test_10_number_format_matches_the_server(page):
     assert got == [fmt(v) for v in values]
 
 
-def test_11_per_plan_scales_in_the_browser_equal_the_server(server, browser):
+def test_11_per_plan_scales_in_the_browser_equal_the_server(context, server):
     """Each map on its own colour scale: the frames drawn from the lattice carry the same
     two colour axes and limits as the server's figure of the same frame."""
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, device_scale_factor=1)
-    ctx.add_init_script(WS_SPY)
-    pg = ctx.new_page()
+    pg = open_page(context, server, "eps=1&steps=100&view=compare&cscale=per_plan")
     try:
-        pg.set_default_timeout(TIMEOUT)
-        pg.goto(server + "/?eps=1&steps=100&view=compare&cscale=per_plan")
-        pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
-        wait_js(pg, "() => window.__sinkscope && window.__sinkscope.scrub && "
-                    "window.__sinkscope.scrub.live()")
         wait_server_frame(pg, "1,100")
         pg.evaluate("window.__sinkscope.keyCommitMs = 600000")  # hold the value until blur
         eps = slider(pg, EPS_NAME)
@@ -491,5 +484,6 @@ def test_11_per_plan_scales_in_the_browser_equal_the_server(server, browser):
         eps.evaluate("e => e.blur()")
         wait_server_frame(pg, "0.5,100")
         assert_same_figures(browser_side, pg.evaluate(CAPTURE))
+        assert not pg.problems, pg.problems
     finally:
-        ctx.close()
+        pg.close()

@@ -484,12 +484,10 @@ def test_overload_answers_503_with_retry_after_and_the_client_waits(service):
 
 
 def test_two_replicas_both_answer(url):
-    seen = set()
-    for _ in range(200):
-        seen.add(json.loads(HTTP.request("GET", url + "/v1/health").data)["replica"])
-        if len(seen) == REPLICAS:
-            break
-    assert len(seen) == REPLICAS, seen
+    from benchmarks.service import replica_pids
+
+    pids = replica_pids(url, REPLICAS)
+    assert len(pids) == REPLICAS and len(set(pids.values())) == REPLICAS, pids
 
 
 LONG = " ".join(["word"] * 170)

@@ -30,6 +30,33 @@ JS_LAYOUT = """() => [...document.querySelectorAll('.js-plotly-plot')].map(g =>
     JSON.stringify(g.layout || {})).join('\\n')"""
 NOT_RUNNING = """() => !document.querySelector('[data-testid="stStatusWidget"]')"""
 
+# The tests' Chromium runs with --process-per-site (tests/conftest.py), and each of its
+# contexts holds a page at this address (answered by Playwright, never sent): then every
+# page the context opens at 127.0.0.1 (any port) joins that one renderer process, which
+# keeps what it compiled (Streamlit's frontend, plotly.js) from one page to the next. A
+# fresh renderer per page cost Chromium about twice the CPU per page load.
+SHARED_RENDERER_ARGS = ["--process-per-site"]
+HOLD_URL = "http://127.0.0.1:1/sinkscope-holds-the-renderer"
+
+
+class SharedRenderers:
+    """``browser`` whose ``new_context`` holds the context's renderer process open with a
+    blank page at :data:`HOLD_URL` (closed with the context); everything else is
+    ``browser``'s own."""
+
+    def __init__(self, browser) -> None:
+        self._browser = browser
+
+    def new_context(self, **kwargs):
+        ctx = self._browser.new_context(**kwargs)
+        hold = ctx.new_page()
+        hold.route(HOLD_URL, lambda route: route.fulfill(content_type="text/html", body=""))
+        hold.goto(HOLD_URL)
+        return ctx
+
+    def __getattr__(self, name: str):
+        return getattr(self._browser, name)
+
 
 def open_page(context, server: str, query: dict | None = None):
     """A fresh page at ``server`` with the URL state ``query`` (each test states its own),
