@@ -83,7 +83,6 @@ def test_spanish_metric_strip_and_view_names():
     assert ES["views"]["compare"] in names and "Compare" not in names
     # the strip the sliders show: Spanish labels, decimal commas
     from sinkscope_app import compute
-    from sinkscope_app.state import DEFAULTS  # noqa: F401  (the page's own settings)
 
     ss = at.session_state
     r = compute.relation(ss["model"], ss["a"], ss["b"], ss["mode"], int(ss["layer"]),

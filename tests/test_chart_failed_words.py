@@ -4,8 +4,6 @@ learn.<lang>.json, ui) to ``live.chart``, which sends it with the figure."""
 
 from __future__ import annotations
 
-import json
-
 import plotly.graph_objects as go
 import pytest
 

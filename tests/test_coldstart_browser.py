@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -29,10 +27,10 @@ PLACEHOLDER = "Loading the model all-MiniLM-L6-v2"
 
 
 @pytest.fixture
-def fresh_server():
+def fresh_server(tmp_path):
     """The launcher on a free loopback port, from cold; yields (url, log path)."""
     port = free_port()
-    log = Path(tempfile.mkdtemp(prefix="sinkscope-coldstart-")) / "server.log"
+    log = tmp_path / "server.log"
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "SINKSCOPE_WARM_UP": "0"}
     env.pop("SINKSCOPE_ENGINE", None)  # embedded: the model loads in the server
     with open(log, "w") as fh:

@@ -330,7 +330,7 @@ def test_a_text_head_learns_gold_links_on_frozen_states_sinkhorn_and_softmax():
     """Word states built so that word i of A matches word π(i) of B through a hidden
     linear map: the trained heads recover the links; a settings error says what to fix."""
     from engine.alignment.readers import Pair
-    from engine.lab.text import TextSettings, WordStates, links_at, text_plans, train_text, \
+    from engine.lab.text import TextSettings, WordStates, text_plans, train_text, \
         tune_theta
 
     rng = np.random.default_rng(0)

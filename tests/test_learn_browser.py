@@ -9,7 +9,6 @@ the README shows (``learn.png``, ``learn_es.png``) are written there, and only t
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from pathlib import Path
 from urllib.parse import urlparse
@@ -17,12 +16,11 @@ from urllib.parse import urlparse
 import pytest
 
 from sinkscope_app.learn_text import N_STEPS, STEPS, UI
-from tests.support.browser import no_errors, query, settle
+from tests.support.browser import SHOTS, TMP_SHOTS, no_errors, query, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-SHOTS = Path(os.environ.get("SINKSCOPE_SCREENSHOTS") or tempfile.mkdtemp(prefix="sinkscope-shots-"))
-STEP_SHOTS = Path(tempfile.mkdtemp(prefix="sinkscope-learn-steps-"))
+STEP_SHOTS = TMP_SHOTS / "learn-steps"
 VIEWPORT = {"width": 1500, "height": 1000}
 TIMEOUT = 90_000  # ms; step 6 may wait for the model on a cold server
 

@@ -9,18 +9,16 @@ axes texto A / texto B. A screenshot of each step goes to a temporary folder.
 from __future__ import annotations
 
 import re
-import tempfile
-from pathlib import Path
 
 import pytest
 
 from sinkscope_app.learn_text import N_STEPS, STEPS, UI
-from tests.support.browser import TIMEOUT, no_errors, query, settle
+from tests.support.browser import TIMEOUT, TMP_SHOTS, no_errors, query, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 VIEWPORT = {"width": 1400, "height": 1000}
-STEP_SHOTS = Path(tempfile.mkdtemp(prefix="sinkscope-learn-es-"))
+STEP_SHOTS = TMP_SHOTS / "learn-es-steps"
 
 # Every text plotly drew in a figure (titles, annotations, legend, tick labels) with its
 # box, and the figure's own box.

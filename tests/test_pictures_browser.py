@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
 
+from tests.support.browser import TMP_SHOTS
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 TIMEOUT = 120_000
-SHOTS = Path(os.environ.get("SINKSCOPE_SCREENSHOTS") or tempfile.mkdtemp(prefix="sinkscope-pics-"))
+SHOTS = Path(os.environ.get("SINKSCOPE_SCREENSHOTS") or TMP_SHOTS / "pictures")
 WORDS = ("river bank money water stone bridge forest mountain valley window garden "
          "letter silver orange winter summer").split()
 # about 250 tokens each: the model reads at most 256

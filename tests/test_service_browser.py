@@ -13,6 +13,8 @@ second start of Ray. Serve itself stopped and started again under a client and t
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.support.engine_server import EngineProcess
@@ -31,8 +33,8 @@ class Engine:
     do), behind a relay that is down until :meth:`up` (the app is given the relay's
     address)."""
 
-    def __init__(self) -> None:
-        self.process = EngineProcess(free_port())
+    def __init__(self, log: Path) -> None:
+        self.process = EngineProcess(free_port(), log=log)
         self.relay = Relay(self.process.port, free_port())
         self.url = self.relay.url
         self.process.launch()
@@ -51,8 +53,8 @@ class Engine:
 
 
 @pytest.fixture(scope="module")
-def engine(ray_lock):
-    e = Engine()
+def engine(ray_lock, tmp_path_factory):
+    e = Engine(tmp_path_factory.mktemp("engine") / "engine.log")
     try:
         yield e
     finally:

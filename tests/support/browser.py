@@ -15,9 +15,11 @@ import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlparse
 
-# Screenshots go to SINKSCOPE_SCREENSHOTS (``make screenshots``: docs/screenshots) or to a
-# temporary folder, so ``make test`` leaves the tree as it found it.
-SHOTS = Path(os.environ.get("SINKSCOPE_SCREENSHOTS") or tempfile.mkdtemp(prefix="sinkscope-shots-"))
+# Screenshots go to SINKSCOPE_SCREENSHOTS (``make screenshots``: docs/screenshots) or to one
+# temporary folder that each run writes over (``make test`` leaves the tree as it found it,
+# and runs do not pile folders up in the temporary directory). Playwright makes the folders.
+TMP_SHOTS = Path(tempfile.gettempdir()) / "sinkscope-screenshots"
+SHOTS = Path(os.environ.get("SINKSCOPE_SCREENSHOTS") or TMP_SHOTS)
 VIEWPORT = {"width": 1400, "height": 2000}
 TIMEOUT = 90_000  # ms; the first page load includes the model load
 

@@ -17,13 +17,14 @@ from tests.support.server import ROOT, die_with_parent, kill_group
 
 class EngineProcess:
     """The served engine on 127.0.0.1:``port``; :meth:`start` and :meth:`stop` it as often
-    as needed (the port stays the same, as after an operator's restart)."""
+    as needed (the port stays the same, as after an operator's restart). Its output goes to
+    ``log`` (by default a file in a new temporary folder, made at the first launch)."""
 
-    def __init__(self, port: int, *args: str):
+    def __init__(self, port: int, *args: str, log: Path | None = None):
         self.port, self.args = port, args
         self.url = f"http://127.0.0.1:{port}"
         self.proc: subprocess.Popen | None = None
-        self.log = Path(tempfile.mkdtemp(prefix="sinkscope-engine-")) / "engine.log"
+        self.log = log
 
     def start(self, timeout: float = 180) -> None:
         """Start the engine and return once it answers its health check."""
@@ -34,6 +35,8 @@ class EngineProcess:
         """Start the engine's process and return at once (:meth:`wait_ready` waits for it).
         Call it from the thread that outlives the engine (see ``die_with_parent``)."""
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "RAY_AUTH_MODE": "disabled"}
+        if self.log is None:
+            self.log = Path(tempfile.mkdtemp(prefix="sinkscope-engine-")) / "engine.log"
         with open(self.log, "a") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "engine", "serve", "--port", str(self.port),

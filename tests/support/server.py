@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -156,7 +157,8 @@ def wait_healthy(url: str, proc: subprocess.Popen, log: Path, timeout: float = 6
 
 @contextlib.contextmanager
 def streamlit_server(env: dict | None = None) -> Iterator[tuple[str, subprocess.Popen]]:
-    """Start the app on a free loopback port; yield (url, process); stop it after."""
+    """Start the app on a free loopback port; yield (url, process); stop it after. Its log
+    is deleted after a clean stop and kept (its end printed) if it holds a traceback."""
     port = free_port()
     log_path = Path(tempfile.mkdtemp(prefix="sinkscope-server-")) / "streamlit.log"
     cmd = command(port)
@@ -174,4 +176,6 @@ def streamlit_server(env: dict | None = None) -> Iterator[tuple[str, subprocess.
             stop(proc)
     text = log_path.read_text()
     if "Traceback" in text:
-        sys.stderr.write(f"\n--- streamlit server log ---\n{text[-4000:]}\n")
+        sys.stderr.write(f"\n--- streamlit server log ({log_path}) ---\n{text[-4000:]}\n")
+    else:
+        shutil.rmtree(log_path.parent, ignore_errors=True)
