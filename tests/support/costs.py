@@ -3,7 +3,9 @@ the session-scoped fixtures (tests/conftest.py) share: ``python -m tests.support
 
 Prints, per round: the server's boot (until /_stcore/health answers), Chromium's launch,
 the first page of the fresh server (the model loads in the server's process) and the same
-page again on the now warm server.
+page again on the now warm server. Then, on the warm server, what a page load costs in CPU
+seconds: Chromium's (all its processes, from /proc) and the server's, a fresh renderer per
+page against one kept renderer (``SharedRenderers``, what the browser tests use).
 """
 
 from __future__ import annotations
@@ -12,7 +14,75 @@ import argparse
 import os
 import time
 
+from tests.support.browser import SHARED_RENDERER_ARGS, SharedRenderers, wait_idle
 from tests.support.server import CHROMIUM_ARGS, chromium_path, streamlit_server
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _processes() -> dict[int, tuple[int, str, float]]:
+    """pid → (parent pid, command line, CPU seconds with its reaped children's)."""
+    out = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                stat = f.read()
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        out[int(d)] = (int(fields[1]), cmd, sum(int(x) for x in fields[11:15]) / TICK)
+    return out
+
+
+def cpu_seconds(root: int, *, only: str = "") -> float:
+    """CPU seconds of ``root``'s process tree so far (of the processes whose command line
+    holds ``only``), counting children that have already exited."""
+    procs, tree, todo = _processes(), set(), [root]
+    while todo:
+        pid = todo.pop()
+        tree.add(pid)
+        todo += [p for p, (parent, _, _) in procs.items() if parent == pid and p not in tree]
+    return sum(procs[p][2] for p in tree if p in procs and only in procs[p][1])
+
+
+def page_cpu(pages: int = 6) -> dict[str, tuple[float, float, float]]:
+    """Per page load of the default example on a warm server: (Chromium's CPU s, the
+    server's CPU s, wall s), a fresh renderer per page against one kept renderer."""
+    from playwright.sync_api import sync_playwright
+
+    out = {}
+    with streamlit_server({"SINKSCOPE_WARM_UP": "0"}) as (url, proc):
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium_path(),
+                                        args=CHROMIUM_ARGS + SHARED_RENDERER_ARGS)
+            try:
+                for name, kept in (("a fresh renderer per page", False),
+                                   ("one kept renderer", True)):
+                    ctx = (SharedRenderers(browser) if kept else browser).new_context()
+
+                    def load():
+                        pg = ctx.new_page()
+                        pg.goto(url, timeout=180_000)
+                        pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=180_000)
+                        wait_idle(pg)
+                        pg.close()
+
+                    load()  # the server's first visit, and the kept renderer's first page
+                    c0, s0, t0 = (cpu_seconds(os.getpid(), only="chrom"),
+                                  cpu_seconds(proc.pid), time.perf_counter())
+                    for _ in range(pages):
+                        load()
+                    out[name] = ((cpu_seconds(os.getpid(), only="chrom") - c0) / pages,
+                                 (cpu_seconds(proc.pid) - s0) / pages,
+                                 (time.perf_counter() - t0) / pages)
+                    ctx.close()
+            finally:
+                browser.close()
+    return out
 
 
 def measure() -> tuple[float, float, float, float]:
@@ -42,6 +112,7 @@ def measure() -> tuple[float, float, float, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m tests.support.costs")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--pages", type=int, default=6, help="page loads per renderer kind")
     args = ap.parse_args()
     print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
     for _ in range(args.rounds):
@@ -49,6 +120,9 @@ def main() -> None:
         print(f"server up {up:.1f} s · Chromium launch {launch:.1f} s · first page of a fresh "
               f"server {first:.1f} s · the same page on the warm server {again:.1f} s",
               flush=True)
+    for name, (chromium, server, wall) in page_cpu(args.pages).items():
+        print(f"a page load, {name}: Chromium {chromium:.2f} s of CPU, the server "
+              f"{server:.2f} s, {wall:.2f} s wall (mean of {args.pages})", flush=True)
 
 
 if __name__ == "__main__":
