@@ -1,7 +1,7 @@
 // Drawing frames: the compare maps painted on canvases while a slider moves, and a
 // frame's full Plotly.react when it rests.
 import {fill, here} from "./format.js";
-import {PATCH, compareLimits, shown} from "./patch.js";
+import {PATCH, compareLimits, shown, titleValues} from "./patch.js";
 
 // A plot div that is hidden (display: none), detached or zero-sized cannot be resized:
 // plotly rejects with "Resize must be passed a displayed plot div element".
@@ -86,12 +86,7 @@ export function paintMaps(gd, L, f) {
     }
     ctx.putImageData(img, 0, 0);
   }
-  const mx = f.metrics;
-  const {num, steps} = here();  // the page's language (scrub.py's payload)
-  const vals = {eps: num(f.eps), steps: steps(f.steps),
-                softmax_col_err: num(mx.softmax_col_err),
-                max_err: num(Math.max(mx.sinkhorn_row_err, mx.sinkhorn_col_err)),
-                not_converged: mx.converged ? "" : meta.not_converged};
+  const vals = titleValues(f, meta);
   gd.querySelectorAll(".annotation-text").forEach((t, k) => {
     if (k < meta.titles.length) setLines(t, fill(meta.titles[k], vals));
   });

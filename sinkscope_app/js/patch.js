@@ -67,6 +67,16 @@ export function differenceLimit(soft, sink, tolerance) {
   return {lim: delta, identical: false};
 }
 
+// What frame ``f``'s titles are filled with ({eps}, {steps}, the errors, the not-converged
+// note of ``meta``), in the page's language (scrub.py's payload).
+export function titleValues(f, meta) {
+  const mx = f.metrics;
+  const {num, steps} = here();
+  return {eps: num(f.eps), steps: steps(f.steps), softmax_col_err: num(mx.softmax_col_err),
+          max_err: num(Math.max(mx.sinkhorn_row_err, mx.sinkhorn_col_err)),
+          not_converged: mx.converged ? "" : meta.not_converged};
+}
+
 export function patchCompare(gd, L, f) {
   const meta = gd.layout.meta, {n, m} = L;
   const [soft, sink] = shown(L, f, meta.view);
@@ -92,12 +102,7 @@ export function patchCompare(gd, L, f) {
   const hi = compareLimits(L, soft, sink, meta.scale);
   const colHi = 1.08 * Math.max(1e-12, max(f.softCols), max(f.sinkCols), max(L.b));
   const rowHi = 1.08 * Math.max(1e-12, max(f.softRows), max(f.sinkRows), max(L.a));
-  const mx = f.metrics;
-  const {num, steps} = here();  // the page's language (scrub.py's payload)
-  const vals = {eps: num(f.eps), steps: steps(f.steps),
-                softmax_col_err: num(mx.softmax_col_err),
-                max_err: num(Math.max(mx.sinkhorn_row_err, mx.sinkhorn_col_err)),
-                not_converged: mx.converged ? "" : meta.not_converged};
+  const vals = titleValues(f, meta);
   const lay = gd.layout;
   const annotations = (lay.annotations || []).map((a, k) =>
     k < meta.titles.length ? {...a, text: fill(meta.titles[k], vals)} : a);
