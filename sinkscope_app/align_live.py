@@ -35,6 +35,7 @@ Streamlit's sliders, which recompute on release, with a note that says why.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import struct
@@ -354,11 +355,13 @@ def parse_choice(state, grid: Sequence[float]) -> tuple[float, float | None] | N
     return th, float(g[int(np.argmin(np.abs(g - value)))])
 
 
-def style_of(n: int, m: int, theme: str, words: dict | None = None) -> dict:
+def style_of(n: int, m: int, theme: str, words: dict | None = None, lang: str = "en") -> dict:
     """How ``viz.align`` draws links for n × m words on ``theme``: what the browser needs to
     rebuild the figures' link and node traces as viz does (sizes, symbols, colours, the
-    graph's node heights, and every word the traces carry, from ``words`` over
-    ``viz.align.WORDS``, so the browser writes no word of its own)."""
+    graph's node heights, every word the traces carry, from ``words`` over
+    ``viz.align.WORDS``, so the browser writes no word of its own, and ``lang``'s number
+    format for the plan's values, ``engine.relation.summary.numbers``)."""
+    from engine.relation.summary import numbers
     import viz.align as va
     from viz import theme as th
 
@@ -371,7 +374,8 @@ def style_of(n: int, m: int, theme: str, words: dict | None = None) -> dict:
             "null_symbols": va.NULL_SYMBOLS, "null_names": w["null_names"],
             "node_names": w["nodes"], "unaligned": w["unaligned"],
             "text_colors": {s: th.text_color(s, theme) for s in ("a", "b")},
-            "ya": [float(y) for y in ya], "yb": [float(y) for y in yb]}
+            "ya": [float(y) for y in ya], "yb": [float(y) for y in yb],
+            "numbers": dataclasses.asdict(numbers(lang))}
 
 
 def fixed3(x) -> str:

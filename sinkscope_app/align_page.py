@@ -36,6 +36,7 @@ import streamlit as st
 
 from engine import settings
 from engine.errors import SinkscopeError, TextError
+from engine.relation.summary import numbers
 from engine.settings import DEFAULT_MODEL
 from sinkscope_app import align_live, compute, i18n
 from sinkscope_app.state import valid_text
@@ -668,7 +669,7 @@ def pair_view(t: dict, theme: str) -> None:
             align_live.controls(
                 key="align_live", payload=payload, theta=threshold, grid_value=value,
                 words=words, style=align_live.style_of(len(r.words_a), len(r.words_b), theme,
-                                                       t.get("figure")),
+                                                       t.get("figure"), t["_lang"]),
                 note="", lines={"scores": align_live.scores_line(words, method, r.scores),
                                 "links": align_live.links_line(words, r.links)},
                 on_change=on_live)
@@ -677,7 +678,7 @@ def pair_view(t: dict, theme: str) -> None:
     fig = va.matrix(r.words_a, r.words_b, r.links, plan=r.plan,
                     plan_title=t["plan_title"][method], sure=sure, possible=possible,
                     method=method, title=t["links_title"].format(method=method), theme=theme,
-                    words=t.get("figure"))
+                    words=t.get("figure"), num=numbers(t["_lang"]))
     _chart(fig, "align_matrix", bind and {**bind, "chart": "matrix"}, t)
     if bind is None:
         if r.scores:
@@ -950,5 +951,6 @@ def corpus_view(t: dict, theme: str) -> None:
                  width="stretch", column_config=_number_columns(rows[0], t))
     st.plotly_chart(va.corpus_scores({m: c.scores[m]["macro"] for m in METHODS},
                                      {m: c.scores[m]["macro_ci"] for m in METHODS},
-                                     theme=theme, words=t.get("figure")),
+                                     theme=theme, words=t.get("figure"),
+                                     num=numbers(t["_lang"])),
                     key="align_corpus_chart", width="stretch")

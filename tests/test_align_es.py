@@ -204,6 +204,29 @@ def test_the_figures_words_are_in_both_files_and_the_spanish_figures_have_no_eng
         va.graph(a, b, links, words={"graph_title": 3})
 
 
+def test_spanish_plan_values_read_with_decimal_commas():
+    """The Align plan's hover and colour bar, and the corpus chart, write numbers as the
+    page's language does ("0,25", "n/d" for a cell of no part), and so does the browser
+    when it redraws the plan (the style carries the number format)."""
+    from engine.relation.summary import numbers
+    import viz.align as va
+    from sinkscope_app import align_live
+
+    plan = np.array([[0.25, np.nan], [0.0004, 1.0]])
+    es = va.matrix(["el", "río"], ["the", "river"], [(0, 0)], plan=plan, num=numbers("es"))
+    hover = [t for t in es.data if t.type == "heatmap"][0].text
+    assert [list(r) for r in hover] == [["el → the: 0,25", "el → river: n/d"],
+                                        ["río → the: 0,0004", "río → river: 1"]]
+    assert es.layout.separators == ",\u00a0"
+    en = va.matrix(["el", "río"], ["the", "river"], [(0, 0)], plan=plan)
+    assert list([t for t in en.data if t.type == "heatmap"][0].text[0]) == [
+        "el → the: 0.25", "el → river: n/a"]
+    bars = va.corpus_scores({"exact": {"f1": 0.5}}, num=numbers("es"))
+    assert bars.layout.separators == ",\u00a0"
+    assert align_live.style_of(2, 2, "light", lang="es")["numbers"]["decimal"] == ","
+    assert align_live.style_of(2, 2, "light")["numbers"]["decimal"] == "."
+
+
 def _components(at, name: str) -> list[dict]:
     return [component_data(el) for el in at.get("bidi_component")
             if el.proto.component_name == name and el.proto.WhichOneof("data") == "json"]

@@ -29,6 +29,7 @@ from engine.alignment.readers import make_pair, parse_pairs
 from engine.alignment.score import METRICS, metrics_from_counts, pair_counts
 from sinkscope_app import align_live as al
 from sinkscope_app.align_page import MASS_OPTIONS, TAU_OPTIONS, THRESHOLDED, ui
+from engine.relation.summary import numbers
 from tests.test_js import plain
 from viz import align as va
 from tests.support.apptest import data as component_data
@@ -103,10 +104,11 @@ def gold_of(pair):
     return sorted(pair.sure), sorted(pair.possible)
 
 
-def figures(payload: al.LivePayload, pair, g: int, links, words=None) -> tuple[dict, dict]:
+def figures(payload: al.LivePayload, pair, g: int, links, words=None,
+            lang: str = "en") -> tuple[dict, dict]:
     sure, possible = gold_of(pair)
     mx = va.matrix(pair.words_a, pair.words_b, links, plan=payload.plan(g), sure=sure,
-                   possible=possible, method=payload.method, words=words)
+                   possible=possible, method=payload.method, words=words, num=numbers(lang))
     gr = va.graph(pair.words_a, pair.words_b, links, sure=sure, possible=possible,
                   words=words)
     return nan_to_none(plain(mx)), plain(gr)
@@ -126,19 +128,19 @@ def fixtures() -> dict:
             lang = "es" if c in (1, 6) else "en"  # two pairs in Spanish: words and figures
             t = ui(lang)
             words, fig_words = al.words_of(t), t["figure"]
-            style = al.style_of(n, m, "light", fig_words)
+            style = al.style_of(n, m, "light", fig_words, lang)
             steps = []
             g0, k0 = int(rng.integers(G)), int(rng.integers(100))
             before_links = python_links(V64[g0], p.thetas[k0])
             # figures are slow to build: a few pairs (gold and none, a dead word) per method
             draw = c in (0, 1, 2, 6) and (c != 2 or name == "unbalanced")
-            before = (figures(p, pair, g0, before_links, fig_words) if draw
+            before = (figures(p, pair, g0, before_links, fig_words, lang) if draw
                       else ({"data": None},))
             picks = {(int(rng.integers(G)), int(k)) for k in rng.integers(0, 100, 6)}
             picks |= {(0, 0), (G - 1, 99), (G // 2, 30)}
             for q, (g, k) in enumerate(sorted(picks)):
                 links = python_links(V64[g], p.thetas[k])
-                mx, gr = (figures(p, pair, g, links, fig_words) if draw and q < 2
+                mx, gr = (figures(p, pair, g, links, fig_words, lang) if draw and q < 2
                           else ({}, {}))
                 s = python_scores(links, pair)
                 steps.append(dict(g=g, k=k, links=[list(x) for x in links], scores=s,

@@ -24,6 +24,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from engine.relation.summary import Numbers
 from viz import theme as th
 
 #: Cell kinds, in drawing order (misses under predictions).
@@ -146,7 +147,8 @@ def matrix(words_a: Sequence[str], words_b: Sequence[str], links: Iterable, *,
            plan: np.ndarray | None = None, plan_title: str | None = None,
            sure: Iterable | None = None, possible: Iterable | None = None,
            title: str | None = None, method: str = "", theme: str = "light",
-           height: int | None = None, words: Mapping | None = None) -> go.Figure:
+           height: int | None = None, words: Mapping | None = None,
+           num: Numbers | None = None) -> go.Figure:
     """The plan a method read its links from (left, a heatmap) beside the links (right),
     with gold drawn over them and unaligned words marked on both sides.
 
@@ -159,6 +161,7 @@ def matrix(words_a: Sequence[str], words_b: Sequence[str], links: Iterable, *,
         sure, possible: gold links (None: no gold).
         method: the method's name, for the right panel's title.
         words: the figure's words over :data:`WORDS` (None: English).
+        num: how the plan's values are written (hover, colour bar; None: English).
 
     Returns:
         A figure; every scatter trace's ``meta`` is ``{"kind": k}`` with k in
@@ -167,7 +170,7 @@ def matrix(words_a: Sequence[str], words_b: Sequence[str], links: Iterable, *,
     Raises:
         ValueError: no words, a plan of the wrong shape, a link outside the pair.
     """
-    w = words_of(words)
+    w, num = words_of(words), num or Numbers()
     la, lb = _check_words(words_a, words_b)
     n, m = len(la), len(lb)
     kinds = classify(links, n, m, sure=sure, possible=possible)
@@ -186,7 +189,7 @@ def matrix(words_a: Sequence[str], words_b: Sequence[str], links: Iterable, *,
             raise ValueError(f"plan has shape {P.shape}, expected ({n}, {m}) (words of A × "
                              "words of B).")
         P = np.where(np.isfinite(P), P, np.nan)
-        hover = [[f"{la[i]} → {lb[j]}: {th.fmt(P[i, j])}" for j in range(m)] for i in range(n)]
+        hover = [[f"{la[i]} → {lb[j]}: {num(P[i, j])}" for j in range(m)] for i in range(n)]
         fig.add_trace(go.Heatmap(z=P, x=list(range(m)), y=list(range(n)), colorscale=th.MASS_SCALE,
                                  text=hover, hoverinfo="text", showscale=True,
                                  colorbar=th.colorbar(x=0.41, xanchor="left", len=0.9,
@@ -230,7 +233,7 @@ def matrix(words_a: Sequence[str], words_b: Sequence[str], links: Iterable, *,
     gold = sure is not None or possible is not None
     note = w["note_gold"] if gold else w["note_plain"]
     fig.update_layout(title=th.title(th.escape(title), note), showlegend=True,
-                      legend=dict(orientation="h", y=-0.38, x=0),
+                      separators=num.separators, legend=dict(orientation="h", y=-0.38, x=0),
                       margin=dict(l=110, r=30, t=110, b=150))
     return th.apply(fig, theme, height=height or max(420, 260 + 22 * max(n, m)))
 
@@ -303,7 +306,8 @@ def corpus_scores(scores: Mapping[str, Mapping[str, float]],
                   intervals: Mapping[str, Mapping[str, Sequence[float]]] | None = None, *,
                   metrics: Sequence[str] = ("f1", "null_f1", "total_f1"),
                   title: str | None = None, theme: str = "light",
-                  height: int | None = None, words: Mapping | None = None) -> go.Figure:
+                  height: int | None = None, words: Mapping | None = None,
+                  num: Numbers | None = None) -> go.Figure:
     """Grouped bars: each method's corpus scores, with error bars from the intervals.
 
     Args:
@@ -311,6 +315,7 @@ def corpus_scores(scores: Mapping[str, Mapping[str, float]],
         intervals: method → metric → (low, high); None draws no error bars.
         metrics: which metrics to show, one bar group colour each.
         words: the figure's words over :data:`WORDS` (None: English).
+        num: the decimal mark of the axis and the hover (None: English).
 
     Returns:
         One bar trace per metric (``meta={"metric": name}``), x the methods.
@@ -336,6 +341,7 @@ def corpus_scores(scores: Mapping[str, Mapping[str, float]],
                              error_y=err, marker_color=palette[k % len(palette)],
                              meta=dict(metric=metric)))
     fig.update_layout(title=th.title(title), barmode="group", yaxis=dict(range=[0, 1]),
+                      separators=(num or Numbers()).separators,
                       legend=dict(orientation="h", y=-0.3, x=0),
                       margin=dict(l=60, r=30, t=70, b=120))
     return th.apply(fig, theme, height=height or 420)

@@ -9,7 +9,7 @@
 // The rules are Python's, tested against it on fixtures (tests/test_align_js.py):
 // links V > θ (engine.alignment.extract), counts and metrics (engine.alignment.score), the
 // figures' link and node traces (viz.align.matrix and graph), numbers as f"{x:.3f}".
-import {fill, fmt} from "./format.js";
+import {fill, numberFormat} from "./format.js";
 import {Slider, el} from "./scrub.js";
 import {SK, keepDecoded, unwrap} from "./state.js";
 
@@ -141,8 +141,9 @@ export function matrixData(old, h, style, z, links) {  // viz.align.matrix's tra
   if (heat && z === null) {  // the same plan (θ moved alone): the same trace, not redrawn
     out.push(heat);
   } else if (heat) {
+    const num = numberFormat(style.numbers);  // the page's language (style_of's spec)
     out.push({...heat, z, text: z.map((row, i) => row.map((v, j) =>
-      `${la[i]} → ${lb[j]}: ${fmt(v === null ? NaN : v)}`))});
+      `${la[i]} → ${lb[j]}: ${num(v === null ? NaN : v)}`))});
   }
   const axes = heat ? {xaxis: "x2", yaxis: "y2"} : {xaxis: "x", yaxis: "y"};
   const size = style.size;
