@@ -111,6 +111,33 @@ def unread_of(e: TextError) -> tuple[list[tuple[int, str]], bool] | None:
     return found, " more:" in msg
 
 
+def file_error(e: Exception, t: dict) -> str:
+    """What a file (or the typed pair, or its gold) got wrong, in the page's language: an
+    ``AlignFileError`` whose ``code`` ``t["file_errors"]`` has, with its details written the
+    language's way; any other error's message as it is (on the English page, the engine's
+    own sentence)."""
+    words, lang = t.get("file_errors", {}), t.get("_lang", "en")
+    code = getattr(e, "code", "")
+    if lang == "en" or code not in words:
+        return str(e)
+    fields = {}
+    for k, v in e.params.items():
+        if k == "where":
+            fields[k] = (words["where_line"].format(file=v[0], line=align_live.count_text(
+                v[1], lang)) if isinstance(v, tuple) else words["where_names"].get(v, v))
+        elif isinstance(v, bool):  # an optional part of the sentence
+            fields[k] = words["parts"][k] if v else ""
+        elif k == "sep":
+            fields[k] = words["parts"][v]
+        elif isinstance(v, int):
+            fields[k] = align_live.count_text(v, lang)
+        elif isinstance(v, float):
+            fields[k] = align_live.decimal_text(v, lang)
+        else:
+            fields[k] = v
+    return words[code].format(**fields)
+
+
 def unread_message(e: TextError, t: dict) -> str:
     """The message of ``e`` in the page's language (``t``)."""
     if isinstance(e, UnreadText):
@@ -627,14 +654,14 @@ def pair_view(t: dict, theme: str) -> None:
         make_pair(text_a, text_b, where="these texts")
     except AlignFileError as e:
         server_sliders(slot, t, method)
-        st.warning(t["bad_text"].format(error=md_text(str(e), 400)))
+        st.warning(t["bad_text"].format(error=md_text(file_error(e, t), 400)))
         return
     pair = None
     if gold is not None:
         try:
             pair = make_pair(text_a, text_b, gold, where="gold")
         except AlignFileError as e:
-            st.warning(t["bad_gold"].format(error=md_text(str(e), 400)))
+            st.warning(t["bad_gold"].format(error=md_text(file_error(e, t), 400)))
             gold = None
     shown_a = (text_a.lower() if lower else text_a).split()
     shown_b = (text_b.lower() if lower else text_b).split()
@@ -881,7 +908,7 @@ def corpus_view(t: dict, theme: str) -> None:
         try:
             pairs = read_file(raw, f.name, one_based, t)
         except (AlignFileError, SinkscopeError) as e:
-            st.error(t["bad_file"].format(error=md_text(str(e), 400)))
+            st.error(t["bad_file"].format(error=md_text(file_error(e, t), 400)))
             return
         bar = st.progress(0.0, text=t["computing"].format(done=0, total=2 * len(pairs)))
         try:

@@ -308,3 +308,71 @@ def test_the_spanish_corpus_view_has_spanish_columns_and_decimal_commas():
     c = at.session_state["_align_corpus"]  # the export keeps its English column names
     head = ap.table_csv(ap.corpus_table(c)).decode().splitlines()[0].split(",")
     assert head[:4] == ["pair", "text A", "text B", "gold"] and "null ratio" in head
+
+
+# One bad upload or typed pair per mistake the page can meet (read_file, make_pair).
+BAD_FILES = [
+    ("text_empty", "f.csv", b" ,a b\n"),
+    ("text_too_long", "f.csv", (" ".join(["w"] * 401) + ",a b\n").encode()),
+    ("not_a_link", "f.csv", b"x y,a b,zz\n"),
+    ("link_out_of_range", "f.csv", b"x y,a b,2-0\n"),
+    ("binary", "f.csv", b"a\x00b"),
+    ("not_utf8", "f.csv", b"ok\n\xff\xfe"),
+    ("multimwa_fields", "m.tsv", b"1\ta b\tN/A\tc\tN/A\t1\t1\t0-0\n1\ta\tN/A\n"),
+    ("empty_file", "f.csv", b"  \n"),
+    ("not_json", "f.jsonl", b"{bad\n"),
+    ("json_fields", "f.jsonl", b'{"text_a": "x"}\n'),
+    ("not_csv", "f.csv", b"a" * 140_000 + b",b\n"),  # a field over csv's own limit
+    ("header", "f.csv", b"text_a,foo\nx,y\n"),
+    ("too_few_fields", "f.csv", b"text_a,text_b,gold\nx\n"),
+    ("too_many_fields", "f.tsv", b"x\ty\tz\tw\n"),
+    ("awesome_line", "f.txt", b"a ||| b ||| c\n"),
+]
+
+
+@pytest.mark.parametrize("code, name, raw", BAD_FILES, ids=[c for c, _, _ in BAD_FILES])
+def test_a_bad_file_is_explained_in_spanish(code, name, raw):
+    """The Spanish page says what a file got wrong in Spanish, with its line and numbers
+    written the Spanish way; the English page shows the engine's own sentence."""
+    from engine.alignment.readers import AlignFileError
+
+    with pytest.raises(AlignFileError) as e:
+        ap.read_file(raw, name, False, ap.ui("es"))
+    assert e.value.code == code
+    assert ap.file_error(e.value, ap.ui("en")) == str(e.value)
+    es = ap.file_error(e.value, ap.ui("es"))
+    assert es != str(e.value) and "{" not in es.replace('{"text_a"', "")
+    assert not re.search(r"\b(line|is|has|the|needs|write|holds)\b", es), es
+    if isinstance(e.value.params.get("where"), tuple):
+        assert ", línea " in es
+
+
+def test_spanish_file_errors_keep_the_details():
+    from engine.alignment.readers import AlignFileError, make_pair
+
+    es = ap.ui("es")
+    with pytest.raises(AlignFileError) as e:
+        ap.read_file(b"text_a,text_b,gold\nx\n", "f.csv", False, es)
+    assert ap.file_error(e.value, es) == ("f.csv, línea 2: 1 campo(s); cada línea necesita "
+                                          "text_a y text_b y gold separados por comas.")
+    with pytest.raises(AlignFileError) as e:
+        make_pair("a b", "c", "0-1", where="gold")
+    assert ap.file_error(e.value, es) == (
+        "referencia: el enlace 0-1 está fuera de rango: el texto A tiene 2 palabras y el texto "
+        "B 1 (¿cuentan los enlaces desde 1? márcalo en «los enlaces de referencia cuentan "
+        "desde 1»).")
+    with pytest.raises(AlignFileError) as e:  # from the page itself: its own sentence
+        ap.read_file(b"x" * (ap.MAX_UPLOAD_BYTES + 1), "big.csv", False, es)
+    assert e.value.code == "" and ap.file_error(e.value, es) == str(e.value)
+
+
+def test_the_english_file_errors_are_the_engine_s_sentences():
+    """align.en.json's file_errors are the engine's messages (readers.MESSAGES) as the
+    page's templates, so the two cannot drift apart."""
+    from engine.alignment.readers import ENGLISH_PARTS, MESSAGES
+
+    en = i18n.texts("align", "en")["file_errors"]
+    for code, sentence in MESSAGES.items():
+        assert en[code] == re.sub(r"\{(\w+)(![rs])?(:[^}]*)?\}", r"{\1}", sentence), code
+    assert {k: en["parts"][k] for k in ENGLISH_PARTS} == ENGLISH_PARTS
+    assert set(i18n.texts("align", "es")["file_errors"]) == set(en)

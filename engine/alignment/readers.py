@@ -37,8 +37,72 @@ FORMATS = ("auto", "table", "multimwa", "awesome")
 _LINK = re.compile(r"^(\d{1,6})([-p])(\d{1,6})$")
 
 
+# What each mistake says in English (the message), with its details as fields; a page in
+# another language says the same from ``code`` and ``params`` (sinkscope_app/align_page.py).
+# ``where`` is "<file>, line <k>" or what is read ("pair", "links"); ``hint`` and ``gold``
+# are optional parts (ENGLISH_PARTS), ``sep`` "tabs" or "commas".
+MESSAGES: dict[str, str] = {
+    "text_empty": "{where}: {field} is empty; every pair needs two texts.",
+    "text_too_long": "{where}: {field} has {words} words, more than {max_words}; split it "
+                     "into sentences.",
+    "gold_not_text": "{where}: gold must be Pharaoh links as text ('0-0 1-2'), got {type}.",
+    "not_a_link": "{where}: {token!r} is not a link; write links as i-j (sure) or ipj "
+                  "(possible), separated by spaces.",
+    "link_index_zero": "{where}: link {token} has index 0 but links are 1-based here; drop "
+                       "the 1-based flag if they are 0-based.",
+    "link_out_of_range": "{where}: link {token} is out of range: text A has {n} words and "
+                         "text B {m}{hint}.",
+    "cannot_read": "Cannot read the {what} {path}: {reason}.",
+    "not_a_file": "The {what} {path} is not a file.",
+    "path_too_big": "The {what} {path} is {mb:.1f} MB, more than {max_mb} MB; split it into "
+                    "smaller files.",
+    "too_big": "{file} is {mb:.1f} MB, more than {max_mb} MB; split it into smaller files.",
+    "binary": "{file} is not a text file (it holds NUL bytes).",
+    "not_utf8": "{where}: not UTF-8 text; save the file as UTF-8.",
+    "too_many_pairs": "{file} holds more than {max_pairs:,} pairs; split it.",
+    "multimwa_fields": "{where}: {fields} tab-separated fields; MultiMWA lines have 9 (id, "
+                       "sent1, N/A, sent2, N/A, 1, 1, sure, possible).",
+    "empty_file": "{file} is empty; give one pair per line.",
+    "not_json": "{where}: not a JSON object ({reason}); write one "
+                '{{"text_a": ..., "text_b": ..., "gold": ...}} per line.',
+    "json_fields": "{where}: each line needs the fields text_a and text_b.",
+    "not_csv": "{file}: not valid {kind} ({reason}).",
+    "header": "{where}: the header needs both text_a and text_b.",
+    "too_few_fields": "{where}: {fields} field(s); each line needs text_a and text_b{gold} "
+                      "separated by {sep}.",
+    "too_many_fields": "{where}: {fields} fields; expected text_a, text_b and an optional "
+                       "gold column.",
+    "no_pairs": "{file} holds no pairs.",
+    "gold_lines": "{gold_file} has {lines} lines but {file} has {pairs} pairs; give one line "
+                  "of links per pair.",
+    "awesome_line": "{where}: write each pair as 'source ||| target' (one '|||').",
+    "bad_format": "format must be one of {formats}; got {fmt!r}.",
+    "links_lines": "{file} has {lines} lines but there are {pairs} pairs; give one line of "
+                   "links per pair.",
+}
+ENGLISH_PARTS = {"hint": " (are the links 1-based? say so with the 1-based flag)",
+                 "gold": " and gold"}
+
+
 class AlignFileError(SinkscopeError):
-    """A file of pairs or gold links that cannot be read; the message names the line."""
+    """A file of pairs or gold links that cannot be read; the message names the line.
+
+    Attributes:
+        code: which mistake (a key of :data:`MESSAGES`; "" for a message of its own).
+        params: its details: numbers, names, ``where`` as (file, line) or a word.
+    """
+
+    def __init__(self, message: str, *, code: str = "", params: dict | None = None):
+        super().__init__(message)
+        self.code, self.params = code, dict(params or {})
+
+    @classmethod
+    def of(cls, code: str, **params) -> AlignFileError:
+        """The error ``code`` with ``params``, its message :data:`MESSAGES`'s sentence."""
+        english = {k: ENGLISH_PARTS[k] if v is True else "" if v is False else
+                   f"{v[0]}, line {v[1]}" if k == "where" and isinstance(v, tuple) else v
+                   for k, v in params.items()}
+        return cls(MESSAGES[code].format(**english), code=code, params=params)
 
 
 Link = tuple[int, int]
@@ -92,7 +156,7 @@ class Pair:
 
 
 def make_pair(text_a: str, text_b: str, gold: str | None = None, *,
-              one_based: bool = False, where: str = "pair") -> Pair:
+              one_based: bool = False, where: str | tuple[str, int] = "pair") -> Pair:
     """A :class:`Pair` from two texts and optional Pharaoh gold, checked.
 
     Raises:
@@ -100,22 +164,22 @@ def make_pair(text_a: str, text_b: str, gold: str | None = None, *,
     """
     for name, t in (("text_a", text_a), ("text_b", text_b)):
         if not isinstance(t, str) or not t.strip():
-            raise AlignFileError(f"{where}: {name} is empty; every pair needs two texts.")
+            raise AlignFileError.of("text_empty", where=where, field=name)
         if len(t.split()) > MAX_WORDS:
-            raise AlignFileError(f"{where}: {name} has {len(t.split())} words, more than "
-                                 f"{MAX_WORDS}; split it into sentences.")
+            raise AlignFileError.of("text_too_long", where=where, field=name,
+                                    words=len(t.split()), max_words=MAX_WORDS)
     if gold is None:
         return Pair(text_a, text_b)
     if not isinstance(gold, str):
-        raise AlignFileError(f"{where}: gold must be Pharaoh links as text ('0-0 1-2'), got "
-                             f"{type(gold).__name__}.")
+        raise AlignFileError.of("gold_not_text", where=where, type=type(gold).__name__)
     n, m = len(text_a.split()), len(text_b.split())
     sure, possible = parse_links(gold, n, m, one_based=one_based, where=where)
     return Pair(text_a, text_b, sure, possible, True)
 
 
 def parse_links(text: str, n: int, m: int, *, one_based: bool = False,
-                where: str = "links", possible_text: str = "") -> tuple[frozenset, frozenset]:
+                where: str | tuple[str, int] = "links",
+                possible_text: str = "") -> tuple[frozenset, frozenset]:
     """Pharaoh links ``"0-0 1-2 3p4"`` → (sure, possible) sets of 0-based (i, j).
 
     ``i-j`` is sure, ``ipj`` possible; ``possible_text`` adds links that are all possible
@@ -131,17 +195,13 @@ def parse_links(text: str, n: int, m: int, *, one_based: bool = False,
         for tok in part.split():
             mt = _LINK.match(tok)
             if not mt:
-                raise AlignFileError(f"{where}: {tok[:40]!r} is not a link; write links as "
-                                     "i-j (sure) or ipj (possible), separated by spaces.")
+                raise AlignFileError.of("not_a_link", where=where, token=tok[:40])
             i, j = int(mt.group(1)) - off, int(mt.group(3)) - off
             if i < 0 or j < 0:
-                raise AlignFileError(f"{where}: link {tok} has index 0 but links are "
-                                     "1-based here; drop the 1-based flag if they are 0-based.")
+                raise AlignFileError.of("link_index_zero", where=where, token=tok)
             if i >= n or j >= m:
-                hint = " (are the links 1-based? say so with the 1-based flag)" if (
-                    not one_based and (i == n or j == m)) else ""
-                raise AlignFileError(f"{where}: link {tok} is out of range: text A has {n} "
-                                     f"words and text B {m}{hint}.")
+                raise AlignFileError.of("link_out_of_range", where=where, token=tok, n=n, m=m,
+                                        hint=not one_based and (i == n or j == m))
             (possible if (mt.group(2) == "p" or force_possible) else sure).add((i, j))
     possible |= sure
     return frozenset(sure), frozenset(possible)
@@ -160,12 +220,13 @@ def _read_text(path: str | Path, what: str = "file") -> str:
     try:
         size = p.stat().st_size
     except OSError as e:
-        raise AlignFileError(f"Cannot read the {what} {path}: {e.strerror or e}.") from None
+        raise AlignFileError.of("cannot_read", what=what, path=str(path),
+                                reason=str(e.strerror or e)) from None
     if not p.is_file():
-        raise AlignFileError(f"The {what} {path} is not a file.")
+        raise AlignFileError.of("not_a_file", what=what, path=str(path))
     if size > MAX_BYTES:
-        raise AlignFileError(f"The {what} {path} is {size / 2**20:.1f} MB, more than "
-                             f"{MAX_BYTES // 2**20} MB; split it into smaller files.")
+        raise AlignFileError.of("path_too_big", what=what, path=str(path), mb=size / 2**20,
+                                max_mb=MAX_BYTES // 2**20)
     raw = p.read_bytes()
     return decode(raw, str(path))
 
@@ -173,16 +234,15 @@ def _read_text(path: str | Path, what: str = "file") -> str:
 def decode(raw: bytes, name: str = "the file") -> str:
     """Bytes of a pairs file → text (UTF-8, a BOM dropped); refuses binary and huge data."""
     if len(raw) > MAX_BYTES:
-        raise AlignFileError(f"{name} is {len(raw) / 2**20:.1f} MB, more than "
-                             f"{MAX_BYTES // 2**20} MB; split it into smaller files.")
+        raise AlignFileError.of("too_big", file=name, mb=len(raw) / 2**20,
+                                max_mb=MAX_BYTES // 2**20)
     if b"\x00" in raw:
-        raise AlignFileError(f"{name} is not a text file (it holds NUL bytes).")
+        raise AlignFileError.of("binary", file=name)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         line = raw[:e.start].count(b"\n") + 1
-        raise AlignFileError(f"{name}, line {line}: not UTF-8 text; save the file as "
-                             "UTF-8.") from None
+        raise AlignFileError.of("not_utf8", where=(name, line)) from None
     return text
 
 
@@ -195,7 +255,7 @@ def _lines(text: str) -> list[str]:
 
 def _check_count(pairs: list, name: str) -> None:
     if len(pairs) > MAX_PAIRS:
-        raise AlignFileError(f"{name} holds more than {MAX_PAIRS:,} pairs; split it.")
+        raise AlignFileError.of("too_many_pairs", file=name, max_pairs=MAX_PAIRS)
 
 
 def read_multimwa(text: str, *, name: str = "file", one_based: bool = False) -> tuple[Pair, ...]:
@@ -204,11 +264,10 @@ def read_multimwa(text: str, *, name: str = "file", one_based: bool = False) -> 
     for k, line in enumerate(_lines(text), 1):
         if not line.strip():
             continue
-        where = f"{name}, line {k}"
+        where = (name, k)
         cols = line.split("\t")
         if len(cols) < 8:
-            raise AlignFileError(f"{where}: {len(cols)} tab-separated fields; MultiMWA lines "
-                                 "have 9 (id, sent1, N/A, sent2, N/A, 1, 1, sure, possible).")
+            raise AlignFileError.of("multimwa_fields", where=where, fields=len(cols))
         a, b = cols[1], cols[3]
         n, m = len(a.split()), len(b.split())
         make_pair(a, b, where=where)  # the texts' own checks
@@ -228,7 +287,7 @@ def read_table(text: str, *, name: str = "file", one_based: bool = False,
     """
     lines = _lines(text)
     if not lines:
-        raise AlignFileError(f"{name} is empty; give one pair per line.")
+        raise AlignFileError.of("empty_file", file=name)
     first = lines[0].lstrip()
     kind = kind or ("jsonl" if first.startswith("{") else "tsv" if "\t" in first else "csv")
     pairs: list[Pair] = []
@@ -236,14 +295,13 @@ def read_table(text: str, *, name: str = "file", one_based: bool = False,
         for k, line in enumerate(lines, 1):
             if not line.strip():
                 continue
-            where = f"{name}, line {k}"
+            where = (name, k)
             try:
                 row = json.loads(line)
             except ValueError as e:
-                raise AlignFileError(f"{where}: not a JSON object ({e.msg}); write one "
-                                     '{"text_a": ..., "text_b": ..., "gold": ...} per line.') from None
+                raise AlignFileError.of("not_json", where=where, reason=e.msg) from None
             if not isinstance(row, dict) or "text_a" not in row or "text_b" not in row:
-                raise AlignFileError(f"{where}: each line needs the fields text_a and text_b.")
+                raise AlignFileError.of("json_fields", where=where)
             pairs.append(make_pair(row["text_a"], row["text_b"], row.get("gold"),
                                    one_based=one_based, where=where))
             _check_count(pairs, name)
@@ -253,33 +311,32 @@ def read_table(text: str, *, name: str = "file", one_based: bool = False,
         rows = list(csv.reader(io.StringIO("\n".join(lines)), delimiter=delim,
                                quoting=csv.QUOTE_NONE if delim == "\t" else csv.QUOTE_MINIMAL))
     except csv.Error as e:
-        raise AlignFileError(f"{name}: not valid {kind.upper()} ({e}).") from None
+        raise AlignFileError.of("not_csv", file=name, kind=kind.upper(), reason=str(e)) from None
     header = [c.strip().lower() for c in rows[0]]
     cols = {"text_a": 0, "text_b": 1, "gold": 2}
     start = 0
     if "text_a" in header or "text_b" in header:
         if "text_a" not in header or "text_b" not in header:
-            raise AlignFileError(f"{name}, line 1: the header needs both text_a and text_b.")
+            raise AlignFileError.of("header", where=(name, 1))
         cols = {c: header.index(c) for c in ("text_a", "text_b", "gold") if c in header}
         start = 1
     for k, row in enumerate(rows[start:], start + 1):
         if not any(c.strip() for c in row):
             continue
-        where = f"{name}, line {k}"
+        where = (name, k)
         need = max(cols["text_a"], cols["text_b"]) + 1
         if len(row) < need:
-            raise AlignFileError(f"{where}: {len(row)} field(s); each line needs text_a and "
-                                 f"text_b{' and gold' if 'gold' in cols else ''} separated by "
-                                 f"{'tabs' if delim == chr(9) else 'commas'}.")
+            raise AlignFileError.of("too_few_fields", where=where, fields=len(row),
+                                    gold="gold" in cols,
+                                    sep="tabs" if delim == "\t" else "commas")
         if len(row) > max(cols.values()) + 1 and start == 0:
-            raise AlignFileError(f"{where}: {len(row)} fields; expected text_a, text_b and "
-                                 "an optional gold column.")
+            raise AlignFileError.of("too_many_fields", where=where, fields=len(row))
         gold = row[cols["gold"]] if "gold" in cols and cols["gold"] < len(row) else None
         pairs.append(make_pair(row[cols["text_a"]], row[cols["text_b"]], gold,
                                one_based=one_based, where=where))
         _check_count(pairs, name)
     if not pairs:
-        raise AlignFileError(f"{name} holds no pairs.")
+        raise AlignFileError.of("no_pairs", file=name)
     return tuple(pairs)
 
 
@@ -289,21 +346,20 @@ def read_awesome(text: str, gold_text: str | None = None, *, name: str = "file",
     lines = _lines(text)
     gold_lines = _lines(gold_text) if gold_text is not None else None
     if gold_lines is not None and len(gold_lines) != len(lines):
-        raise AlignFileError(f"{gold_name} has {len(gold_lines)} lines but {name} has "
-                             f"{len(lines)} pairs; give one line of links per pair.")
+        raise AlignFileError.of("gold_lines", gold_file=gold_name, lines=len(gold_lines),
+                                file=name, pairs=len(lines))
     pairs = []
     for k, line in enumerate(lines, 1):
-        where = f"{name}, line {k}"
+        where = (name, k)
         if line.count("|||") != 1:
-            raise AlignFileError(f"{where}: write each pair as 'source ||| target' (one "
-                                 "'|||').")
+            raise AlignFileError.of("awesome_line", where=where)
         a, b = (s.strip() for s in line.split("|||"))
         g = None if gold_lines is None else gold_lines[k - 1]
         pairs.append(make_pair(a, b, g, one_based=one_based,
-                               where=where if g is None else f"{gold_name}, line {k}"))
+                               where=where if g is None else (gold_name, k)))
         _check_count(pairs, name)
     if not pairs:
-        raise AlignFileError(f"{name} holds no pairs.")
+        raise AlignFileError.of("no_pairs", file=name)
     return tuple(pairs)
 
 
@@ -331,9 +387,9 @@ def parse_pairs(text: str, *, fmt: str = "auto", name: str = "file", gold_text: 
         transpose: swap A and B (OTAlign reads MTRef with sent2 first).
     """
     if fmt not in FORMATS:
-        raise AlignFileError(f"format must be one of {', '.join(FORMATS)}; got {fmt!r}.")
+        raise AlignFileError.of("bad_format", formats=", ".join(FORMATS), fmt=fmt)
     if not text.strip():
-        raise AlignFileError(f"{name} is empty; give one pair per line.")
+        raise AlignFileError.of("empty_file", file=name)
     fmt = sniff(text, name) if fmt == "auto" else fmt
     if fmt == "multimwa":
         pairs = read_multimwa(text, name=name, one_based=one_based)
@@ -373,8 +429,6 @@ def read_links(path: str | Path, pairs: tuple[Pair, ...], *,
     lines = _lines(_read_text(path, "gold file"))
     name = Path(path).name
     if len(lines) != len(pairs):
-        raise AlignFileError(f"{name} has {len(lines)} lines but there are {len(pairs)} pairs; "
-                             "give one line of links per pair.")
-    return tuple(make_pair(p.text_a, p.text_b, g, one_based=one_based,
-                           where=f"{name}, line {k}")
+        raise AlignFileError.of("links_lines", file=name, lines=len(lines), pairs=len(pairs))
+    return tuple(make_pair(p.text_a, p.text_b, g, one_based=one_based, where=(name, k))
                  for k, (p, g) in enumerate(zip(pairs, lines), 1))
