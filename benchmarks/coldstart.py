@@ -23,8 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.support.server import (CHROMIUM_ARGS, ROOT, chromium_path, command, free_port,
-                                  stop, wait_healthy)
+from tests.support.server import (CHROMIUM_ARGS, ROOT, chromium_path, command, cpu_seconds,
+                                  free_port, stop, wait_healthy)
 
 TARGET_RATIO = 2.0
 # A plotly chart holding a heatmap trace, drawn (its SVG is on the page).
@@ -40,13 +40,6 @@ def bare_command(port: int) -> list[str]:
     cmd = command(port)
     i = next(i for i, c in enumerate(cmd) if c.endswith("app.py"))
     return [*cmd[:i], str(ROOT / "benchmarks" / "bare_app.py"), *cmd[i + 1:]]
-
-
-def cpu_seconds(pid: int) -> float:
-    """CPU time (user + system, all threads) a process has used so far, from /proc: what a
-    visit costs the server whatever else the machine runs."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def visit(browser, cmd: list[str], waits: dict[str, str], log_dir: Path,

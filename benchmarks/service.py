@@ -28,7 +28,6 @@ import concurrent.futures as cf
 import os
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -155,23 +154,9 @@ def measure(engines: dict, rounds: int, scale: float) -> dict:
 
 def tree_rss_mb(root: int) -> float:
     """Resident memory of every process descending from ``root`` (not root itself)."""
-    parents: dict[int, int] = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                parents[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                pass
-    kids, todo = set(), [root]
-    while todo:
-        p = todo.pop()
-        for c, pp in parents.items():
-            if pp == p and c not in kids:
-                kids.add(c)
-                todo.append(c)
-    from tests.support.server import rss_mb
+    from tests.support.server import descendants, rss_mb
 
-    return sum(rss_mb(c) for c in kids)
+    return sum(rss_mb(c) for c in descendants(root))
 
 
 def wire_rows(embedded: "Embedded") -> None:

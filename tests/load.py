@@ -24,7 +24,8 @@ import threading
 import time
 from pathlib import Path
 
-from tests.support.server import CHROMIUM_ARGS, chromium_path, rss_mb, streamlit_server
+from tests.support.server import (CHROMIUM_ARGS, chromium_path, cpu_seconds, rss_mb,
+                                  streamlit_server)
 
 # Whole words that each stay one token (after joining word pieces) in the charts.
 WORDS_B = ("zebra violin castle pepper rocket walrus tulip anchor glacier lantern "
@@ -187,15 +188,6 @@ async def run_sessions(url: str, n: int, seconds: float, pause: float,
                                for i in range(n)))
         await browser.close()
     return out, barrier
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process, in seconds (0 when it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
 
 
 def _group(cmdline: str) -> str | None:

@@ -147,3 +147,31 @@ def test_relay_refuses_while_down_relays_while_up_and_resets_on_down():
         relay.down()
         server.shutdown()
         server.server_close()
+
+
+def test_descendants_and_cpu_seconds_read_the_process_tree():
+    """A child and its grandchild are descendants; the CPU a child burned is counted in
+    its parent's time once the child has exited and been reaped (``reaped``)."""
+    import os
+    import sys
+
+    from tests.support.server import cpu_seconds, descendants
+
+    proc = subprocess.Popen([sys.executable, "-c",
+                             "import subprocess, sys, time; p = subprocess.Popen(['sleep', '30']);"
+                             " print(p.pid, flush=True); time.sleep(30)"],
+                            stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        grandchild = int(proc.stdout.readline())
+        proc.stdout.close()
+        kids = descendants(os.getpid())
+        assert {proc.pid, grandchild} <= kids and os.getpid() not in kids
+        assert descendants(grandchild) == set()
+    finally:
+        kill_group(proc)
+        proc.wait(timeout=10)
+    before = cpu_seconds(os.getpid(), reaped=True)
+    subprocess.run([sys.executable, "-c", "t = __import__('time').process_time()\n"
+                    "while __import__('time').process_time() - t < 0.3: pass"], check=True)
+    assert cpu_seconds(os.getpid(), reaped=True) - before >= 0.25
+    assert cpu_seconds(os.getpid()) > 0 and cpu_seconds(2**22 + 12345) == 0.0

@@ -13,40 +13,26 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from pathlib import Path
 
 from tests.support.browser import SHARED_RENDERER_ARGS, SharedRenderers, wait_idle
-from tests.support.server import CHROMIUM_ARGS, chromium_path, streamlit_server
+from tests.support.server import (CHROMIUM_ARGS, chromium_path, cpu_seconds, descendants,
+                                  streamlit_server)
 
-TICK = os.sysconf("SC_CLK_TCK")
 
 
-def _processes() -> dict[int, tuple[int, str, float]]:
-    """pid → (parent pid, command line, CPU seconds with its reaped children's)."""
-    out = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
+def tree_cpu(root: int, *, only: str = "") -> float:
+    """CPU seconds so far of ``root`` and its descendants whose command line holds
+    ``only``, with the children each has already reaped (a closed page's renderer)."""
+    def cmdline(pid: int) -> str:
         try:
-            with open(f"/proc/{d}/stat") as f:
-                stat = f.read()
-            with open(f"/proc/{d}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(
+                errors="replace")
         except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        out[int(d)] = (int(fields[1]), cmd, sum(int(x) for x in fields[11:15]) / TICK)
-    return out
+            return ""
 
-
-def cpu_seconds(root: int, *, only: str = "") -> float:
-    """CPU seconds of ``root``'s process tree so far (of the processes whose command line
-    holds ``only``), counting children that have already exited."""
-    procs, tree, todo = _processes(), set(), [root]
-    while todo:
-        pid = todo.pop()
-        tree.add(pid)
-        todo += [p for p, (parent, _, _) in procs.items() if parent == pid and p not in tree]
-    return sum(procs[p][2] for p in tree if p in procs and only in procs[p][1])
+    return sum(cpu_seconds(p, reaped=True) for p in {root} | descendants(root)
+               if only in cmdline(p))
 
 
 def page_cpu(pages: int = 6) -> dict[str, tuple[float, float, float]]:
@@ -72,12 +58,12 @@ def page_cpu(pages: int = 6) -> dict[str, tuple[float, float, float]]:
                         pg.close()
 
                     load()  # the server's first visit, and the kept renderer's first page
-                    c0, s0, t0 = (cpu_seconds(os.getpid(), only="chrom"),
-                                  cpu_seconds(proc.pid), time.perf_counter())
+                    c0, s0, t0 = (tree_cpu(os.getpid(), only="chrom"),
+                                  tree_cpu(proc.pid), time.perf_counter())
                     for _ in range(pages):
                         load()
-                    out[name] = ((cpu_seconds(os.getpid(), only="chrom") - c0) / pages,
-                                 (cpu_seconds(proc.pid) - s0) / pages,
+                    out[name] = ((tree_cpu(os.getpid(), only="chrom") - c0) / pages,
+                                 (tree_cpu(proc.pid) - s0) / pages,
                                  (time.perf_counter() - t0) / pages)
                     ctx.close()
             finally:

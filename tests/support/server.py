@@ -55,6 +55,35 @@ def peak_rss_mb(pid: int) -> float:
     return _status_mb(pid, "VmHWM")
 
 
+def cpu_seconds(pid: int, *, reaped: bool = False) -> float:
+    """User + system CPU seconds a process has used so far (all its threads; with
+    ``reaped``, also its children that have exited and been waited for), from /proc; 0
+    when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return sum(int(x) for x in fields[11:15 if reaped else 13]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def descendants(root: int) -> set[int]:
+    """The live processes descending from ``root`` (children, theirs, …; not root)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    kids, todo = set(), [root]
+    while todo:
+        p = todo.pop()
+        for c, pp in parents.items():
+            if pp == p and c not in kids:
+                kids.add(c)
+                todo.append(c)
+    return kids
+
+
 def command(port: int, *, launcher: bool = False) -> list[str]:
     """``streamlit run app.py`` on 127.0.0.1:port, headless, without usage statistics;
     with ``launcher``, ``python -m sinkscope_app.launch`` (``make run``: the same server,
