@@ -326,11 +326,12 @@ def controls(*, key: str, payload: LivePayload, theta: float, grid_value: float 
     from .live import sent
 
     g = payload.grid_index(grid_value)
+    mark = words.get("decimal", ".")  # the sliders' values with the page's decimal mark
     data = {"role": "align", "payload": payload.id, "theta_stops": list(THETA_STOPS),
-            "theta_labels": [f"{x:.2f}" for x in THETA_STOPS],
+            "theta_labels": [f"{x:.2f}".replace(".", mark) for x in THETA_STOPS],
             "theta": payload.theta_index(theta), "grid_key": payload.grid_key,
             "grid_stops": list(payload.grid),
-            "grid_labels": [f"{x:g}" for x in payload.grid], "grid": g,
+            "grid_labels": [f"{x:g}".replace(".", mark) for x in payload.grid], "grid": g,
             "words": words, "style": style, "note": note, "lines": lines,
             "url": {"theta": "threshold", "tau": "tau", "mass": "mass"}}
     return _component()(key=key, data=sent(data), on_choice_change=on_change)

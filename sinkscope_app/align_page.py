@@ -127,8 +127,8 @@ def file_error(e: Exception, t: dict) -> str:
                 v[1], lang)) if isinstance(v, tuple) else words["where_names"].get(v, v))
         elif isinstance(v, bool):  # an optional part of the sentence
             fields[k] = words["parts"][k] if v else ""
-        elif k == "sep":
-            fields[k] = words["parts"][v]
+        elif k in ("sep", "what"):  # a word the sentence picks: "tabs", "gold file"
+            fields[k] = words["parts"].get(v, v)
         elif isinstance(v, int):
             fields[k] = align_live.count_text(v, lang)
         elif isinstance(v, float):

@@ -252,6 +252,7 @@ def test_the_spanish_pair_view_has_spanish_columns_words_and_messages():
     assert tab["F1"].between(0, 1).all()
     [controls] = _components(at, "sinkscope_align")  # the live sliders' words: Spanish
     assert controls["words"]["decimal"] == "," and controls["words"]["tau"] == ES["tau"]
+    assert controls["theta_labels"][45] == "0,45" and "," in controls["grid_labels"][1]
     assert controls["lines"]["scores"].startswith("unbalanced: precisión ")
     assert "0." not in controls["lines"]["scores"] and "," in controls["lines"]["scores"]
     charts = _components(at, "sinkscope_live_chart")
@@ -348,7 +349,7 @@ def test_a_bad_file_is_explained_in_spanish(code, name, raw):
 
 
 def test_spanish_file_errors_keep_the_details():
-    from engine.alignment.readers import AlignFileError, make_pair
+    from engine.alignment.readers import AlignFileError, make_pair, read_links
 
     es = ap.ui("es")
     with pytest.raises(AlignFileError) as e:
@@ -361,6 +362,10 @@ def test_spanish_file_errors_keep_the_details():
         "referencia: el enlace 0-1 está fuera de rango: el texto A tiene 2 palabras y el texto "
         "B 1 (¿cuentan los enlaces desde 1? márcalo en «los enlaces de referencia cuentan "
         "desde 1»).")
+    with pytest.raises(AlignFileError) as e:  # a path's mistake names the file's kind
+        read_links("/nonexistent/gold.txt", ())
+    assert ap.file_error(e.value, es).startswith(
+        "No se puede leer el archivo de referencia /nonexistent/gold.txt: ")
     with pytest.raises(AlignFileError) as e:  # from the page itself: its own sentence
         ap.read_file(b"x" * (ap.MAX_UPLOAD_BYTES + 1), "big.csv", False, es)
     assert e.value.code == "" and ap.file_error(e.value, es) == str(e.value)

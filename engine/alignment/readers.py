@@ -40,7 +40,8 @@ _LINK = re.compile(r"^(\d{1,6})([-p])(\d{1,6})$")
 # What each mistake says in English (the message), with its details as fields; a page in
 # another language says the same from ``code`` and ``params`` (sinkscope_app/align_page.py).
 # ``where`` is "<file>, line <k>" or what is read ("pair", "links"); ``hint`` and ``gold``
-# are optional parts (ENGLISH_PARTS), ``sep`` "tabs" or "commas".
+# are optional parts (ENGLISH_PARTS), ``sep`` "tabs" or "commas", ``what`` "file" or
+# "gold file".
 MESSAGES: dict[str, str] = {
     "text_empty": "{where}: {field} is empty; every pair needs two texts.",
     "text_too_long": "{where}: {field} has {words} words, more than {max_words}; split it "
