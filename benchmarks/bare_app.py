@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from sinkscope_app.state import EPS_OPTIONS
+from sinkscope_app.main.params import EPS_OPTIONS
 
 st.set_page_config(page_title="bare slider + heatmap", layout="wide")
 S = np.random.default_rng(0).normal(0.0, 2.4, (30, 30))  # the spread of MiniLM's logits

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from engine.io.bench import machine
-from sinkscope_app.learn_text import N_STEPS, STEPS, UI
+from sinkscope_app.learn.text import N_STEPS, STEPS, UI
 from tests.support.server import CHROMIUM_ARGS, ROOT, chromium_path, command, free_port, stop, wait_healthy
 
 TARGET_S = 1.0

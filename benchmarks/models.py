@@ -33,7 +33,7 @@ BASE_IMPORTS = ("import torch, ot; import transformers; "
 BARE_APP = '''
 import plotly.graph_objects as go
 import streamlit as st
-from sinkscope_app.state import EPS_OPTIONS
+from sinkscope_app.main.params import EPS_OPTIONS
 
 eps = st.select_slider("ε", options=EPS_OPTIONS, value=1.0, format_func=lambda e: f"{e:g}")
 z = [[(i * j) % 7 / (1 + eps) for j in range(12)] for i in range(12)]

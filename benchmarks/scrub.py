@@ -146,7 +146,7 @@ def engine_rows(quick: bool) -> list[tuple[str, float, str]]:
     from engine.relation.lattice import grid, relation_lattice
     from engine.relation.relate import default_encoder
     from sinkscope_app import scrub
-    from sinkscope_app.state import EPS_OPTIONS, HALF_STEP_OPTIONS
+    from sinkscope_app.main.params import EPS_OPTIONS, HALF_STEP_OPTIONS
 
     import torch
 
@@ -185,7 +185,7 @@ def align_rows(quick: bool) -> list[tuple[str, float, str]]:
     from engine.alignment.api import method_of
     from engine.alignment.readers import make_pair
     from sinkscope_app import align_live
-    from sinkscope_app.align_page import MASS_OPTIONS, TAU_OPTIONS
+    from sinkscope_app.align import MASS_OPTIONS, TAU_OPTIONS
 
     rng = np.random.default_rng(4)
     rows = []

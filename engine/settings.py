@@ -108,6 +108,8 @@ class Config:
         torch_threads: torch threads in the app (0 leaves torch's default).
         warm_up: compile UMAP and prepare the Learn page's later steps in background
             threads at start (tests turn it off to keep both cores).
+        heavy_jobs: how many heavy jobs (a corpus, a Lab run, a sweep) the app runs at
+            once on this machine; others wait in line (``SINKSCOPE_HEAVY_JOBS``).
         engine: "embedded", or the URL of a served engine (``python -m engine serve``).
         max_body: the served engine answers 413 to a request body larger than this (bytes).
         cache_mb: megabytes of encodings each replica of the served engine keeps (LRU).
@@ -126,6 +128,7 @@ class Config:
     live_max_half_steps: int = 1000
     torch_threads: int = 1
     warm_up: bool = True
+    heavy_jobs: int = 1
     engine: str = EMBEDDED
     max_body: int = 1_000_000
     cache_mb: int = 512
@@ -152,6 +155,7 @@ class Config:
                                     HALF_STEPS_CAP),
             torch_threads=_int(env, "SINKSCOPE_TORCH_THREADS", 1, lowest=0),
             warm_up=env.get("SINKSCOPE_WARM_UP", "1").strip() != "0",
+            heavy_jobs=_int(env, "SINKSCOPE_HEAVY_JOBS", 1),
             engine=env.get("SINKSCOPE_ENGINE", "").strip() or EMBEDDED,
             max_body=_int(env, "SINKSCOPE_MAX_BODY", 1_000_000),
             cache_mb=_int(env, "SINKSCOPE_CACHE_MB", 512, lowest=0),

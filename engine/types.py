@@ -196,12 +196,19 @@ class Notice:
             bias: the scores are QKᵀ/√d alone).
         level: "info" (the result is right, the input was changed) or "warning" (the
             result is not what was asked for, e.g. Sinkhorn has not converged).
-        message: the sentence shown, saying what to change.
+        message: the sentence shown, saying what to change (English, for the API).
+        code: which sentence (a key of ``engine.relation.notices.MESSAGES``; the kind, or
+            a variant such as "not_converged_heads"); "" for a message of its own.
+        params: its details (numbers, names as codes), from which a page says the same
+            in its language: ``code`` and ``params`` are the notice, ``message`` one
+            wording of it.
     """
 
     kind: str
     level: str
     message: str
+    code: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -332,7 +339,9 @@ class Projection:
             cost −S over all pairs of positive mass; near 1 means near points are cheap
             pairs, near 0 or negative means the picture misleads.
         explained: for PCA, the fraction of variance the kept components explain.
-        note: why a fallback was used, if one was.
+        note: why a fallback was used, if one was (English).
+        note_code: the same as a code a page words in its language ("umap_few_points"),
+            "" without a note.
     """
 
     xy_a: np.ndarray
@@ -343,6 +352,7 @@ class Projection:
     distance_cost_corr: float
     explained: float | None = None
     note: str = ""
+    note_code: str = ""
 
 
 @dataclass(frozen=True)

@@ -5,12 +5,12 @@ The text is Markdown with LaTeX, one per language: ``about`` in text/main.<lang>
 
 from __future__ import annotations
 
-from . import i18n
+from . import locale
 
 
 def about(lang: str = "en") -> str:
     """The About view's Markdown in ``lang`` ("en", "es")."""
-    return i18n.texts("main", lang)["about"]
+    return locale.texts("main", lang)["about"]
 
 
 ABOUT = about("en")

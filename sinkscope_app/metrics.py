@@ -10,7 +10,7 @@ from engine.relation.summary import HELP, Metric, ZERO_MASS, fmt, numbers, rows 
 from engine.settings import DEFAULT_TOL
 from engine.types import Relation
 
-from . import i18n
+from . import locale
 
 __all__ = ["HELP", "Metric", "fmt", "rows", "table"]
 
@@ -24,7 +24,7 @@ def rows(r: Relation, lang: str = "en") -> list[Metric]:
     """
     if lang == "en":
         return _rows(r)
-    w = i18n.texts("main", lang)["metrics"]
+    w = locale.texts("main", lang)["metrics"]
     num = numbers(lang)
     s = r.summary
 

@@ -13,24 +13,26 @@ import time
 
 import streamlit as st
 
-from engine.serving.client import EngineUnavailable
+from engine.client import EngineUnavailable
 
-from . import compute
+from . import engines, locale
 
 PROBE_S = 2.0
 
 
-def notice(e: EngineUnavailable) -> None:
-    """Say the engine is away (its URL and what to check) and start probing for it.
+def notice(e: EngineUnavailable, lang: str = "en") -> None:
+    """Say the engine is away (its URL and what to check, in the page's language ``lang``)
+    and start probing for it.
 
     An engine that answered with an error of its own (HTTP 500 on this request) is not
     probed: the page tries again on the next change instead of re-running every few
     seconds.
     """
     away = e.status is None or e.status in (502, 503, 504)
-    st.warning(f"{e} " + ("This page keeps its settings and carries on by itself as soon "
-                          "as the engine answers again." if away else
-                          "Change a setting to try again."), icon="⚠️")
+    w = locale.words("frame", lang)
+    said = str(e) if lang == locale.DEFAULT_LANG else w["engine_away"].format(
+        url=e.url, reason=e.reason)
+    st.warning(f"{said} " + w["engine_back" if away else "engine_retry"], icon="⚠️")
     if away:
         st.session_state["_engine_away_since"] = time.monotonic()
         _probe()
@@ -40,6 +42,6 @@ def notice(e: EngineUnavailable) -> None:
 def _probe() -> None:
     """Re-run the page once the engine answers (never on the run that drew the notice)."""
     since = st.session_state.get("_engine_away_since", time.monotonic())
-    if time.monotonic() - since >= 0.9 * PROBE_S and compute.engine_answers():
+    if time.monotonic() - since >= 0.9 * PROBE_S and engines.current().answers():
         st.session_state.pop("_engine_away_since", None)
         st.rerun(scope="app")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from .state import parse_bool
+from .inputs import parse_bool
 
 MIN_PX = 18  # the smallest text on the main page, as viz.theme.PRESENT_PX in the figures
 

@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 from tests.support.apptest import data as component_data, run
 
 from engine.alignment.readers import AlignFileError
-from sinkscope_app import align_page as ap
+from sinkscope_app import align as ap
 
 ROOT = Path(__file__).resolve().parent.parent
 PAIRS = ROOT / "tests" / "data" / "align" / "pairs.tsv"
@@ -22,7 +22,7 @@ PAIRS = ROOT / "tests" / "data" / "align" / "pairs.tsv"
 
 def align(query: dict | None = None, **state) -> AppTest:
     """A fresh session of the Align page at ``query`` with ``state`` set, run once."""
-    return run(query, page="pages/align.py", timeout=180, **state)
+    return run(query, page="sinkscope_app/pages/align.py", timeout=180, **state)
 
 
 def ok(at: AppTest) -> None:
@@ -229,12 +229,13 @@ def test_a_served_engine_gets_its_own_fields_in_chunks(monkeypatch):
                               {"method": kw["method"]}, {}, None,
                               {"f1": 1.0} if p.has_gold else None) for p in pairs]
 
-    monkeypatch.setattr(ap.compute, "served", lambda: True)
-    monkeypatch.setattr(ap.compute, "client", lambda url: FakeClient())
-    monkeypatch.setattr(ap.compute, "encoder", lambda m: pytest.fail("encoded locally"))
+    from sinkscope_app import engines
+
+    served = engines.Served("http://127.0.0.1:9", client=FakeClient())
+    monkeypatch.setattr(engines, "current", lambda: served)
     pairs = parse_pairs(corpus_file(300).decode(), name="p.tsv")
     seen = []
-    c = ap.align_corpus(pairs, "k", False, "m", lambda share, text: seen.append(share))
+    c = ap.align_corpus(pairs, "k", False, "m", lambda share, text, **info: seen.append(share))
     assert [n for n, _ in calls] == [256, 44] * len(ap.METHODS)
     assert {kw["method"] for _, kw in calls} == set(ap.METHODS)
     assert all(kw["values"] is False for _, kw in calls)

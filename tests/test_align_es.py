@@ -12,7 +12,7 @@ from urllib.parse import parse_qs
 import numpy as np
 import pytest
 
-from sinkscope_app import align_page as ap, i18n
+from sinkscope_app import align as ap, locale as i18n
 from tests.support.apptest import data as component_data
 from tests.test_align_app import align, ok
 
@@ -41,14 +41,14 @@ def test_every_word_of_the_align_page_is_in_both_languages_with_the_same_fields(
 def test_the_language_is_in_the_address_and_a_crafted_link_is_answered_in_it():
     values, warn = ap.parse_query({"lang": "es", "view": "nope", "method": "<b>",
                                    "tau": "nan"})
-    assert values == {"align_lang": "es"} and len(warn) == 3
+    assert values == {"lang": "es"} and len(warn) == 3
     assert any(w.startswith("El enlace pide un método desconocido, '<b>'") for w in warn)
     assert not [w for w in warn if "Unknown" in w or "link" in w]
     assert ap.to_query({**ap.DEFAULTS, **values})["lang"] == "es"
     assert ap.parse_query({"view": "nope"})[1] == [
         "Unknown view 'nope' in the link; showing the pair."]  # English as it was
     values, warn = ap.parse_query({"lang": "fr"})
-    assert "align_lang" not in values and "Unknown language 'fr'" in warn[0]
+    assert "lang" not in values and "Unknown language 'fr'" in warn[0]
     link = ap.compare_link("el gato", "a & b", "es")
     assert parse_qs(link[3:])["lang"] == ["es"] and "lang" not in ap.compare_link("a", "b")
 
@@ -94,8 +94,8 @@ def test_spanish_tables_name_their_columns_in_spanish_and_export_english_keys():
     assert ap.column_names(ap.ui("en"), keys) == {k: k for k in keys}  # English unchanged
     rows = ap.shown_rows([{"method": "exact", "links": 3, "precision": 0.5}], es)
     assert rows == [{"método": "exact", "enlaces": 3, "precisión": 0.5}]
-    cfg = ap._number_columns({"method": "exact", "links": 3, "precision": 0.5,
-                              "null F1": None}, es)
+    cfg = ap.float_columns({"method": "exact", "links": 3, "precision": 0.5,
+                            "null F1": None}, es)
     assert set(cfg) == {"precisión", "F1 de nulos"}
 
 
@@ -112,7 +112,10 @@ def test_spanish_messages_write_numbers_the_spanish_way():
     assert align_live.count_text(4096, "es") == "4096"  # Spanish groups from five digits
     assert align_live.count_text(12345) == "12,345"
     assert align_live.decimal_text(2.25, "es", 2) == "2,25"
-    assert ap._fmt(0.5, "es") == "0,500" and ap._fmt(0.5) == "0.500" and ap._fmt(None) == "–"
+    from sinkscope_app.locale import numbers
+
+    assert numbers("es").fixed(0.5) == "0,500" and numbers("en").fixed(0.5) == "0.500"
+    assert numbers("en").fixed(None) == "–"
     words = align_live.words_of(es)
     note = align_live.too_large(60, 60, 41, max_cells=4096, max_bytes=100_000, words=words,
                                 lang="es")

@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from sinkscope_app import align_page as ap, i18n
+from sinkscope_app import align as ap, locale as i18n
 from tests.support.browser import fresh_page, no_errors, wait_idle, wait_js
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

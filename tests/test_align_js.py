@@ -28,7 +28,7 @@ from engine.alignment.api import method_of
 from engine.alignment.readers import make_pair, parse_pairs
 from engine.alignment.score import METRICS, metrics_from_counts, pair_counts
 from sinkscope_app import align_live as al
-from sinkscope_app.align_page import MASS_OPTIONS, TAU_OPTIONS, THRESHOLDED, ui
+from sinkscope_app.align import MASS_OPTIONS, TAU_OPTIONS, THRESHOLDED, ui
 from engine.relation.summary import numbers
 from tests.test_js import plain
 from viz import align as va
@@ -258,7 +258,7 @@ def test_the_pair_view_ships_the_payload_and_falls_back_above_the_budget(monkeyp
     q = {"text_a": "the cat sat on the mat", "text_b": "a cat was sitting on the mat",
          "gold": "0p0 1-1 2-2 2-3 3-4 4-5 5-6", "method": "unbalanced", "threshold": "0.3",
          "tau": "1"}
-    at = run(q, page="pages/align.py", timeout=180)
+    at = run(q, page="sinkscope_app/pages/align.py", timeout=180)
     assert not at.exception and not at.error
     assert not at.slider  # the sliders are the browser's
     [payload] = [p for p in _components(at, "sinkscope_align") if p.WhichOneof("data") == "bytes"]
@@ -281,7 +281,7 @@ def test_the_pair_view_ships_the_payload_and_falls_back_above_the_budget(monkeyp
 
     # a release: the component's state names the new values; the callback keeps them
     at.session_state["align_live"] = {"choice": {"theta": 0.05, "grid": 10.0}}
-    from sinkscope_app import align_page as ap
+    from sinkscope_app import align as ap
     with monkeypatch.context() as mp:
         mp.setattr(ap.st, "session_state", at.session_state)
         ap.on_live()
@@ -291,7 +291,7 @@ def test_the_pair_view_ships_the_payload_and_falls_back_above_the_budget(monkeyp
     # above the budget: Streamlit's sliders and a note saying why
     monkeypatch.setattr(settings, "CONFIG", dataclasses.replace(settings.CONFIG,
                                                                 live_max_cells=20))
-    at = run(q, page="pages/align.py", timeout=180)
+    at = run(q, page="sinkscope_app/pages/align.py", timeout=180)
     assert not at.exception and not at.error
     assert at.slider(key="align_threshold").value == 0.3
     assert not _components(at, "sinkscope_align")

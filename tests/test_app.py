@@ -21,7 +21,7 @@ from engine.io.export import to_npz  # noqa: E402
 from tests.support.apptest import data as component_data, figures, ok, run  # noqa: E402
 from sinkscope_app import examples, metrics, report  # noqa: E402
 from engine.settings import CONFIG as LIMITS  # noqa: E402
-from sinkscope_app.state import (DEFAULTS, EPS_OPTIONS, HALF_STEP_OPTIONS, KEYS,  # noqa: E402
+from sinkscope_app.main.params import (DEFAULTS, EPS_OPTIONS, HALF_STEP_OPTIONS, KEYS,  # noqa: E402
                                  PARAMS, SENTENCE_KEYS, VIEWS, eps_options,
                                  half_step_options,
                                  parse_query, to_query)
@@ -180,7 +180,7 @@ def test_default_page_renders(default_app):
 def test_eps_slider_changes_coupling_and_metrics(default_app):
     at = default_app
     before = (metric(at, "Entropy H(π)"), metric(at, "KL(π ‖ a⊗b)"))
-    at.session_state["eps"] = 2.0  # what the live slider's release sets (app.on_scrub)
+    at.session_state["eps"] = 2.0  # what the live slider's release sets (explore.on_scrub)
     at.run()
     ok(at)
     title = figures(at)[0]["layout"]["annotations"][1]["text"]
@@ -406,7 +406,7 @@ def test_html_report_and_exports_describe_themselves():
 
 
 def test_grid_click_event_parsing():
-    from sinkscope_app.views import _picked_head
+    from sinkscope_app.main.heads import picked_head as _picked_head
     ev = {"selection": {"points": [{"curve_number": 2, "customdata": {"0": 2, "1": 7, "2": 0.5}}]}}
     assert _picked_head(ev, L, H) == (2, 7)
     ev = {"selection": {"points": [{"customdata": [3.0, 11.0, 1.2]}]}}
@@ -439,7 +439,7 @@ def test_heads_ranked_and_opened_without_a_mouse():
 
 
 def test_ranked_heads_order_and_ties():
-    from sinkscope_app.views import ranked_heads
+    from sinkscope_app.main.heads import ranked_heads
     v = np.array([[0.2, np.inf], [0.2, 0.1]])
     assert ranked_heads(v) == [(0, 1, np.inf), (0, 0, 0.2), (1, 0, 0.2), (1, 1, 0.1)]
     assert ranked_heads(v, lowest_first=True)[0] == (1, 1, 0.1)
@@ -516,7 +516,7 @@ def test_presentation_mode_from_the_url_and_the_sidebar():
     q = at.query_params["present"]
     assert (q[0] if isinstance(q, list) else q) == "true"
     assert any("font-size:18px" in h.proto.body for h in at.get("html"))
-    from sinkscope_app.views import PRESENT_COMPARE_HEIGHT
+    from sinkscope_app.main.views import PRESENT_COMPARE_HEIGHT
     compare, diff = figures(at)[:2]
     assert compare["layout"]["height"] == PRESENT_COMPARE_HEIGHT
     for fig in (compare, diff):
@@ -655,7 +655,7 @@ def test_the_note_shows_only_at_the_example_s_settings():
 
 
 def test_example_differences_in_words():
-    from sinkscope_app.state import example_differences
+    from sinkscope_app.main.params import example_differences
 
     ex = EXAMPLES["en-es"]
     state = dict(DEFAULTS, **ex["settings"], mode="separate")
@@ -685,15 +685,15 @@ def test_a_text_outside_the_model_s_vocabulary_gets_a_notice():
 
 def test_vocabulary_notice_thresholds():
     from engine.relation.relate import default_encoder
-    from sinkscope_app.compute import vocabulary_notice
+    from sinkscope_app.main.calls import vocabulary_notice
 
     tok = default_encoder().tokenizer
     assert vocabulary_notice(tok, "I sat on the bank of the river and watched the water.",
-                             "Text A", "m") is None
-    assert vocabulary_notice(tok, "   ", "Text A", "m") is None
-    assert vocabulary_notice(None, "שלום עולם מה שלומך", "Text A", "m") is None
-    hebrew = vocabulary_notice(tok, "שלום עולם מה שלומך היום", "Text A", "m")
-    assert hebrew and "Text A is mostly outside the vocabulary of m" in hebrew
+                             "text_a", "m") is None
+    assert vocabulary_notice(tok, "   ", "text_a", "m") is None
+    assert vocabulary_notice(None, "שלום עולם מה שלומך", "text_a", "m") is None
+    hebrew = vocabulary_notice(tok, "שלום עולם מה שלומך היום", "text_a", "m")
+    assert hebrew and "Text A is mostly outside the vocabulary of m" in hebrew.message
 
 
 # ----------------------------------------------------------------------------- the URL schema
@@ -716,8 +716,9 @@ def test_old_links_open_the_same_state_as_readable_ones():
 
 
 def test_one_truthy_parser_for_every_page():
-    from sinkscope_app import learn_state, present
-    from sinkscope_app.state import parse_bool
+    from sinkscope_app import present
+    from sinkscope_app.inputs import parse_bool
+    from sinkscope_app.learn import params as learn_state
 
     for word in ("1", "true", "TRUE", "yes", "on", " On "):
         assert parse_bool(word) is True and present.link(word)
@@ -732,8 +733,8 @@ def test_one_truthy_parser_for_every_page():
 def test_fragment_keys_come_from_the_schema_and_docs_list_every_parameter():
     from pathlib import Path
 
-    from sinkscope_app import views
-    from sinkscope_app.state import FRAGMENT_KEYS
+    from sinkscope_app.main import explore as views
+    from sinkscope_app.main.params import FRAGMENT_KEYS
 
     assert views.FRAGMENT_KEYS == FRAGMENT_KEYS
     assert {p.key for p in PARAMS if p.scope == "view"} <= set(FRAGMENT_KEYS)

@@ -11,7 +11,7 @@ from urllib.parse import parse_qs
 import pytest
 
 from engine.relation.summary import numbers
-from sinkscope_app import i18n, metrics
+from sinkscope_app import locale as i18n, metrics
 from sinkscope_app.examples import load as load_examples
 from tests.support.apptest import ok, run
 from tests.test_learn import learn
@@ -82,12 +82,14 @@ def test_spanish_metric_strip_and_view_names():
     names = [o for b in view for o in b.options]
     assert ES["views"]["compare"] in names and "Compare" not in names
     # the strip the sliders show: Spanish labels, decimal commas
+    from engine.settings import Settings
     from sinkscope_app import compute
 
     ss = at.session_state
-    r = compute.relation(ss["model"], ss["a"], ss["b"], ss["mode"], int(ss["layer"]),
-                         ss["head"], float(ss["eps"]), int(ss["steps"]), ss["weights"],
-                         bool(ss["pool"]))
+    r = compute.relation(ss["a"], ss["b"], Settings(
+        model=ss["model"], mode=ss["mode"], layer=int(ss["layer"]), head=ss["head"],
+        eps=float(ss["eps"]), half_steps=int(ss["steps"]), weights=ss["weights"],
+        pool_words=bool(ss["pool"])))
     rows = metrics.rows(r, "es")
     assert [m.label for m in rows] == [ES["metrics"]["labels"][m.key] for m in rows]
     cost = next(m for m in rows if m.key == "cost")
@@ -111,7 +113,7 @@ def test_the_language_survives_the_links_to_learn_and_back():
     link = next(el.proto for el in at.sidebar.get("page_link") if el.proto.page == "learn")
     assert parse_qs(link.query_string) == {"lang": ["es"]}
     page = learn({"step": "6", "lang": "es", "ex": "paraphrase"})  # what the link opens
-    assert page.session_state["learn_lang"] == "es"
+    assert page.session_state["lang"] == "es"
     back = next(el.proto for el in page.sidebar.get("page_link") if "learn" not in el.proto.page)
     assert parse_qs(back.query_string) == {"lang": ["es"]}
     main = page.get("link_button")[0].proto.url  # "Abrir estos textos en las vistas principales"
@@ -148,7 +150,7 @@ def test_lab_links_back_to_the_main_page_and_learn_in_its_language():
     from tests.support.apptest import APP
 
     at = AppTest.from_file(APP, default_timeout=120)
-    at.switch_page("pages/lab.py")
+    at.switch_page("sinkscope_app/pages/lab.py")
     at.query_params.update({"lang": "es"})
     at.run()
     assert not at.exception

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from sinkscope_app import i18n
+from sinkscope_app import locale as i18n
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -15,8 +15,9 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from engine import settings  # noqa: E402
 from engine.relation.relate import POSITION_BIAS_NOTE  # noqa: E402
 from sinkscope_app.examples import sentence_sets  # noqa: E402
-from sinkscope_app.state import DEFAULTS, parse_query, to_query  # noqa: E402
-from sinkscope_app.views import _picked_candidate, md_text  # noqa: E402
+from sinkscope_app.main.params import DEFAULTS, parse_query, to_query  # noqa: E402
+from sinkscope_app.inputs import md_text  # noqa: E402
+from sinkscope_app.main.sentences import picked_candidate as _picked_candidate  # noqa: E402
 from tests.support.apptest import figures, ok, run  # noqa: E402
 
 SETS = sentence_sets()

@@ -7,7 +7,8 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import pytest
 
-from sinkscope_app import i18n, live, views
+from sinkscope_app import live, locale as i18n
+from sinkscope_app.main import views
 from tests.support.apptest import data as component_data, ok, run
 
 
@@ -34,7 +35,7 @@ def test_both_pages_have_the_word_in_both_languages_and_views_pass_it_on(monkeyp
 @pytest.mark.model
 @pytest.mark.slow
 @pytest.mark.parametrize("page,words,where", [(None, "main", "notices"),
-                                               ("pages/learn.py", "learn", "ui")])
+                                               ("sinkscope_app/pages/learn.py", "learn", "ui")])
 def test_the_spanish_page_sends_its_own_failed_chart_words(page, words, where):
     es = i18n.texts(words, "es")[where]["chart_failed"]
     query = {"lang": "es"} if page is None else {"lang": "es", "step": "1"}

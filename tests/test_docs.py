@@ -92,8 +92,7 @@ def test_readme_fits_on_a_screen_and_names_the_two_commands():
     assert "make run" in text and "make test" in text
     assert len(re.findall(r"!\[[^\]]*\]\(docs/screenshots/[^)]+\.png\)", text)) == 1
     for folder in ("engine/solver", "engine/models", "engine/relation", "engine/alignment",
-                   "engine/lab", "engine/serving", "engine/io", "viz/", "sinkscope_app/",
-                   "pages/"):
+                   "engine/lab", "engine/serving", "engine/io", "viz/", "sinkscope_app/"):
         assert f"`{folder}" in text, f"README.md does not say where {folder} starts"
 
 

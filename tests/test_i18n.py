@@ -16,14 +16,16 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from engine.relation.summary import PLAIN_ZERO, fmt, numbers
-from sinkscope_app import i18n, learn_text
+from sinkscope_app import locale as i18n
+from sinkscope_app.learn import text as learn_text
 from viz import learn as vl
 
 ROOT = Path(__file__).resolve().parent.parent
 # Modules of the Learn page that must hold no words of their own (they read them from
 # text/learn.<lang>.json).
-LEARN_CODE = ("sinkscope_app/learn_text.py", "sinkscope_app/learn_steps.py",
-              "sinkscope_app/learn_state.py", "pages/learn.py", "viz/learn.py")
+LEARN_CODE = ("sinkscope_app/learn/text.py", "sinkscope_app/learn/steps.py",
+              "sinkscope_app/learn/params.py", "sinkscope_app/learn/page.py",
+              "sinkscope_app/pages/learn.py", "viz/learn.py")
 
 
 OPTIONAL = ("examples", "sentence_sets")  # sections one language may leave to assets/
@@ -185,9 +187,9 @@ def test_spanish_numbers_for_a_student():
     assert ES(float("nan")) == "n/d" and ES(float("inf")) == "∞"
     assert ES.separators == ",\u00a0" and EN.separators == ".,"
     assert numbers("fr") is EN  # a language without its own format reads as English
-    assert learn_text.percent(4.78e-7, "es") == "0,00005\u00a0%"
-    assert learn_text.percent(2e-8, "es") == "≈ 0\u00a0%"
-    assert learn_text.percent(4.78e-7, "en") == "4.8e-05%"  # English as it was
+    assert ES.percent(4.78e-7) == "0,00005\u00a0%"
+    assert ES.percent(2e-8) == "≈ 0\u00a0%"
+    assert EN.percent(4.78e-7) == "4.8e-05%"  # English as it was
 
 
 def _hover_numbers(fig) -> list[str]:
@@ -244,9 +246,9 @@ def test_labels_go_where_no_marker_covers_them_and_stay_in_the_frame():
 
 
 def test_counts_group_digits_the_language_way():
-    assert learn_text.count(24285, "en") == "24,285" and learn_text.count(999, "es") == "999"
-    assert learn_text.count(24285, "es") == "24\u00a0285"  # 24,285 would read as 24.285
-    assert learn_text.count(4000, "es") == "4000"  # four digits stay together in Spanish
+    assert EN.count(24285) == "24,285" and ES.count(999) == "999"
+    assert ES.count(24285) == "24\u00a0285"  # 24,285 would read as 24.285
+    assert ES.count(4000) == "4000"  # four digits stay together in Spanish
 
 
 # ----------------------------------------------------------------------------- notices
@@ -270,33 +272,30 @@ def _engine_notices():
 
 
 def test_every_engine_notice_reads_in_spanish_and_english_stays_the_engine_s():
-    from sinkscope_app import notices
+    from engine.types import Notice
+    from sinkscope_app import locale
 
     found = _engine_notices()
     kinds = {n.kind for n in found}
     assert kinds >= {"chars_cut", "tokens_cut", "no_position_bias", "not_converged",
                      "candidates_cut", "not_mean_pooled"}, kinds
-    en_words = i18n.texts("main", "en")["engine_notices"]
+    en_words = i18n.texts("engine", "en")["notices"]
     for n in found:
-        assert notices.say(n.kind, n.message, "en") == n.message
-        es = notices.say(n.kind, n.message, "es")
-        assert es != n.message, n.message  # every sentence the engine writes is read back
+        assert n.code in en_words, n.code  # every notice the engine writes is a code
+        assert locale.notice(n, "en") == n.message  # the English page: the engine's words
+        es = locale.notice(n, "es")
+        assert es != n.message, n.message  # every code is worded in Spanish
         assert not re.search(r"\b(the|was|has|cut|tokens were|raise)\b", es), es
         assert not re.search(r"\d\.\d", es.replace("1e-06", "")), es  # decimal commas
-        # the English template with the fields read back is the engine's sentence
-        for kind, key, pattern in notices.PATTERNS:
-            m = pattern.match(n.message) if kind == n.kind else None
-            if m and key != "vocabulary":
-                raw = {k: v or "" for k, v in m.groupdict().items()}
-                assert en_words[key].format(**raw) == n.message
-                break
-    assert notices.say("something_new", "A notice the page does not know.", "es") == \
-        "A notice the page does not know."
-    assert notices.say("tokens_cut", "An unexpected sentence.", "es") == "An unexpected sentence."
+    assert locale.notice(Notice("something_new", "info", "A notice the page does not know."),
+                         "es") == "A notice the page does not know."
+    assert locale.notice(Notice("tokens_cut", "info", "An unexpected sentence.", code="new"),
+                         "es") == "An unexpected sentence."
 
 
 def test_the_vocabulary_notice_in_spanish():
-    from sinkscope_app import compute, notices
+    from sinkscope_app import locale
+    from sinkscope_app.main.calls import vocabulary_notice
 
     class Pieces:  # a tokenizer that breaks every word into pieces, one unknown
         unk_token = "[UNK]"
@@ -304,9 +303,8 @@ def test_the_vocabulary_notice_in_spanish():
         def tokenize(self, text):
             return ["or", "##illa", "in", "##und", "##o", "des", "##pu", "##es", "[UNK]"]
 
-    en = compute.vocabulary_notice(Pieces(), "orilla inundo después 😀", "Text B",
-                                   "all-MiniLM-L6-v2")
-    es = notices.say("vocabulary", en, "es")
+    en = vocabulary_notice(Pieces(), "orilla inundo después 😀", "text_b", "all-MiniLM-L6-v2")
+    es = locale.notice(en, "es")
     assert es.startswith("El texto B queda casi todo fuera del vocabulario de all-MiniLM-L6-v2")
     assert "«or ##illa in ##und …»" in es and "% de sus trozos son [UNK]" in es
     assert "multilingüe" in es and "mostly" not in es
@@ -314,7 +312,8 @@ def test_the_vocabulary_notice_in_spanish():
 
 def test_crafted_link_warnings_keep_their_english_and_speak_spanish():
     from sinkscope_app.examples import load
-    from sinkscope_app.state import Message, parse_query, say
+    from sinkscope_app.inputs import Message, say
+    from sinkscope_app.main.params import parse_query
 
     kw = dict(n_layers=6, n_heads=12, models=("all-MiniLM-L6-v2",), examples=load())
     bad = {"cscale": "rainbow", "layer": "99", "eps": "1e9", "steps": "x", "pool": "maybe",

@@ -252,7 +252,7 @@ def spanish(rng: np.random.Generator, xs: list[float]) -> dict:
     (summary.numbers("es")), the metric strip (metrics.rows(r, "es")), the sliders' step
     labels and the graph's hovers, with the words and number format the payload carries."""
     from engine.relation.summary import numbers as numbers_of
-    from sinkscope_app import i18n, metrics, scrub
+    from sinkscope_app import locale as i18n, metrics, scrub
 
     es = numbers_of("es")
     words = {**scrub.WORDS, **i18n.texts("main", "es")["sliders"]["words"]}

@@ -54,7 +54,7 @@ def test_both_languages_have_every_key_and_the_same_fields():
 
 def lab(query: dict | None = None, **state) -> AppTest:
     """A fresh session of the Lab page at ``query`` with ``state`` set, run once."""
-    return run(query, page="pages/lab.py", timeout=180, **state)
+    return run(query, page="sinkscope_app/pages/lab.py", timeout=180, **state)
 
 
 def ok(at: AppTest) -> None:

@@ -18,7 +18,7 @@ from engine.solver.references import exact_plan
 from engine.relation.summary import rows
 from engine.relation import frames
 from sinkscope_app import scrub
-from sinkscope_app.state import EPS_OPTIONS, HALF_STEP_OPTIONS
+from sinkscope_app.main.params import EPS_OPTIONS, HALF_STEP_OPTIONS
 
 EXAMPLES = int(os.environ.get("SINKSCOPE_FUZZ_EXAMPLES", "40"))
 STEPS = (1, 2, 3, 5, 8, 20, 60)

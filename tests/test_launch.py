@@ -63,19 +63,19 @@ def test_a_preload_still_running_past_the_timeout_gives_none():
 
 
 def test_the_page_loader_takes_the_preloaded_model(monkeypatch):
-    from sinkscope_app import compute
+    from sinkscope_app import compute, engines
 
     sentinel = type("Enc", (), {"n_layers": 2, "n_heads": 3})()
     p = Preload(lambda m: sentinel)
     p.start("all-MiniLM-L6-v2").join(5)
     monkeypatch.setattr(launch, "PRELOAD", p)
-    monkeypatch.setattr(compute, "_LOADED", {})
-    compute._encoder.clear()
+    before = engines.current()
+    engines.use(engines.Embedded())  # an engine that has loaded nothing yet
     try:
         assert compute.model_shape("all-MiniLM-L6-v2") is sentinel  # ready: no waiting
         assert compute.encoder("all-MiniLM-L6-v2") is sentinel
     finally:
-        compute._encoder.clear()
+        engines.use(before)
 
 
 def test_the_controls_shape_comes_from_the_configuration_file():

@@ -22,9 +22,10 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from engine.lab import toy  # noqa: E402
 from engine.errors import SettingsError  # noqa: E402
-from sinkscope_app import examples, learn_state, learn_text  # noqa: E402
-from sinkscope_app.learn_text import LANGS, N_STEPS, STEPS, UI  # noqa: E402
-from sinkscope_app.state import parse_query  # noqa: E402
+from sinkscope_app import examples  # noqa: E402
+from sinkscope_app.learn import params as learn_state, text as learn_text  # noqa: E402
+from sinkscope_app.learn.text import LANGS, N_STEPS, STEPS, UI  # noqa: E402
+from sinkscope_app.main.params import parse_query  # noqa: E402
 from viz import learn as vl  # noqa: E402
 from tests.support.apptest import data as component_data  # noqa: E402
 
@@ -269,10 +270,12 @@ def test_spanish_is_spanish():
     assert "¿" in body and "á" in body and "ñ" in body
     for english in (" the ", " and ", " of the "):
         assert english not in body
-    assert learn_text.percent(0.483, "es") == "48\u00a0%"
-    assert learn_text.percent(0.483, "en") == "48%"
-    assert learn_text.percent(0.0004, "en") == "0.04%"
-    assert learn_text.percent(1e-12, "es") == "0\u00a0%"
+    from sinkscope_app.locale import numbers
+
+    assert numbers("es").percent(0.483) == "48\u00a0%"
+    assert numbers("en").percent(0.483) == "48%"
+    assert numbers("en").percent(0.0004) == "0.04%"
+    assert numbers("es").percent(1e-12) == "0\u00a0%"
 
 
 # ----------------------------------------------------------------------------- URL state
@@ -283,7 +286,7 @@ def _parse(q, locale=None):
 @FAST
 @given(st.integers(1, N_STEPS), st.sampled_from(sorted(LANGS)), st.booleans(), presets, shifts)
 def test_url_round_trip(step, lang, present, preset, shift):
-    state = dict(learn_state.DEFAULTS, learn_step=step, learn_lang=lang,
+    state = dict(learn_state.DEFAULTS, learn_step=step, lang=lang,
                  learn_present=present, learn_cloud=preset, learn_shift=shift, ex="bank")
     q = learn_state.to_query(state)
     assert q["step"] == str(step) and q["lang"] == lang
@@ -308,7 +311,7 @@ def test_url_round_trip_with_own_texts():
     ({"step": "<script>"}, "learn_step", 1, "'\\<script\\>'"),
     ({"step": "[x](http://e.vil)"}, "learn_step", 1, "\\[x\\]\\(http\\:"),
     ({"step": "1e400"}, "learn_step", 1, "There is no step"),
-    ({"lang": "fr"}, "learn_lang", "en", "Unknown language 'fr'"),
+    ({"lang": "fr"}, "lang", "en", "Unknown language 'fr'"),
     ({"cloud": "spiral"}, "learn_cloud", None, "Unknown cloud shape 'spiral'"),
     ({"a": "x" * 30_000}, "a", "x" * 20_000, "only the first 20,000 are kept"),
     ({"shift": "50"}, "learn_shift", 2.0, "using 2"),
@@ -324,10 +327,10 @@ def test_crafted_urls_are_clamped_with_a_notice(query, key, value, needle):
 
 def test_notices_speak_the_pages_language():
     p = _parse({"step": "12", "lang": "es"})
-    assert p.values == {"learn_lang": "es", "learn_step": 8}
+    assert p.values == {"lang": "es", "learn_step": 8}
     assert p.warnings == ["No hay paso '12' (el recorrido va del 1 al 8); se muestra el paso 8."]
-    assert _parse({}, locale="es-AR").values["learn_lang"] == "es"
-    assert _parse({}, locale="de-DE").values["learn_lang"] == "en"
+    assert _parse({}, locale="es-AR").values["lang"] == "es"
+    assert _parse({}, locale="de-DE").values["lang"] == "en"
     long = _parse({"step": "9" * 5000}).warnings[0]
     assert len(long) < 200  # a huge value is quoted cut short
 
@@ -335,7 +338,7 @@ def test_notices_speak_the_pages_language():
 # ----------------------------------------------------------------------------- the page
 def learn(query: dict | None = None, **state) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120)
-    at.switch_page("pages/learn.py")
+    at.switch_page("sinkscope_app/pages/learn.py")
     if query:
         at.query_params.update(query)
     for k, v in state.items():
@@ -409,7 +412,7 @@ def test_url_opens_the_step_and_language_and_switches_language():
     at = learn({"step": "5", "lang": "es"})
     ok(at)
     assert "Paso 5 de 8" in heading(at) and "Nube A (filas)" in title(at)
-    at.segmented_control(key="learn_lang").set_value("en").run()
+    at.segmented_control(key="lang").set_value("en").run()
     ok(at)
     assert "Step 5 of 8" in heading(at)
     assert dict(at.query_params) == {"step": "5", "lang": "en"}
@@ -559,4 +562,4 @@ def test_a_paste_over_the_limit_is_cut_with_a_notice_in_the_page_s_language():
     at.sidebar.text_area(key="b").input(paste).run()
     assert not at.exception
     assert at.session_state["b"] == paste[: CONFIG.max_chars]
-    assert any("23,456 caracteres" in w.value and "pegado" in w.value for w in at.warning)
+    assert any("23\u00a0456 caracteres" in w.value and "pegado" in w.value for w in at.warning)

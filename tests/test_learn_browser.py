@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from sinkscope_app.learn_text import N_STEPS, STEPS, UI
+from sinkscope_app.learn.text import N_STEPS, STEPS, UI
 from tests.support.browser import SHOTS, TMP_SHOTS, no_errors, query, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from sinkscope_app.learn_text import N_STEPS, STEPS, UI
+from sinkscope_app.learn.text import N_STEPS, STEPS, UI
 from tests.support.browser import TIMEOUT, TMP_SHOTS, no_errors, query, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

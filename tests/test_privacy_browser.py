@@ -11,8 +11,8 @@ from urllib.parse import urlparse
 
 import pytest
 
-from sinkscope_app.learn_text import N_STEPS
-from sinkscope_app.state import VIEWS
+from sinkscope_app.learn.text import N_STEPS
+from sinkscope_app.main.params import VIEWS
 from tests.support.browser import settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

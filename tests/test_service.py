@@ -747,9 +747,9 @@ def test_app_with_no_engine_shows_a_notice(monkeypatch):
     assert not at.exception and not at.error
     (w,) = at.warning
     assert dead in w.value and "not available" in w.value and "by itself" in w.value
-    from sinkscope_app import compute
+    from sinkscope_app import engines
 
-    c = compute.client(dead)  # the page's one client: one call's retries, not every call's
+    c = engines.current().client  # the page's one client: one call's retries, not every call's
     assert 0 < c.retried <= c.retries
 
 
@@ -774,7 +774,7 @@ def test_zz_stopped_service_is_unavailable_then_recovers(service, encoder, monke
     the URL; start it again on the same port: the same client and page carry on."""
     from streamlit.testing.v1 import AppTest
 
-    from sinkscope_app.state import EPS_OPTIONS
+    from sinkscope_app.main.params import EPS_OPTIONS
     from tests.support.server import ROOT
 
     svc, url = service["svc"], service["url"]

@@ -876,7 +876,7 @@ def test_cloud_legend_names_the_sides_in_self_mode():
 # ----------------------------------------------------------------------------- learn figures
 def test_learn_exact_plan_stays_visible_over_a_spread_out_plan():
     from engine.lab import toy
-    from sinkscope_app.learn_text import WORDS
+    from sinkscope_app.learn.text import WORDS
     from viz import learn as vl
     c = toy.clouds("clusters")
     plan, exact = toy.coupling(c, 1.0).plan, toy.exact(c)  # ε = 1: lines everywhere
@@ -895,7 +895,7 @@ def test_learn_exact_plan_stays_visible_over_a_spread_out_plan():
 
 
 def test_learn_plane_labels_only_the_points_that_matter():
-    from sinkscope_app.learn_text import WORDS
+    from sinkscope_app.learn.text import WORDS
     from viz import learn as vl
     rng = np.random.default_rng(0)
     n, m = 14, 16

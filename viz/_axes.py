@@ -7,26 +7,27 @@ helpers. Every builder module imports from these two, never from another builder
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 
 from viz import theme as th
+from viz.words import WORDS
 
 
-def axis_titles(mode: str = "separate") -> tuple[str, str]:
-    """(rows, columns) axis titles of a map: text A against text B, or in self mode
-    text A's queries against text A's keys."""
+def axis_titles(mode: str = "separate", w: Mapping[str, str] = WORDS) -> tuple[str, str]:
+    """(rows, columns) axis titles of a map in ``w``'s words: text A against text B, or in
+    self mode text A's queries against text A's keys."""
     if mode == "self":
-        return "text A (queries)", "text A (keys)"
-    return "text A", "text B"
+        return w["queries"], w["keys"]
+    return w["text_a"], w["text_b"]
 
 
-def hover_names(mode: str) -> tuple[str, str]:
+def hover_names(mode: str, w: Mapping[str, str] = WORDS) -> tuple[str, str]:
     """What a map's hover calls its row and column tokens: "A"/"B" ("query A"/"key A" in
-    self mode)."""
-    return ("query A", "key A") if mode == "self" else ("A", "B")
+    self mode), in ``w``'s words."""
+    return (w["query_a"], w["key_a"]) if mode == "self" else (w["hover_a"], w["hover_b"])
 
 
 def default_height(n: int, extra: int = 0) -> int:
@@ -35,13 +36,16 @@ def default_height(n: int, extra: int = 0) -> int:
 
 
 def figure(data: list[dict], layout: dict, theme: str, height: int,
-            width: int | None) -> go.Figure:
-    """One ``go.Figure`` from trace and layout dicts in our theme.
+           width: int | None, separators: str = ".,") -> go.Figure:
+    """One ``go.Figure`` from trace and layout dicts in our theme, its axes and hovers
+    writing numbers with ``separators`` (plotly's: the decimal mark, then the group's).
 
     Building the whole figure in one call is several times faster than make_subplots and
     update_* calls, which re-validate the layout each time; it runs on every slider move.
     """
     layout = {**layout, "template": th.TEMPLATES[th.check_theme(theme)], "height": int(height)}
+    if separators != ".,":  # plotly's own: English figures stay as they were
+        layout["separators"] = separators
     if width is not None:
         layout["width"] = int(width)
     return go.Figure(data=data, layout=layout)

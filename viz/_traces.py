@@ -7,17 +7,19 @@ call; :func:`map_trace` wraps one as a ``go.Heatmap``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 
 from viz import theme as th
 from viz._data import as_array
+from viz.words import WORDS
 
 LARGE = 64 * 64  # cells; above this, hover names positions, not tokens (keeps JSON small)
 CLASSES = (("above target", th.COLOR_OVER), ("below target", th.COLOR_UNDER),
            ("on target", th.COLOR_MATCH))
+CLASS_WORDS = ("above", "below", "on")  # each class's name in :data:`viz.words.WORDS`
 UNDER_FILL = "rgba(86, 180, 233, 0.35)"  # COLOR_UNDER, light: the missing mass's box
 
 
@@ -79,17 +81,18 @@ def hover_meta(tokens_a: Sequence[object], tokens_b: Sequence[object], size: int
                       "cols": [str(t) for t in tokens_b]}}
 
 
-def score_fields(scores: np.ndarray | None, shape: tuple[int, int]) -> list:
+def score_fields(scores: np.ndarray | None, shape: tuple[int, int],
+                 w: Mapping[str, str] = WORDS) -> list:
     """Hover fields for a map of ``shape``: the score S and the cost −S (S alone above
-    :data:`LARGE` cells); none without scores."""
+    :data:`LARGE` cells), named in ``w``'s words; none without scores."""
     if scores is None:
         return []
     s = as_array(scores, "scores", ndim=2)
     if s.shape != shape:
         raise ValueError(f"scores have shape {s.shape} but the plan has {shape}")
     if s.size > LARGE:  # the cost is −S: one field is enough when the figure is large
-        return [("score S", s)]
-    return [("score S", s), ("cost −S", -s)]
+        return [(w["score"], s)]
+    return [(w["score"], s), (w["cost_s"], -s)]
 
 
 def classes(sums: np.ndarray, target: np.ndarray) -> list[np.ndarray]:

@@ -15,7 +15,9 @@ from plotly.subplots import make_subplots
 from viz import theme as th
 from viz._data import as_array, as_plan, bin_edges, bin_style, labels, segments, top_edges
 from viz._axes import axis_titles, fill
+from viz.words import ENGLISH, WORDS, settings_text, steps_text, words_of
 
+from engine.relation.summary import Numbers
 from engine.types import Relation
 
 N_BINS = 5
@@ -24,13 +26,11 @@ MIN_EDGE = 1e-4  # edges lighter than this fraction of their plan's heaviest are
 PLOT_MIN_PX = 420  # the least height of the plot area: nodes apart, labels readable
 MARGIN_T, MARGIN_B = 130, 60  # title, its note and the panel titles; the side names
 NODE_FILL = 0.8  # the heaviest node's diameter as a share of the room between two nodes
-NOTE = ("node area ∝ weight, edge width ∝ mass (each panel to its own heaviest); grey nodes "
-        "carry no weight")
+NOTE = WORDS["graph_note"]
 _WHICH = ("both", "softmax", "sinkhorn")
 # Panel titles; filled here and, for other frames of the ε × half-step lattice, in the
 # browser (``layout.meta``).
-TITLES = {"softmax": "Softmax diag(a)·softmax(S/ε), ε={eps}",
-          "sinkhorn": "Sinkhorn coupling, ε={eps}, {steps}"}
+TITLES = {"softmax": WORDS["graph_softmax"], "sinkhorn": WORDS["graph_sinkhorn"]}  # English
 
 
 def _positions(size: int, span: int) -> np.ndarray:
@@ -56,28 +56,31 @@ def _edge_traces(i, j, mass, ya, yb, scale, color, fade, name, show_legend, plan
     return traces
 
 
-def _partners(plan: np.ndarray, index: int, axis: int, names: list[str], top: int = 5) -> str:
+def _partners(plan: np.ndarray, index: int, axis: int, names: list[str], top: int = 5,
+              words: dict = WORDS, num: Numbers = ENGLISH) -> str:
     """Hover lines naming the heaviest partners of one token and their masses."""
     row = plan[index] if axis == 0 else plan[:, index]
     order = [p for p in np.argsort(-row, kind="stable")[:top] if row[p] > 0]
     if not order:
-        return "no mass"
-    return "<br>".join(f"  → {names[p]}  {th.fmt(row[p])}" for p in order)
+        return words["no_mass"]
+    return "<br>".join(f"  → {names[p]}  {num(row[p])}" for p in order)
 
 
 def node_hover(k: int, side: str, tokens: list[str], partner_names: list[str], w: np.ndarray,
-               plan: np.ndarray) -> str:
+               plan: np.ndarray, words: dict = WORDS, num: Numbers = ENGLISH) -> str:
     """Hover text of node k on ``side``: its weight, what it sends or receives, and its
-    heaviest partners with their masses."""
+    heaviest partners with their masses (``words``' template ``node``, ``num``'s numbers;
+    the browser writes the same on other frames)."""
     sums = plan.sum(axis=1 if side == "a" else 0)
-    verb = "sends" if side == "a" else "receives"
-    head = (f"{side.upper()}[{k}] {tokens[k]}<br>weight {side} = {th.fmt(w[k])}, "
-            f"{verb} {th.fmt(sums[k])}<br>heaviest partners:<br>")
-    return head + _partners(plan, k, 0 if side == "a" else 1, partner_names)
+    verb = words["sends" if side == "a" else "receives"]
+    head = words["node"].format(SIDE=side.upper(), k=k, label=tokens[k], side=side,
+                                weight=num(w[k]), verb=verb, sum=num(sums[k]))
+    return head + _partners(plan, k, 0 if side == "a" else 1, partner_names, words=words,
+                            num=num)
 
 
 def _node_trace(y, w, tokens, partner_names, plan, side, highlight_index, theme, room, key="",
-                label_every=1):
+                label_every=1, words=WORDS, num=ENGLISH):
     """Markers and labels for one side; hover lists the top partners with masses.
 
     The heaviest node is at most :data:`NODE_FILL` of ``room`` (the pixels between two
@@ -95,7 +98,8 @@ def _node_trace(y, w, tokens, partner_names, plan, side, highlight_index, theme,
     line_w = np.zeros(len(w))
     if highlight_index is not None:
         line_w[highlight_index] = 3.0
-    hover = [node_hover(k, side, tokens, partner_names, w, plan) for k in range(len(tokens))]
+    hover = [node_hover(k, side, tokens, partner_names, w, plan, words, num)
+             for k in range(len(tokens))]
     return go.Scatter(
         x=np.full(len(w), 0.0 if side == "a" else 1.0), y=y, mode="markers+text",
         text=[th.shorten(t) if k % label_every == 0 or k == highlight_index else ""
@@ -103,7 +107,7 @@ def _node_trace(y, w, tokens, partner_names, plan, side, highlight_index, theme,
         textposition="middle left" if side == "a" else "middle right",
         marker=dict(size=size, color=color, opacity=1.0, line=dict(width=line_w, color=th.COLOR_ACCENT)),
         hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
-        name="text A" if side == "a" else "text B", showlegend=False,
+        name=words["text_a"] if side == "a" else words["text_b"], showlegend=False,
         cliponaxis=False, textfont=dict(color=th.foreground(theme)),
         meta=dict(part="nodes", plan=key, side=side, labels=list(tokens),
                   partners=list(partner_names)))
@@ -147,15 +151,16 @@ def edge_scale(plan: np.ndarray) -> float:
     return hi if hi > 0 else 1.0
 
 
-def _panel_titles(relation: Relation) -> dict[str, str]:
+def _panel_titles(relation: Relation, w: dict = WORDS, num: Numbers = ENGLISH
+                  ) -> dict[str, str]:
     c = relation.coupling
-    return {"softmax": fill(TITLES["softmax"], eps=th.fmt(relation.eps)),
-            "sinkhorn": fill(TITLES["sinkhorn"], eps=th.fmt(c.eps),
-                             steps=th.half_steps_text(c.half_steps_run))}
+    return {"softmax": fill(w["graph_softmax"], eps=num(relation.eps)),
+            "sinkhorn": fill(w["graph_sinkhorn"], eps=num(c.eps),
+                             steps=steps_text(w, c.half_steps_run, num))}
 
 
 def _panel(plan: np.ndarray, key: str, *, a, b, la, lb, ya, yb, top_k, threshold, max_edges,
-           highlight, theme, room, label_every) -> list[go.Scatter]:
+           highlight, theme, room, label_every, words=WORDS, num=ENGLISH) -> list[go.Scatter]:
     """One panel's traces: ``N_BINS`` edge traces, ``N_BINS`` highlight traces when a
     token is highlighted, then the A and B nodes."""
     scale = edge_scale(plan)
@@ -172,23 +177,25 @@ def _panel(plan: np.ndarray, key: str, *, a, b, la, lb, ya, yb, top_k, threshold
         color = th.COLOR_A if side == "a" else th.COLOR_B
         traces += _edge_traces(i[sel], j[sel], mass[sel], ya, yb, scale, color, 1.0,
                                "highlight", False, key)
-    traces.append(_node_trace(ya, a, la, lb, plan, "a", hl["a"], theme, room, key, label_every))
-    traces.append(_node_trace(yb, b, lb, la, plan, "b", hl["b"], theme, room, key, label_every))
+    traces.append(_node_trace(ya, a, la, lb, plan, "a", hl["a"], theme, room, key, label_every,
+                              words, num))
+    traces.append(_node_trace(yb, b, lb, la, plan, "b", hl["b"], theme, room, key, label_every,
+                              words, num))
     return traces
 
 
-def _rule(top_k: int | None, threshold: float) -> str:
+def _rule(top_k: int | None, threshold: float, w: dict = WORDS, num: Numbers = ENGLISH) -> str:
     """Which edges are drawn, in words: "top 3 per A token, mass ≥ 0.01"."""
-    rule = f"top {top_k} per A token" if top_k else "all edges"
+    rule = w["graph_top"].format(k=top_k) if top_k else w["graph_all"]
     if threshold > 0:
-        rule += f", mass ≥ {th.fmt(threshold)}"
+        rule += w["graph_threshold"].format(mass=num(threshold))
     return rule
 
 
 def graph(relation: Relation, *, which: str = "both", top_k: int | None = 3,
           threshold: float = 0.0, highlight: tuple[str, int] | None = None,
           max_edges: int = 600, height: int | None = None, width: int | None = None,
-          theme: str = "light") -> go.Figure:
+          theme: str = "light", words: dict | None = None, num: Numbers = ENGLISH) -> go.Figure:
     """Bipartite graph of softmax's joint measure and/or the Sinkhorn coupling.
 
     An edge i–j is drawn when π_ij ≥ ``threshold``, π_ij ≥ :data:`MIN_EDGE` times the
@@ -208,11 +215,14 @@ def graph(relation: Relation, *, which: str = "both", top_k: int | None = 3,
         max_edges: the most edges per panel (the heaviest are kept).
         height, width: size in pixels; height defaults to :func:`default_height`.
         theme: "light" or "dark".
+        words, num: the figure's words over :data:`viz.words.WORDS` and the page's number
+            format (English by default).
 
     Returns:
         Per panel, ``N_BINS`` edge traces (lightest first), ``N_BINS`` highlight traces
         when ``highlight`` is set, then the A and B node traces.
     """
+    w = words_of(words)
     plans, keys = _plans(relation, which)
     n, m = plans[keys[0]].shape
     la, lb = labels(relation.tokens_a, n, "tokens_a"), labels(relation.tokens_b, m, "tokens_b")
@@ -223,16 +233,18 @@ def graph(relation: Relation, *, which: str = "both", top_k: int | None = 3,
     room = max(1e-9, (height - MARGIN_T - MARGIN_B) / span)  # px between node centres
     panel = dict(a=a, b=b, la=la, lb=lb, ya=_positions(n, span), yb=_positions(m, span),
                  top_k=top_k, threshold=threshold, max_edges=max_edges, highlight=highlight,
-                 theme=theme, room=room, label_every=max(1, int(np.ceil(LABEL_PX / room))))
-    titles = _panel_titles(relation)
+                 theme=theme, room=room, label_every=max(1, int(np.ceil(LABEL_PX / room))),
+                 words=w, num=num)
+    titles = _panel_titles(relation, w, num)
     fig = make_subplots(rows=1, cols=len(keys), subplot_titles=[titles[k] for k in keys],
                         horizontal_spacing=0.14)
     for col, key in enumerate(keys, start=1):
         for tr in _panel(plans[key], key, **panel):
             fig.add_trace(tr, row=1, col=col)
-    sides = axis_titles(relation.mode)  # text A (queries) and text A (keys) in self mode
+    sides = axis_titles(relation.mode, w)  # text A (queries) and (keys) in self mode
     if relation.mode == "self":
-        fig.for_each_trace(lambda t: t.update(name=sides[0] if t.name == "text A" else sides[1]),
+        fig.for_each_trace(lambda t: t.update(name=sides[0] if t.name == w["text_a"]
+                                              else sides[1]),
                            selector=dict(type="scatter", mode="markers+text"))
     fig.update_xaxes(range=[-0.55, 1.55], tickvals=[0, 1], ticktext=list(sides),
                      showgrid=False, zeroline=False, fixedrange=True)
@@ -240,11 +252,14 @@ def graph(relation: Relation, *, which: str = "both", top_k: int | None = 3,
     fig.update_layout(
         # the title and its note pinned to the top; the panel titles sit on the plots,
         # MARGIN_T leaves a clear gap between the note and them
-        title=dict(th.title(f"Who sends mass to whom · {_rule(top_k, threshold)} · layer "
-                            f"{relation.layer}, head {relation.head}", NOTE),
+        title=dict(th.title(w["graph_title"].format(
+            rule=_rule(top_k, threshold, w, num),
+            settings=settings_text(w, relation.layer, relation.head)), w["graph_note"]),
                    y=1.0, yref="container", yanchor="top", pad=dict(t=10)),
         hovermode="closest", showlegend=False, margin=dict(t=MARGIN_T, b=MARGIN_B),
-        meta=dict(kind="graph", plans=keys, titles=[TITLES[k] for k in keys], top_k=top_k or 0,
+        meta=dict(kind="graph", plans=keys,
+                  titles=[w["graph_" + ("softmax" if k == "softmax" else "sinkhorn")]
+                          for k in keys], top_k=top_k or 0,
                   threshold=float(threshold), min_edge=MIN_EDGE, max_edges=int(max_edges),
                   highlight=None if highlight is None else [highlight[0], int(highlight[1])]))
-    return th.apply(fig, theme, height=height, width=width)
+    return th.apply(fig, theme, height=height, width=width, separators=num.separators)

@@ -10,12 +10,14 @@ from viz import theme as th
 from viz._data import as_array, as_plan, bin_edges, bin_style, segments, spread_labels, top_edges
 from viz._data import labels as _labels
 from viz._axes import axis_titles
+from viz.words import ENGLISH, WORDS, words_of
 
+from engine.relation.summary import Numbers
 from engine.types import Projection, Relation
 
 N_BINS = 5
 LOW_CORR = 0.3
-_SPACES = {"qk": "queries of A and keys of B", "hidden": "hidden states"}
+_SPACES = {"qk": "cloud_qk", "hidden": "cloud_hidden"}  # each space's words
 
 
 def _coords(projection: Projection, n: int, m: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -29,7 +31,8 @@ def _coords(projection: Projection, n: int, m: int) -> tuple[np.ndarray, np.ndar
     return xa, xb, dim
 
 
-def _points(xy, w, tokens, raw, side, show_labels, dim, theme, name):
+def _points(xy, w, tokens, raw, side, show_labels, dim, theme, name, words=WORDS,
+            num=ENGLISH):
     """One trace of a text's points: size ∝ √weight, zero-weight tokens small and grey.
 
     ``tokens`` are escaped (SVG text and hover); ``raw`` feed the 3-D WebGL labels.
@@ -40,7 +43,8 @@ def _points(xy, w, tokens, raw, side, show_labels, dim, theme, name):
     w_max = float(w.max()) if w.max() > 0 else 1.0
     size = np.where(w > 0, 6 + 16 * np.sqrt(w / w_max), 4.0)
     color = np.where(w > 0, th.COLOR_A if side == "a" else th.COLOR_B, th.COLOR_ZERO)
-    hover = [f"{side.upper()}[{k}] {t}<br>weight {side} = {th.fmt(w[k])}" for k, t in enumerate(tokens)]
+    hover = [words["cloud_weight"].format(SIDE=side.upper(), k=k, label=t, side=side,
+                                          weight=num(w[k])) for k, t in enumerate(tokens)]
     common = dict(
         mode="markers+text" if show_labels else "markers",
         text=None if not show_labels else [
@@ -57,7 +61,7 @@ def _points(xy, w, tokens, raw, side, show_labels, dim, theme, name):
     return go.Scatter3d(x=xy[:, 0], y=xy[:, 1], z=xy[:, 2], marker=marker, **common)
 
 
-def _edges(xa, xb, plan, top, dim, theme):
+def _edges(xa, xb, plan, top, dim, theme, name="coupling"):
     i, j, mass = top_edges(plan, max_edges=top)
     scale = float(mass.max()) if mass.size else 1.0
     traces = []
@@ -67,7 +71,7 @@ def _edges(xa, xb, plan, top, dim, theme):
         coords = segments(pa[:, 0], pa[:, 1], pb[:, 0], pb[:, 1],
                           *((pa[:, 2], pb[:, 2]) if dim == 3 else ()))
         line = dict(width=w, color=th.edge_color(theme))
-        kw = dict(mode="lines", line=line, opacity=op, hoverinfo="skip", name="coupling",
+        kw = dict(mode="lines", line=line, opacity=op, hoverinfo="skip", name=name,
                   legendgroup="coupling", showlegend=k == N_BINS - 1)
         if dim == 2:
             traces.append(go.Scatter(x=coords[0], y=coords[1], **kw))
@@ -78,7 +82,8 @@ def _edges(xa, xb, plan, top, dim, theme):
 
 def cloud(relation: Relation, projection: Projection, *, which: str = "sinkhorn",
           top_edges: int = 40, labels: bool = True, height: int | None = None,
-          width: int | None = None, theme: str = "light") -> go.Figure:
+          width: int | None = None, theme: str = "light", words: dict | None = None,
+          num: Numbers = ENGLISH) -> go.Figure:
     """Both texts' points in one projection, joined by the heaviest coupling edges.
 
     The picture is honest only when projected distance tracks cost: the title reports
@@ -94,6 +99,8 @@ def cloud(relation: Relation, projection: Projection, *, which: str = "sinkhorn"
             heaviest first); hover always names every point.
         height, width: size in pixels.
         theme: "light" or "dark".
+        words, num: the figure's words over :data:`viz.words.WORDS` and the page's number
+            format (English by default).
 
     Returns:
         ``N_BINS`` edge traces (lightest first), then text A's and text B's points;
@@ -108,33 +115,35 @@ def cloud(relation: Relation, projection: Projection, *, which: str = "sinkhorn"
     la = _labels(relation.tokens_a, n, "tokens_a")
     lb = _labels(relation.tokens_b, m, "tokens_b")
     a, b = as_array(relation.a, "relation.a", 1), as_array(relation.b, "relation.b", 1)
-    fig = go.Figure(_edges(xa, xb, plan, int(top_edges), dim, theme))
+    w = words_of(words)
+    fig = go.Figure(_edges(xa, xb, plan, int(top_edges), dim, theme, w["coupling"]))
     label_a = label_b = labels
     if labels:  # many points: label the heaviest spread-out ones, so labels do not pile up
         mask = spread_labels(np.concatenate([xa, xb]), np.concatenate([a, b]))
         label_a, label_b = mask[:n], mask[n:]
-    names = axis_titles(relation.mode)  # self mode: text A's queries and its keys
+    names = axis_titles(relation.mode, w)  # self mode: text A's queries and its keys
     fig.add_trace(_points(xa, a, la, list(relation.tokens_a), "a", label_a, dim, theme,
-                          names[0]))
+                          names[0], w, num))
     fig.add_trace(_points(xb, b, lb, list(relation.tokens_b), "b", label_b, dim, theme,
-                          names[1]))
+                          names[1], w, num))
     rho = float(projection.distance_cost_corr)
-    rho_text = th.fmt(rho) if np.isfinite(rho) else "n/a"
-    space = _SPACES.get(projection.space, projection.space)
-    notes = [f"edges: top {int(top_edges)} of the {which} plan; near points should be cheap pairs"]
+    rho_text = num(rho) if np.isfinite(rho) else w["na"]
+    method = projection.method.upper()
+    space = w[_SPACES[projection.space]] if projection.space in _SPACES else projection.space
+    notes = [w["cloud_edges"].format(k=int(top_edges), which=which)]
     if projection.explained is not None:
-        notes.append(f"{projection.method.upper()} keeps {100 * float(projection.explained):.0f}% of variance")
+        notes.append(w["cloud_keeps"].format(method=method, share=num.count(
+            round(100 * float(projection.explained)))))
     if projection.note:
-        notes.append(th.escape(projection.note))
+        notes.append(th.escape(w.get("note_" + projection.note_code) or projection.note))
     fig.update_layout(
-        title=th.title(f"Joint {projection.method.upper()} of {space} · distance–cost ρ = "
-                       f"{rho_text}", " · ".join(notes)),
+        title=th.title(w["cloud_title"].format(method=method, space=space, rho=rho_text),
+                       " · ".join(notes)),
         legend=dict(orientation="h", yanchor="bottom", y=1.0, x=1.0, xanchor="right"),
         hovermode="closest", margin=dict(t=110))  # t: title, its note, then the legend
     if not (np.isfinite(rho) and rho >= LOW_CORR):
         fig.add_annotation(
-            text=f"ρ = {rho_text} is low: distances in this picture say little about cost; "
-                 "it may mislead.", xref="paper", yref="paper", x=0.0, y=-0.08,
+            text=w["cloud_low"].format(rho=rho_text), xref="paper", yref="paper", x=0.0, y=-0.08,
             xanchor="left", showarrow=False, font=dict(color=th.COLOR_OVER))
     axis = [f"{projection.method.upper()} {k}" for k in (1, 2, 3)]
     if dim == 2:
@@ -144,4 +153,4 @@ def cloud(relation: Relation, projection: Projection, *, which: str = "sinkhorn"
     else:
         fig.update_layout(scene=dict(aspectmode="data", xaxis_title=axis[0],
                                      yaxis_title=axis[1], zaxis_title=axis[2]))
-    return th.apply(fig, theme, height=height or 600, width=width)
+    return th.apply(fig, theme, height=height or 600, width=width, separators=num.separators)

@@ -13,7 +13,9 @@ from viz import theme as th
 from viz._data import as_array, as_plan, labels, limits
 from viz._axes import axis_titles, default_height
 from viz._traces import map_trace
+from viz.words import ENGLISH, WORDS, steps_text, words_of
 
+from engine.relation.summary import Numbers
 from engine.types import Coupling
 
 FLOOR = 1e-16  # errors below this (exact zeros after their own half-step) are drawn here
@@ -21,21 +23,22 @@ COLOR_COST = "#009E73"  # Okabe–Ito bluish green
 COLOR_ENTROPY = th.COLOR_ACCENT
 
 
-def _error_trace(t: np.ndarray, err: np.ndarray, name: str, color: str) -> go.Scatter:
+def _error_trace(t: np.ndarray, err: np.ndarray, name: str, color: str,
+                 w: dict = WORDS) -> go.Scatter:
     """Errors on a log axis: values below FLOOR are drawn at FLOOR and say so on hover."""
-    kind = np.where(t % 2 == 1, "row step", "column step")
-    note = np.where(err < FLOOR, f" (below {FLOOR:.0e}, drawn at the floor)", "")
+    kind = np.where(t % 2 == 1, w["row_step"], w["column_step"])
+    note = np.where(err < FLOOR, w["below_floor"].format(floor=f"{FLOOR:.0e}"), "")
     return go.Scatter(
         x=t, y=np.maximum(err, FLOOR), mode="lines+markers", name=name,
         line=dict(color=color, width=2), marker=dict(color=color, size=6),
         customdata=np.stack([err.astype(object), kind.astype(object), note.astype(object)], axis=-1),
-        hovertemplate=(f"half-step %{{x}} (%{{customdata[1]}})<br>{name} "
-                       "%{customdata[0]:.3e}%{customdata[2]}<extra></extra>"))
+        hovertemplate=w["error_hover"].format(name=name) + "<extra></extra>")
 
 
 def convergence(coupling: Coupling, *, current: int | None = None,
                 height: int | None = None, width: int | None = None,
-                theme: str = "light") -> go.Figure:
+                theme: str = "light", words: dict | None = None,
+                num: Numbers = ENGLISH) -> go.Figure:
     """L1 marginal errors per half-step (log axis) above cost and entropy.
 
     The errors alternate: after a row step (odd t) ‖π1 − a‖₁ is 0 up to rounding, after
@@ -50,38 +53,42 @@ def convergence(coupling: Coupling, *, current: int | None = None,
         current: the half-step the app shows (1..T), marked on both panels.
         height, width: size in pixels.
         theme: "light" or "dark".
+        words, num: the figure's words over :data:`viz.words.WORDS` and the page's number
+            format (English by default).
 
     Returns:
         A 2-row figure: row error and column error traces (plus a current-step marker
         when ``current`` is set) on a log y axis; cost and entropy (secondary y) below.
     """
+    w = words_of(words)
     row_err, col_err = _errors(coupling)
     T = row_err.shape[0]
     t = np.arange(1, T + 1)
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.62, 0.38],
                         vertical_spacing=0.08, specs=[[{}], [{"secondary_y": True}]],
-                        subplot_titles=("L1 marginal errors", "cost and entropy"))
-    fig.add_trace(_error_trace(t, row_err, "row error ‖π1 − a‖₁", th.COLOR_A), row=1, col=1)
-    fig.add_trace(_error_trace(t, col_err, "column error ‖πᵀ1 − b‖₁", th.COLOR_B), row=1, col=1)
+                        subplot_titles=(w["l1_errors"], w["cost_entropy"]))
+    fig.add_trace(_error_trace(t, row_err, w["row_err_name"], th.COLOR_A, w), row=1, col=1)
+    fig.add_trace(_error_trace(t, col_err, w["col_err_name"], th.COLOR_B, w), row=1, col=1)
     if coupling.tol and coupling.tol > 0:
         fig.add_hline(y=float(coupling.tol), line=dict(dash="dot", width=1, color=th.COLOR_MATCH),
-                      annotation_text=f"tolerance {th.fmt(coupling.tol)}",
+                      annotation_text=w["tolerance"].format(tol=num(coupling.tol)),
                       annotation_position="top right", row=1, col=1)
-    cost, entropy = _cost_entropy_traces(coupling, T)
+    cost, entropy = _cost_entropy_traces(coupling, T, w)
     fig.add_trace(cost, row=2, col=1, secondary_y=False)
     fig.add_trace(entropy, row=2, col=1, secondary_y=True)
     if current is not None:
         cur = int(np.clip(current, 1, T))
-        fig.add_trace(_current_marker(cur, row_err, col_err), row=1, col=1)
+        fig.add_trace(_current_marker(cur, row_err, col_err, w), row=1, col=1)
         for r in (1, 2):
             fig.add_vline(x=cur, line=dict(color=th.COLOR_OVER, width=1.5, dash="dash"), row=r, col=1)
-    _style_axes(fig, T)
+    _style_axes(fig, T, w)
     fig.update_layout(
-        title=th.title(f"Sinkhorn convergence · ε={th.fmt(coupling.eps)}, "
-                       f"{th.half_steps_text(T)}", status(coupling)),
+        title=th.title(w["convergence"].format(eps=num(coupling.eps),
+                                               steps=steps_text(w, T, num)),
+                       status(coupling, w, num)),
         legend=dict(orientation="h", yanchor="top", y=-0.14, x=0.5, xanchor="center"),
         hovermode="closest", margin=dict(t=100, b=110))  # t: title and its note
-    return th.apply(fig, theme, height=height or 600, width=width)
+    return th.apply(fig, theme, height=height or 600, width=width, separators=num.separators)
 
 
 def _errors(coupling: Coupling) -> tuple[np.ndarray, np.ndarray]:
@@ -94,7 +101,8 @@ def _errors(coupling: Coupling) -> tuple[np.ndarray, np.ndarray]:
     return row_err, col_err
 
 
-def _cost_entropy_traces(coupling: Coupling, T: int) -> tuple[go.Scatter, go.Scatter]:
+def _cost_entropy_traces(coupling: Coupling, T: int, w: dict = WORDS
+                         ) -> tuple[go.Scatter, go.Scatter]:
     """Cost ⟨−S, π⟩ and entropy H(π) along the recorded history (K half-steps), or the
     final values at T when the coupling kept none."""
     h = coupling.history
@@ -110,49 +118,54 @@ def _cost_entropy_traces(coupling: Coupling, T: int) -> tuple[go.Scatter, go.Sca
         cost = np.array([float(np.asarray(coupling.cost))])
         ent = np.array([float(np.asarray(coupling.entropy))])
         mode = "markers"
-    return (go.Scatter(x=steps, y=cost, mode=mode, name="cost ⟨−S, π⟩",
+    return (go.Scatter(x=steps, y=cost, mode=mode, name=w["cost_name"],
                        line=dict(color=COLOR_COST, width=2), marker=dict(color=COLOR_COST),
-                       hovertemplate="half-step %{x}<br>cost %{y:.4g}<extra></extra>"),
-            go.Scatter(x=steps, y=ent, mode=mode, name="entropy H(π)",
+                       hovertemplate=w["step_hover"].format(name=w["cost_word"])
+                       + "<extra></extra>"),
+            go.Scatter(x=steps, y=ent, mode=mode, name=w["entropy_name"],
                        line=dict(color=COLOR_ENTROPY, width=2, dash="dash"),
                        marker=dict(color=COLOR_ENTROPY),
-                       hovertemplate="half-step %{x}<br>entropy %{y:.4g}<extra></extra>"))
+                       hovertemplate=w["step_hover"].format(name=w["entropy_word"])
+                       + "<extra></extra>"))
 
 
-def _current_marker(cur: int, row_err: np.ndarray, col_err: np.ndarray) -> go.Scatter:
+def _current_marker(cur: int, row_err: np.ndarray, col_err: np.ndarray,
+                    w: dict = WORDS) -> go.Scatter:
     """Open circles on both errors at the half-step the app shows."""
     return go.Scatter(
         x=[cur, cur], y=np.maximum([row_err[cur - 1], col_err[cur - 1]], FLOOR),
-        mode="markers", name=f"half-step {cur}", hoverinfo="skip",
+        mode="markers", name=w["at_step"].format(t=cur), hoverinfo="skip",
         marker=dict(size=14, symbol="circle-open", color=th.COLOR_OVER, line=dict(width=2.5)))
 
 
-def _style_axes(fig: go.Figure, T: int) -> None:
+def _style_axes(fig: go.Figure, T: int, w: dict = WORDS) -> None:
     """Log errors above; cost (left) and entropy (right) below; half-steps 1..T."""
-    fig.update_yaxes(type="log", exponentformat="power", title=dict(text="L1 error"), row=1, col=1)
-    fig.update_yaxes(title=dict(text="cost", font=dict(color=COLOR_COST)), row=2, col=1,
+    fig.update_yaxes(type="log", exponentformat="power", title=dict(text=w["l1_error"]),
+                     row=1, col=1)
+    fig.update_yaxes(title=dict(text=w["cost_word"], font=dict(color=COLOR_COST)), row=2, col=1,
                      secondary_y=False)
-    fig.update_yaxes(title=dict(text="entropy", font=dict(color=COLOR_ENTROPY)), row=2, col=1,
-                     secondary_y=True, showgrid=False)
-    fig.update_xaxes(title=dict(text="half-step (odd: rows, even: columns)"), row=2, col=1)
+    fig.update_yaxes(title=dict(text=w["entropy_word"], font=dict(color=COLOR_ENTROPY)), row=2,
+                     col=1, secondary_y=True, showgrid=False)
+    fig.update_xaxes(title=dict(text=w["half_step_axis"]), row=2, col=1)
     fig.update_xaxes(range=[0.5, T + 0.5])
 
 
-def status(coupling: Coupling) -> str:
+def status(coupling: Coupling, w: dict = WORDS, num: Numbers = ENGLISH) -> str:
     """Whether the coupling converged, in words, with what to do when it did not:
     "converged: max error e ≤ tol" or "not converged: max error e; run more half-steps
     or raise ε" (e = the larger of the last row and column errors)."""
     row_err, col_err = _errors(coupling)
     final = max(row_err[-1], col_err[-1])
     if bool(np.all(np.asarray(coupling.converged))):
-        return f"converged: max error {th.fmt(final)} ≤ {th.fmt(coupling.tol)}"
-    return f"not converged: max error {th.fmt(final)}; run more half-steps or raise ε"
+        return w["conv_ok"].format(err=num(final), tol=num(coupling.tol))
+    return w["conv_not"].format(err=num(final))
 
 
 def eps_path(eps_values: Sequence[float], plans: object, exact_plan: object,
              tokens_a: Sequence[str] | None = None, tokens_b: Sequence[str] | None = None, *,
              frame_ms: int = 600, height: int | None = None, width: int | None = None,
-             theme: str = "light", mode: str = "separate") -> go.Figure:
+             theme: str = "light", mode: str = "separate", words: dict | None = None,
+             num: Numbers = ENGLISH) -> go.Figure:
     """Animation of the coupling as ε falls, ending on the exact OT plan.
 
     At large ε the coupling is close to the product a ⊗ b (every pair gets a_i b_j);
@@ -167,6 +180,8 @@ def eps_path(eps_values: Sequence[float], plans: object, exact_plan: object,
         height, width: size in pixels.
         theme: "light" or "dark".
         mode: the relation's mode; "self" titles the axes text A (queries) and (keys).
+        words, num: the figure's words over :data:`viz.words.WORDS` and the page's number
+            format (English by default).
 
     Returns:
         A figure with one ``Heatmap``, K + 1 frames (the last named "exact OT"), a
@@ -179,15 +194,16 @@ def eps_path(eps_values: Sequence[float], plans: object, exact_plan: object,
     if K == 0 or eps.shape[0] != K or exact.shape != (n, m):
         raise ValueError(f"need K ≥ 1 plans (K, n, m) with K ε values and an (n, m) exact plan; "
                          f"got plans {stack.shape}, {eps.shape[0]} ε values, exact {exact.shape}")
+    w = words_of(words)
     la, lb = labels(tokens_a, n, "tokens_a"), labels(tokens_b, m, "tokens_b")
     lo, hi = limits(stack, exact)
-    names = [f"ε={th.fmt(e)}" for e in eps] + ["exact OT"]
-    titles = [f"Sinkhorn coupling at ε = {th.fmt(e)} · entropy H(π) = {th.fmt(float(_entropy(p)))}"
+    names = [w["path_eps"].format(eps=num(e)) for e in eps] + [w["exact_ot"]]
+    titles = [w["path_at"].format(eps=num(e), entropy=num(float(_entropy(p))))
               for e, p in zip(eps, stack)]
-    titles.append(f"Exact OT plan (ε → 0) · entropy H(π) = {th.fmt(float(_entropy(exact)))}")
+    titles.append(w["path_exact"].format(entropy=num(float(_entropy(exact)))))
     zs = list(stack) + [exact]
-    trace = map_trace(zs[0], la, lb, zname="mass", colorscale=th.MASS_SCALE, zmin=lo, zmax=hi,
-                      colorbar=dict(title=dict(text="mass π(i, j)", side="right"), thickness=14))
+    trace = map_trace(zs[0], la, lb, zname=w["mass"], colorscale=th.MASS_SCALE, zmin=lo, zmax=hi,
+                      colorbar=dict(title=dict(text=w["mass_pi"], side="right"), thickness=14))
     frames = [go.Frame(name=name, data=[go.Heatmap(z=z)], layout=dict(title=dict(text=title)))
               for name, z, title in zip(names, zs, titles)]
     fig = go.Figure(data=[trace], frames=frames)
@@ -196,10 +212,10 @@ def eps_path(eps_values: Sequence[float], plans: object, exact_plan: object,
         title=dict(text=titles[0]),
         updatemenus=[dict(type="buttons", direction="left", x=0.0, y=0.0, xanchor="left",
                           yanchor="top", showactive=False, pad=dict(t=20, r=10), buttons=[
-                              dict(label="▶ play", method="animate",
+                              dict(label=w["play"], method="animate",
                                    args=[None, dict(anim, frame=dict(duration=frame_ms, redraw=True),
                                                     fromcurrent=True)]),
-                              dict(label="❚❚ pause", method="animate",
+                              dict(label=w["pause"], method="animate",
                                    args=[[None], dict(anim, frame=dict(duration=0, redraw=False))])])],
         sliders=[dict(active=0, x=0.22, len=0.78, y=0.0, yanchor="top", pad=dict(t=10),
                       currentvalue=dict(prefix="", visible=True, xanchor="right"),
@@ -207,8 +223,9 @@ def eps_path(eps_values: Sequence[float], plans: object, exact_plan: object,
                                   args=[[name], dict(anim, frame=dict(duration=0, redraw=True))])
                              for name in names])])
     # Text B's labels go on top so the play button and slider have the bottom to themselves.
-    rows, cols = axis_titles(mode)
+    rows, cols = axis_titles(mode, w)
     fig.update_xaxes(**th.token_axis(lb, title=cols, rotate=True), side="top")
     fig.update_yaxes(**th.token_axis(la, title=rows, reverse=True))
     fig.update_layout(margin=dict(t=170, b=110), title=dict(y=0.98, yanchor="top"))
-    return th.apply(fig, theme, height=height or default_height(n, extra=120), width=width)
+    return th.apply(fig, theme, height=height or default_height(n, extra=120), width=width,
+                    separators=num.separators)

@@ -13,8 +13,10 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from engine.relation.summary import Numbers
 from viz import theme as th
 from viz._data import labels
+from viz.words import ENGLISH, WORDS, words_of
 
 _SCALES = ("auto", "mass", "diverging")
 
@@ -28,12 +30,13 @@ def _tile(plans: np.ndarray, gy: int, gx: int, fill) -> np.ndarray:
     return big[: L * (n + gy) - gy, : H * (m + gx) - gx]
 
 
-def _cell_text(tokens_a, tokens_b, L, H, n, m, gy, gx) -> np.ndarray:
+def _cell_text(tokens_a, tokens_b, L, H, n, m, gy, gx, w=WORDS) -> np.ndarray:
     """Per-cell hover text "layer l · head h<br>A[i] tok → B[j] tok", tiled like the plans."""
     la, lb = labels(tokens_a, n, "tokens_a"), labels(tokens_b, m, "tokens_b")
     pair = np.char.add(np.array([f"<br>A[{i}] {t} → " for i, t in enumerate(la)])[:, None],
                        np.array([f"B[{j}] {t}" for j, t in enumerate(lb)])[None, :])
-    prefix = np.array([[f"layer {l} · head {h}" for h in range(H)] for l in range(L)])
+    prefix = np.array([[w["grid_cell"].format(layer=l, head=h) for h in range(H)]
+                       for l in range(L)])
     return _tile(np.char.add(prefix[:, :, None, None], pair[None, None]), gy, gx, "")
 
 
@@ -41,7 +44,8 @@ def grid(plans: object, values: object, *, value_name: str = "col. err",
          tokens_a: Sequence[str] | None = None, tokens_b: Sequence[str] | None = None,
          selected: tuple[int, int] | None = None, scale: str = "auto",
          normalise: bool = False, title: str | None = None, height: int | None = None,
-         width: int | None = None, theme: str = "light") -> go.Figure:
+         width: int | None = None, theme: str = "light", words: dict | None = None,
+         num: Numbers = ENGLISH) -> go.Figure:
     """Every layer and head as a small heatmap, each labelled with one number.
 
     Args:
@@ -61,6 +65,8 @@ def grid(plans: object, values: object, *, value_name: str = "col. err",
         title: figure title; a default names ``value_name``.
         height, width: size in pixels; height defaults to keep cells square.
         theme: "light" or "dark".
+        words, num: the figure's words over :data:`viz.words.WORDS` and the page's number
+            format (English by default).
 
     Returns:
         A figure with exactly three traces: the tiled ``Heatmap`` (NaN in the gaps),
@@ -68,6 +74,7 @@ def grid(plans: object, values: object, *, value_name: str = "col. err",
         the tile centres with ``customdata`` rows [layer, head, value].
     """
     z, v = _check(plans, values, scale)
+    w = words_of(words)
     if normalise:
         peak = np.abs(z).max(axis=(2, 3), keepdims=True)
         z = np.divide(z, peak, out=np.zeros_like(z), where=peak > 0)
@@ -77,30 +84,29 @@ def grid(plans: object, values: object, *, value_name: str = "col. err",
     big = _tile(z, gy, gx, np.nan)
     rows_of = np.arange(L) * (n + gy) + (n - 1) / 2.0  # tile centres in cell units
     cols_of = np.arange(H) * (m + gx) + (m - 1) / 2.0
-    heat = _heat(z, big, scale=scale, normalise=normalise)
+    heat = _heat(z, big, scale=scale, normalise=normalise, w=w)
     if tokens_a is not None and tokens_b is not None:
-        heat.update(text=_cell_text(tokens_a, tokens_b, L, H, n, m, gy, gx),
-                    hovertemplate="%{text}<br>value %{z:.4g}<extra></extra>")
+        heat.update(text=_cell_text(tokens_a, tokens_b, L, H, n, m, gy, gx, w),
+                    hovertemplate=f"%{{text}}<br>{w['grid_value']} %{{z:.4g}}<extra></extra>")
     else:
         heat.update(hoverinfo="skip")
     data = [go.Heatmap(**heat), *_tile_traces(v, rows_of, cols_of, n, value_name=value_name,
-                                               fg=th.foreground(theme))]
+                                               fg=th.foreground(theme), w=w, num=num)]
     shapes = [] if selected is None else [_outline(selected, L, H, n, m, gy, gx)]
     n_rows, n_cols = big.shape
     layout = dict(
-        title=th.title(title or f"Layers × heads · number above each tile: {value_name}",
-                       "click a tile's centre to select that head"),
+        title=th.title(title or w["grid_title"].format(value=value_name), w["grid_click"]),
         xaxis=dict(tickmode="array", tickvals=cols_of, ticktext=[f"h{h}" for h in range(H)],
-                   title=dict(text="head"), showgrid=False, zeroline=False,
+                   title=dict(text=w["head_word"]), showgrid=False, zeroline=False,
                    range=[-0.5 - gx * 0.5, n_cols - 0.5 + gx * 0.5], side="top"),
         yaxis=dict(tickmode="array", tickvals=rows_of, ticktext=[f"L{l}" for l in range(L)],
-                   title=dict(text="layer"), showgrid=False, zeroline=False,
+                   title=dict(text=w["layer_word"]), showgrid=False, zeroline=False,
                    range=[n_rows - 0.5 + gy * 0.5, -0.5 - gy], scaleanchor="x", scaleratio=1),
         shapes=shapes, hovermode="closest", clickmode="event+select", dragmode=False,
         margin=dict(l=60, r=30, t=110, b=30))
     fig = go.Figure(data=data, layout=layout)
     return th.apply(fig, theme, height=height or square_height(n_rows, n_cols, width),
-                    width=width)
+                    width=width, separators=num.separators)
 
 
 def _check(plans: object, values: object, scale: str) -> tuple[np.ndarray, np.ndarray]:
@@ -118,7 +124,8 @@ def _check(plans: object, values: object, scale: str) -> tuple[np.ndarray, np.nd
     return z, v
 
 
-def _heat(z: np.ndarray, big: np.ndarray, *, scale: str, normalise: bool) -> dict:
+def _heat(z: np.ndarray, big: np.ndarray, *, scale: str, normalise: bool,
+          w: dict = WORDS) -> dict:
     """The tiled heatmap's settings: diverging (±max|z|, centred at 0) when asked or, for
     "auto", when any value is negative; else 0..max."""
     diverging = scale == "diverging" or (scale == "auto" and bool((z < 0).any()))
@@ -127,17 +134,19 @@ def _heat(z: np.ndarray, big: np.ndarray, *, scale: str, normalise: bool) -> dic
     return dict(z=big, colorscale=th.DIFF_SCALE if diverging else th.MASS_SCALE,
                 zmin=-top if diverging else 0.0, zmax=top, zmid=0.0 if diverging else None,
                 hoverongaps=False, colorbar=dict(thickness=12, title=dict(
-                    text=("value / tile max" if normalise else "value"), side="right")))
+                    text=(w["grid_value_max"] if normalise else w["grid_value"]),
+                    side="right")))
 
 
 def _tile_traces(v: np.ndarray, rows_of: np.ndarray, cols_of: np.ndarray, n: int, *,
-                 value_name: str, fg: str) -> list[go.Scatter]:
+                 value_name: str, fg: str, w: dict = WORDS,
+                 num: Numbers = ENGLISH) -> list[go.Scatter]:
     """The number above each tile, and an invisible marker on each tile's centre whose
     ``customdata`` is [layer, head, value] (what a click selects)."""
     L, H = v.shape
     cl, ch = np.meshgrid(np.arange(L), np.arange(H), indexing="ij")
     cx, cy = cols_of[ch.ravel()], rows_of[cl.ravel()]
-    value_text = [th.fmt(x) for x in v.ravel()]
+    value_text = [num(x) for x in v.ravel()]
     custom = np.stack([cl.ravel(), ch.ravel(), np.where(np.isfinite(v), v, np.nan).ravel()],
                       axis=-1)
     return [
@@ -149,8 +158,9 @@ def _tile_traces(v: np.ndarray, rows_of: np.ndarray, cols_of: np.ndarray, n: int
                    name="tiles", marker=dict(size=max(8, min(40, 300 // max(H, L))),
                                              opacity=0.0, symbol="square"),
                    text=value_text,
-                   hovertemplate=("layer %{customdata[0]}, head %{customdata[1]}<br>"
-                                  f"{value_name} %{{text}}<extra></extra>")),
+                   hovertemplate=(w["grid_tile"].format(layer="%{customdata[0]}",
+                                                        head="%{customdata[1]}")
+                                  + f"<br>{value_name} %{{text}}<extra></extra>")),
     ]
 
 

@@ -18,8 +18,11 @@ from viz import theme as th
 from viz._axes import (axis_titles, default_height, domains, figure, fill, hover_names,
                        map_layout, round_tick, top_title)
 from viz._data import as_array, as_plan, labels, limits, row_normalise, symmetric_limit
-from viz._traces import (CLASSES, LARGE, UNDER_FILL, class_bars, class_marker, classes,
-                         hover_meta, map_trace, map_trace_dict, score_fields)
+from viz._traces import (CLASS_WORDS, CLASSES, LARGE, UNDER_FILL, class_bars, class_marker,
+                         classes, hover_meta, map_trace, map_trace_dict, score_fields)
+from viz.words import ENGLISH, WORDS, settings_text, steps_text, words_of
+
+from engine.relation.summary import Numbers
 
 from engine.types import Relation
 
@@ -96,7 +99,8 @@ def heatmap(plan: object, tokens_a: Sequence[str] | None = None,
             scores: object = None, zlabel: str = "mass", diverging: bool = False,
             zmin: float | None = None, zmax: float | None = None,
             height: int | None = None, width: int | None = None,
-            theme: str = "light", mode: str = "separate") -> go.Figure:
+            theme: str = "light", mode: str = "separate", words: dict | None = None,
+            num: Numbers = ENGLISH) -> go.Figure:
     """One plan (or attention matrix) as a heatmap with token tick labels.
 
     Args:
@@ -111,10 +115,13 @@ def heatmap(plan: object, tokens_a: Sequence[str] | None = None,
         theme: "light" or "dark".
         mode: the relation's mode; "self" titles the axes text A (queries) and text A
             (keys) (:func:`axis_titles`).
+        words, num: the figure's words over :data:`viz.words.WORDS`, and the page's
+            number format (English by default).
 
     Returns:
         A figure with one ``Heatmap`` trace whose ``z`` is ``plan``.
     """
+    w = words_of(words)
     z = as_plan(plan)
     n, m = z.shape
     la, lb = labels(tokens_a, n, "tokens_a"), labels(tokens_b, m, "tokens_b")
@@ -126,19 +133,19 @@ def heatmap(plan: object, tokens_a: Sequence[str] | None = None,
         lo, hi, scale = (zmin if zmin is not None else lo), (zmax if zmax is not None else hi), th.MASS_SCALE
     if not hi > lo:
         hi = lo + 1.0
-    names = hover_names(mode)
+    names = hover_names(mode, w)
     trace = map_trace_dict(
-        z, la, lb, zname=zlabel, fields=score_fields(scores, z.shape), colorscale=scale,
+        z, la, lb, zname=zlabel, fields=score_fields(scores, z.shape, w), colorscale=scale,
         zmin=lo, zmax=hi, colorbar=th.colorbar(title=dict(text=zlabel), thickness=14),
         names=names)
     if diverging:
         trace["zmid"] = 0.0
-    layout = map_layout(la, lb, title, axes=axis_titles(mode))
+    layout = map_layout(la, lb, title, axes=axis_titles(mode, w))
     hover = hover_meta(tokens_a if tokens_a is not None else la,
                        tokens_b if tokens_b is not None else lb, z.size, names=names)
     if hover:
         layout["meta"] = {"kind": "heatmap", **hover}
-    return figure([trace], layout, theme, height or default_height(n), width)
+    return figure([trace], layout, theme, height or default_height(n), width, num.separators)
 
 
 def _view_plans(relation: Relation, view: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -155,34 +162,35 @@ def _view_plans(relation: Relation, view: str) -> tuple[np.ndarray, np.ndarray, 
     return attn, row_normalise(sink), soft, sink
 
 
-def _marginal_hover(side: str, names: tuple[str, str]) -> str:
+def _marginal_hover(side: str, names: tuple[str, str], w: dict = WORDS) -> str:
     """The hover of a marginal bar: the token, what it sends or receives, its target and
     the difference (customdata: token, target, difference, sum)."""
     pos = "%{x}" if side == "b" else "%{y}"
-    who, verb, name = (names[1], "receives", "b") if side == "b" else (names[0], "sends", "a")
+    who, verb = (names[1], w["receives"]) if side == "b" else (names[0], w["sends"])
+    target = w["target_b" if side == "b" else "target_a"]
     return (f"{who}[{pos}] %{{customdata[0]}}<br>{verb} %{{customdata[3]:.4g}}"
-            f"<br>target {name} %{{customdata[1]:.4g}}<br>difference %{{customdata[2]:+.3g}}"
+            f"<br>{target} %{{customdata[1]:.4g}}<br>{w['difference']} %{{customdata[2]:+.3g}}"
             "<extra></extra>")
 
 
 def _target_trace(target: np.ndarray, *, side: str, on: dict, fg: str, part: str,
-                  plan: str) -> dict:
+                  plan: str, w: dict = WORDS) -> dict:
     """The target marks of one marginal: a tick per token at its weight."""
-    name = "b" if side == "b" else "a"
+    name = w["target_b" if side == "b" else "target_a"]
     idx = np.arange(len(target))
     size = float(np.clip(360 / max(1, len(target)), 5, 16))
     mark = dict(symbol="line-ew-open" if side == "b" else "line-ns-open", size=size,
                 color=fg, line=dict(width=2.5, color=fg))
     xy = dict(x=idx, y=target) if side == "b" else dict(x=target, y=idx)
     return dict(type="scatter", **xy, **on, mode="markers", marker=mark,
-                name=f"target {name}", legendgroup=TARGET, showlegend=False,
-                hovertemplate=f"target {name} %{{{'y' if side == 'b' else 'x'}:.4g}}<extra></extra>",
+                name=name, legendgroup=TARGET, showlegend=False,
+                hovertemplate=f"{name} %{{{'y' if side == 'b' else 'x'}:.4g}}<extra></extra>",
                 meta=dict(part=f"{part}_target", plan=plan))
 
 
 def _marginal_traces(sums: np.ndarray, target: np.ndarray, tokens: list[str], *,
                      side: str, axes: tuple[str, str], fg: str, plan: str = "",
-                     names: tuple[str, str] = ("A", "B")) -> list[dict]:
+                     names: tuple[str, str] = ("A", "B"), w: dict = WORDS) -> list[dict]:
     """Bars of the plan's marginal (split into above / below / on target) and target marks.
 
     ``side`` "b" draws vertical bars over columns j (sums over A); "a" horizontal bars
@@ -194,11 +202,12 @@ def _marginal_traces(sums: np.ndarray, target: np.ndarray, tokens: list[str], *,
     B's tokens.
     """
     cd = np.stack([np.asarray(tokens, dtype=object), target, sums - target, sums], axis=-1)
-    hover = _marginal_hover(side, names)
+    hover = _marginal_hover(side, names, w)
     on = dict(xaxis=axes[0], yaxis=axes[1])
     part = "cols" if side == "b" else "rows"
     traces: list[dict] = []
-    for k, (label, _) in enumerate(_CLASSES):
+    for k, key in enumerate(CLASS_WORDS):
+        label = w[key]
         bars = class_bars(sums, target, k)
         pos, value = bars["pos"], bars["value"]
         xy = dict(x=pos, y=value) if side == "b" else dict(x=value, y=pos, orientation="h")
@@ -208,29 +217,29 @@ def _marginal_traces(sums: np.ndarray, target: np.ndarray, tokens: list[str], *,
                            name=label, legendgroup=label, customdata=cd[pos],
                            showlegend=False, hovertemplate=hover,
                            meta=dict(part=part, plan=plan, cls=k)))
-    traces.append(_target_trace(target, side=side, on=on, fg=fg, part=part, plan=plan))
+    traces.append(_target_trace(target, side=side, on=on, fg=fg, part=part, plan=plan, w=w))
     return traces
 
 
-def _legend_traces(fg: str, axes: tuple[str, str]) -> list[dict]:
+def _legend_traces(fg: str, axes: tuple[str, str], w: dict = WORDS) -> list[dict]:
     """The legend of the marginal bars: one entry per class and one for the targets,
     always shown (even when a frame has no bar of a class) at a fixed rank
     (:data:`LEGEND_RANK`), so the legend never reorders while the sliders move. They
     hold no data; a click on one hides its whole legend group."""
     on = dict(xaxis=axes[0], yaxis=axes[1], x=[None], y=[None], hoverinfo="skip",
               showlegend=True)
-    out = [dict(type="bar", **on, name=label, legendgroup=label,
-                legendrank=LEGEND_RANK[label], marker=class_marker(k))
-           for k, (label, _) in enumerate(_CLASSES)]
-    out.append(dict(type="scatter", **on, mode="markers", name=TARGET, legendgroup=TARGET,
+    out = [dict(type="bar", **on, name=w[key], legendgroup=w[key],
+                legendrank=LEGEND_RANK[_CLASSES[k][0]], marker=class_marker(k))
+           for k, key in enumerate(CLASS_WORDS)]
+    out.append(dict(type="scatter", **on, mode="markers", name=w["target"], legendgroup=TARGET,
                     legendrank=LEGEND_RANK[TARGET],
                     marker=dict(symbol="line-ew-open", size=14, color=fg,
                                 line=dict(width=2.5, color=fg))))
     return out
 
 
-def _settings(relation: Relation) -> str:
-    return f"layer {relation.layer}, head {relation.head}"
+def _settings(relation: Relation, w: dict = WORDS) -> str:
+    return settings_text(w, relation.layer, relation.head)
 
 
 # compare's grid: columns map | row bars | map | row bars; rows column bars / maps.
@@ -242,12 +251,11 @@ _ROWS = domains((0.8, 0.2), 0.03)  # from the bottom: maps, then the column bars
 # str.format, and the browser fills the same templates (``layout.meta``) when it shows
 # another frame of the ε × half-step lattice without asking the server. Two lines each,
 # so the two maps' titles never run into each other on a narrow or zoomed page.
-COMPARE_TITLES = ("Softmax (ε={eps})<br>column error {softmax_col_err}",
-                  "Sinkhorn (ε={eps}, {steps})<br>max error {max_err}{not_converged}")
-NOT_CONVERGED = " · not converged"
-DIFFERENCE_TITLE = "Sinkhorn − softmax · ε={eps}, {steps}{identical}"
-DIFFERENCE_NOTE = "{settings} · red: the coupling puts more mass here; blue: less"
-IDENTICAL_NOTE = " · identical (to 10⁻¹²)"
+COMPARE_TITLES = (WORDS["compare_softmax"], WORDS["compare_sinkhorn"])  # in English
+NOT_CONVERGED = WORDS["not_converged"]
+DIFFERENCE_TITLE = WORDS["difference_title"]
+DIFFERENCE_NOTE = WORDS["difference_note"]
+IDENTICAL_NOTE = WORDS["identical"]
 
 
 # (map, column bars, row bars) axes of each plan in :func:`compare`'s figure
@@ -276,7 +284,8 @@ def _colorbars(scale: str, zlabel: str) -> dict:
 
 def compare(relation: Relation, *, view: str = "joint", scale: str = "shared",
             height: int | None = None, width: int | None = None,
-            theme: str = "light") -> go.Figure:
+            theme: str = "light", words: dict | None = None,
+            num: Numbers = ENGLISH) -> go.Figure:
     """Softmax beside the Sinkhorn coupling, with marginal bars.
 
     Softmax as a joint measure, diag(a)·softmax(S/ε), has row sums a but column sums
@@ -294,6 +303,9 @@ def compare(relation: Relation, *, view: str = "joint", scale: str = "shared",
             never set a scale (:func:`compare_limits`).
         height, width: size in pixels; height defaults to one that fits n rows.
         theme: "light" or "dark".
+        words, num: the figure's words over :data:`viz.words.WORDS` (the titles the
+            browser fills on other frames, in ``layout.meta``, too) and the page's number
+            format (English by default).
 
     Returns:
         A figure with ``Heatmap`` traces for softmax (axes x, y) then Sinkhorn (x2, y2),
@@ -305,6 +317,7 @@ def compare(relation: Relation, *, view: str = "joint", scale: str = "shared",
     """
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+    w = words_of(words)
     shown_soft, shown_sink, soft, sink = _view_plans(relation, view)
     n, m = soft.shape
     la, lb = labels(relation.tokens_a, n, "tokens_a"), labels(relation.tokens_b, m, "tokens_b")
@@ -312,37 +325,40 @@ def compare(relation: Relation, *, view: str = "joint", scale: str = "shared",
     fg = th.foreground(theme)
     axes_of = COLORAXES[scale]
     data = _compare_traces(relation, {"softmax": (shown_soft, soft), "sinkhorn": (shown_sink, sink)},
-                           la, lb, a, b, view=view, axes_of=axes_of, fg=fg)
-    data += _legend_traces(fg, AXES["softmax"][1])
-    coloraxes = _colorbars(scale, "mass π(i, j)" if view == "joint" else "π(j | i)")
+                           la, lb, a, b, view=view, axes_of=axes_of, fg=fg, w=w)
+    data += _legend_traces(fg, AXES["softmax"][1], w)
+    coloraxes = _colorbars(scale, w["mass_pi"] if view == "joint" else "π(j | i)")
     lims = compare_limits(shown_soft, shown_sink, a, b, scale=scale)
     for key, name in axes_of.items():
         coloraxes[name].update(cmin=lims[key][0], cmax=lims[key][1])
     col_hi = 1.08 * max(1e-12, float(np.max([soft.sum(0), sink.sum(0), b])))
     row_hi = 1.08 * max(1e-12, float(np.max([soft.sum(1), sink.sum(1), a])))
-    x_tokens, y_tokens, axes = _compare_axes(la, lb, relation.mode, col_hi=col_hi, row_hi=row_hi)
+    x_tokens, y_tokens, axes = _compare_axes(la, lb, relation.mode, col_hi=col_hi,
+                                             row_hi=row_hi, w=w)
     margin = th.token_margins(x_tokens, y_tokens, top=90, right=110)
     margin["b"] += LEGEND_PX
-    what = "itself" if relation.mode == "self" else "text B"
+    what = w["what_self" if relation.mode == "self" else "what_b"]
+    titles = [w["compare_softmax"], w["compare_sinkhorn"]]
     layout = dict(
         **coloraxes,
         barmode="overlay", bargap=0.15,
         # the legend in a row of its own at the bottom: never over a title
         legend=dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0,
-                    xanchor="left", title=dict(text="Bars:"), traceorder="normal"),
-        title=top_title(f"How text A relates to {what} · {_settings(relation)}"),
-        meta=dict(kind="compare", view=view, scale=scale, titles=list(COMPARE_TITLES),
-                  not_converged=NOT_CONVERGED, labels_a=la, labels_b=lb,
+                    xanchor="left", title=dict(text=w["bars"]), traceorder="normal"),
+        title=top_title(w["relates"].format(what=what, settings=_settings(relation, w))),
+        meta=dict(kind="compare", view=view, scale=scale, titles=titles,
+                  not_converged=w["not_converged"], labels_a=la, labels_b=lb,
                   coloraxes=axes_of, bar_axes=BAR_AXES,
                   **hover_meta(relation.tokens_a, relation.tokens_b, n * m,
-                               names=hover_names(relation.mode))),
+                               names=hover_names(relation.mode, w))),
         # fixed margins (sized for the colour bar and legend): a colour bar whose tick
         # labels change width would otherwise move them, and plotly would draw twice
         margin={**margin, "autoexpand": False},
-        annotations=_map_titles(_compare_titles(relation, soft, sink, a, b)),
+        annotations=_map_titles(_compare_titles(relation, soft, sink, a, b, w, num)),
         **axes,
     )
-    return figure(data, layout, theme, height or default_height(n, extra=170), width)
+    return figure(data, layout, theme, height or default_height(n, extra=170), width,
+                  num.separators)
 
 
 def _compare_weights(relation: Relation, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -354,16 +370,17 @@ def _compare_weights(relation: Relation, shape: tuple[int, int]) -> tuple[np.nda
 
 
 def _compare_titles(relation: Relation, soft: np.ndarray, sink: np.ndarray, a: np.ndarray,
-                    b: np.ndarray) -> tuple[str, str]:
-    """The two maps' titles (:data:`COMPARE_TITLES` filled): softmax's column error
-    ‖πᵀ1 − b‖₁, and the coupling's largest marginal error and whether it converged."""
+                    b: np.ndarray, w: dict = WORDS, num: Numbers = ENGLISH) -> tuple[str, str]:
+    """The two maps' titles (``compare_softmax`` and ``compare_sinkhorn`` of ``w``
+    filled, numbers as ``num`` writes them): softmax's column error ‖πᵀ1 − b‖₁, and the
+    coupling's largest marginal error and whether it converged."""
     c = relation.coupling
     soft_col = references.l1(soft.sum(0), b, axes=-1)
     sink_err = max(references.l1(sink.sum(1), a, axes=-1), references.l1(sink.sum(0), b, axes=-1))
     converged = bool(np.all(np.asarray(c.converged)))
-    return (fill(COMPARE_TITLES[0], eps=th.fmt(relation.eps), softmax_col_err=th.fmt(soft_col)),
-            fill(COMPARE_TITLES[1], eps=th.fmt(c.eps), steps=th.half_steps_text(c.half_steps_run),
-                 max_err=th.fmt(sink_err), not_converged="" if converged else NOT_CONVERGED))
+    return (fill(w["compare_softmax"], eps=num(relation.eps), softmax_col_err=num(soft_col)),
+            fill(w["compare_sinkhorn"], eps=num(c.eps), steps=steps_text(w, c.half_steps_run, num),
+                 max_err=num(sink_err), not_converged="" if converged else w["not_converged"]))
 
 
 def _map_titles(titles: Sequence[str]) -> list[dict]:
@@ -376,30 +393,30 @@ def _map_titles(titles: Sequence[str]) -> list[dict]:
 
 def _compare_traces(relation: Relation, plans: dict[str, tuple[np.ndarray, np.ndarray]],
                     la: list[str], lb: list[str], a: np.ndarray, b: np.ndarray, *, view: str,
-                    axes_of: dict[str, str], fg: str) -> list[dict]:
+                    axes_of: dict[str, str], fg: str, w: dict = WORDS) -> list[dict]:
     """Per plan: its map, then the bars of its column sums (above) and row sums (beside).
 
     ``plans`` maps "softmax" and "sinkhorn" to (the map shown, the joint plan); the bars
     always show the joint plan's marginals.
     """
-    names = hover_names(relation.mode)
-    fields = score_fields(relation.scores, (len(la), len(lb)))
+    names = hover_names(relation.mode, w)
+    fields = score_fields(relation.scores, (len(la), len(lb)), w)
     data: list[dict] = []
     for key, (z, joint) in plans.items():
         maps, cols, rows = AXES[key]
-        data.append(map_trace_dict(z, la, lb, zname="mass" if view == "joint" else "π(j|i)",
+        data.append(map_trace_dict(z, la, lb, zname=w["mass"] if view == "joint" else "π(j|i)",
                                    fields=fields, coloraxis=axes_of[key], names=names,
                                    xaxis=maps[0], yaxis=maps[1],
                                    meta=dict(part="map", plan=key)))
         data += _marginal_traces(joint.sum(0), b, lb, side="b", axes=cols, fg=fg, plan=key,
-                                 names=names)
+                                 names=names, w=w)
         data += _marginal_traces(joint.sum(1), a, la, side="a", axes=rows, fg=fg, plan=key,
-                                 names=names)
+                                 names=names, w=w)
     return data
 
 
 def _compare_axes(la: list[str], lb: list[str], mode: str, *, col_hi: float,
-                  row_hi: float) -> tuple[dict, dict, dict]:
+                  row_hi: float, w: dict = WORDS) -> tuple[dict, dict, dict]:
     """(x token axis, y token axis, the six axes of :data:`AXES` by layout name).
 
     The maps sit on numeric token axes (Sinkhorn's rows follow softmax's); the column
@@ -407,12 +424,12 @@ def _compare_axes(la: list[str], lb: list[str], mode: str, *, col_hi: float,
     bars beside them share their rows and one mass axis up to ``row_hi``, labelled above
     (below, the next map's slanted token labels would run into them).
     """
-    rows_title, cols_title = axis_titles(mode)
+    rows_title, cols_title = axis_titles(mode, w)
     x_tokens = th.token_axis(lb, title=cols_title, rotate=True)
     y_tokens = th.token_axis(la, title=rows_title, reverse=True)
     bottom, top = _ROWS
     # "A sends" on two lines: its row bars are narrow
-    receives, sends = ("A receives" if mode == "self" else "B receives"), "A<br>sends"
+    receives, sends = w["a_receives" if mode == "self" else "b_receives"], w["a_sends"]
     bare = dict(automargin=False, showticklabels=False, showgrid=False)
     row_mass = dict(automargin=False, range=[0, row_hi], tickangle=0, tickmode="array",
                     tickvals=[round_tick(row_hi)],  # one: the panel is narrow
@@ -438,7 +455,8 @@ def _compare_axes(la: list[str], lb: list[str], mode: str, *, col_hi: float,
 
 
 def difference(relation: Relation, *, view: str = "joint", height: int | None = None,
-               width: int | None = None, theme: str = "light") -> go.Figure:
+               width: int | None = None, theme: str = "light", words: dict | None = None,
+               num: Numbers = ENGLISH) -> go.Figure:
     """Sinkhorn − softmax on a diverging scale centred at 0.
 
     Red cells are pairs the coupling gives more mass than softmax (mass moved towards
@@ -449,35 +467,37 @@ def difference(relation: Relation, *, view: str = "joint", height: int | None = 
     Args:
         relation: a single-layer, single-head Relation; plans are (n, m).
         view: "joint" (plan difference) or "conditional" (row-normalised difference).
-        height, width, theme: as for :func:`heatmap`.
+        height, width, theme, words, num: as for :func:`compare`.
 
     Returns:
         A figure with one ``Heatmap`` whose ``z`` is (n, m) Sinkhorn − softmax, zmid 0.
     """
+    w = words_of(words)
     shown_soft, shown_sink, _, _ = _view_plans(relation, view)
     n, m = shown_soft.shape
     z = shown_sink - shown_soft
     la, lb = labels(relation.tokens_a, n, "tokens_a"), labels(relation.tokens_b, m, "tokens_b")
     lim, identical = difference_limit(shown_soft, shown_sink)
-    names = hover_names(relation.mode)
-    fields = [("Sinkhorn", shown_sink), ("softmax", shown_soft)] + score_fields(relation.scores, (n, m))
+    names = hover_names(relation.mode, w)
+    fields = [("Sinkhorn", shown_sink), ("softmax", shown_soft)] + score_fields(
+        relation.scores, (n, m), w)
     trace = map_trace_dict(
         z, la, lb, zname="Sinkhorn − softmax", fields=fields, colorscale=th.DIFF_SCALE,
         zmin=-lim, zmax=lim, zmid=0.0, names=names,
-        colorbar=th.colorbar(title=dict(text="Δ mass" if view == "joint" else "Δ π(j|i)"),
+        colorbar=th.colorbar(title=dict(text=w["delta_mass"] if view == "joint" else "Δ π(j|i)"),
                              thickness=14),
         meta=dict(part="diff", fields=["Sinkhorn", "softmax"]))
     c = relation.coupling
-    title = fill(DIFFERENCE_TITLE, eps=th.fmt(relation.eps),
-                 steps=th.half_steps_text(c.half_steps_run),
-                 identical=IDENTICAL_NOTE if identical else "")
-    layout = map_layout(la, lb, title, top=72, axes=axis_titles(relation.mode))
+    title = fill(w["difference_title"], eps=num(relation.eps),
+                 steps=steps_text(w, c.half_steps_run, num),
+                 identical=w["identical"] if identical else "")
+    layout = map_layout(la, lb, title, top=72, axes=axis_titles(relation.mode, w))
     layout["title"] = top_title(title)
-    layout["annotations"] = [dict(text=fill(DIFFERENCE_NOTE, settings=_settings(relation)),
+    layout["annotations"] = [dict(text=fill(w["difference_note"], settings=_settings(relation, w)),
                                   x=0.0, y=1.0, xref="paper", yref="paper", xanchor="left",
                                   yanchor="bottom", align="left", showarrow=False,
                                   yshift=4, font=dict(size=th.FONT_SIZE))]
-    layout["meta"] = dict(kind="difference", view=view, title=DIFFERENCE_TITLE,
-                          identical=IDENTICAL_NOTE, tolerance=IDENTICAL,
+    layout["meta"] = dict(kind="difference", view=view, title=w["difference_title"],
+                          identical=w["identical"], tolerance=IDENTICAL,
                           **hover_meta(relation.tokens_a, relation.tokens_b, n * m, names=names))
-    return figure([trace], layout, theme, height or default_height(n), width)
+    return figure([trace], layout, theme, height or default_height(n), width, num.separators)

@@ -1,8 +1,9 @@
 """Figures of the Lab: learning curves, couplings between two clouds, plans as matrices,
 error against width. Pure builders: arrays in, ``go.Figure`` out (no streamlit, no torch).
 
-Every builder takes ``words`` (the page's language) for its labels; titles are trusted
-text from the page's own texts, model names are escaped.
+Every builder takes ``words`` (the page's language) for its labels and ``num`` (an
+``engine.relation.summary.Numbers``) for how axes and hovers write numbers; titles are
+trusted text from the page's own texts, model names are escaped.
 """
 
 from __future__ import annotations
@@ -13,8 +14,12 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from engine.relation.summary import Numbers
+
 from ._data import segments
 from .theme import COLOR_A, COLOR_B, apply, edge_color, escape, title as make_title
+
+ENGLISH = Numbers()
 
 # One colour per model (Okabe–Ito: green, vermillion, reddish purple); the target in grey.
 MODEL_COLORS = {"sinkhorn": "#009E73", "softmax": "#D55E00", "context-free": "#CC79A7"}
@@ -38,7 +43,7 @@ def _color(name: str, k: int) -> str:
 def loss_curves(curves: Mapping[str, tuple[Sequence[float], Sequence[float]]], *,
                 labels: Mapping[str, str] | None = None, title: str = "",
                 words: Mapping[str, str] | None = None, total_steps: int | None = None,
-                theme: str = "light", height: int = 340) -> go.Figure:
+                theme: str = "light", height: int = 340, num: Numbers = ENGLISH) -> go.Figure:
     """Held-out L1 distance to the target against the training step, one line per model.
 
     Args:
@@ -68,7 +73,7 @@ def loss_curves(curves: Mapping[str, tuple[Sequence[float], Sequence[float]]], *
                       legend=dict(orientation="h", y=-0.25), margin=dict(t=60, b=90))
     if total_steps:
         fig.update_xaxes(range=[0, total_steps])
-    return apply(fig, theme, height=height)
+    return apply(fig, theme, height=height, separators=num.separators)
 
 
 def _check_pair(x, a, y, b, plans):
@@ -106,7 +111,7 @@ def _line_traces(x, y, P, ref, color, row, col):
 def couplings(x: object, a: object, y: object, b: object, plans: Mapping[str, object], *,
               labels: Mapping[str, str] | None = None, notes: Mapping[str, str] | None = None,
               title: str = "", words: Mapping[str, str] | None = None, theme: str = "light",
-              height: int = 380) -> go.Figure:
+              height: int = 380, num: Numbers = ENGLISH) -> go.Figure:
     """Couplings of one pair of clouds, side by side: lines xᵢ–yⱼ as wide as πᵢⱼ is heavy.
 
     μ = Σ aᵢ δ_{xᵢ} (blue circles), ν = Σ bⱼ δ_{yⱼ} (orange diamonds), marker area ∝ mass.
@@ -158,12 +163,12 @@ def couplings(x: object, a: object, y: object, b: object, plans: Mapping[str, ob
                          scaleanchor=f"x{'' if c == 1 else c}", scaleratio=1)
     fig.update_layout(title=make_title(title), margin=dict(t=100, l=20, r=20, b=40),
                       legend=dict(orientation="h", y=-0.02, x=0, yanchor="top"))
-    return apply(fig, theme, height=height)
+    return apply(fig, theme, height=height, separators=num.separators)
 
 
 def matrices(plans: Mapping[str, object], *, labels: Mapping[str, str] | None = None,
              title: str = "", words: Mapping[str, str] | None = None, theme: str = "light",
-             height: int = 260) -> go.Figure:
+             height: int = 260, num: Numbers = ENGLISH) -> go.Figure:
     """The same plans as matrices (rows μ's atoms, columns ν's), one shared colour scale.
 
     Args:
@@ -189,13 +194,13 @@ def matrices(plans: Mapping[str, object], *, labels: Mapping[str, str] | None = 
         fig.update_yaxes(autorange="reversed", showticklabels=False, row=1, col=c)
         fig.update_xaxes(showticklabels=False, row=1, col=c)
     fig.update_layout(title=make_title(title), margin=dict(t=70, l=20, r=20, b=20))
-    return apply(fig, theme, height=height)
+    return apply(fig, theme, height=height, separators=num.separators)
 
 
 def error_vs_width(widths: Sequence[int], errors: Mapping[str, Sequence[float]], *,
                    labels: Mapping[str, str] | None = None, title: str = "",
                    words: Mapping[str, str] | None = None, theme: str = "light",
-                   height: int = 340) -> go.Figure:
+                   height: int = 340, num: Numbers = ENGLISH) -> go.Figure:
     """Held-out L1 against the encoder width, one line per model (log–log).
 
     Args:
@@ -222,4 +227,4 @@ def error_vs_width(widths: Sequence[int], errors: Mapping[str, Sequence[float]],
                       xaxis=dict(title=w["width"], type="log", tickvals=widths.tolist()),
                       yaxis=dict(title=w["heldout"], type="log"),
                       legend=dict(orientation="h", y=-0.25), margin=dict(t=60, b=90))
-    return apply(fig, theme, height=height)
+    return apply(fig, theme, height=height, separators=num.separators)

@@ -10,9 +10,10 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from engine.relation.summary import fmt
+from engine.relation.summary import Numbers
 from engine.types import Ranking
 from viz import theme as th
+from viz.words import ENGLISH, WORDS, words_of
 
 HOVER_CHARS = 300
 
@@ -21,13 +22,14 @@ def _label(k: int, text: str, max_chars: int) -> str:
     return f"{k + 1}. " + th.shorten(th.escape(text), max_chars)
 
 
-def _hover(r: Ranking) -> list[str]:
+def _hover(r: Ranking, w: dict = WORDS, num: Numbers = ENGLISH) -> list[str]:
     out = []
     for k, text in enumerate(r.candidates):
         out.append(f"<b>{k + 1}.</b> {th.shorten(th.escape(text), HOVER_CHARS)}<br>"
-                   f"cosine similarity {r.similarity[k]:.4f} (place {r.rank_similarity[k]})<br>"
-                   f"Sinkhorn divergence {fmt(float(r.divergence[k]))} "
-                   f"(place {r.rank_divergence[k]})")
+                   + w["sent_hover"].format(cosine=num.fixed(r.similarity[k], 4),
+                                            place=r.rank_similarity[k],
+                                            divergence=num(float(r.divergence[k])),
+                                            dplace=r.rank_divergence[k]))
     return out
 
 
@@ -40,7 +42,8 @@ def _shift_colors(r: Ranking) -> list[str]:
 
 
 def rankings(r: Ranking, *, max_chars: int = 42, height: int | None = None,
-             width: int | None = None, theme: str = "light") -> go.Figure:
+             width: int | None = None, theme: str = "light", words: dict | None = None,
+             num: Numbers = ENGLISH) -> go.Figure:
     """Both rankings side by side, each candidate's two places joined by a line.
 
     Left: candidates by cosine similarity of the model's sentence embeddings (most similar
@@ -52,18 +55,19 @@ def rankings(r: Ranking, *, max_chars: int = 42, height: int | None = None,
         max_chars: characters of each candidate shown (hover shows the whole text).
         height, width: size in pixels; height defaults to one row per candidate.
         theme: "light" or "dark".
+        words, num: the figure's words over :data:`viz.words.WORDS` and the page's number
+            format (English by default).
 
     Returns:
         A figure with one line trace per colour (3) and two marker traces (left: places by
         similarity, right: by divergence) whose ``customdata`` is the candidate index.
     """
-    K = len(r.candidates)
+    K, w = len(r.candidates), words_of(words)
     ps, pd = r.rank_similarity, r.rank_divergence
     colors = _shift_colors(r)
     fig = go.Figure()
-    for color, name in ((th.COLOR_MATCH, "about the same place"),
-                        (th.COLOR_UNDER, "higher by divergence"),
-                        (th.COLOR_OVER, "lower by divergence")):
+    for color, name in ((th.COLOR_MATCH, w["sent_same"]), (th.COLOR_UNDER, w["sent_higher"]),
+                        (th.COLOR_OVER, w["sent_lower"])):
         xs, ys = [], []
         for k in range(K):
             if colors[k] == color:
@@ -71,12 +75,13 @@ def rankings(r: Ranking, *, max_chars: int = 42, height: int | None = None,
                 ys += [int(ps[k]), int(pd[k]), None]
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=name, hoverinfo="skip",
                                  line=dict(color=color, width=2), showlegend=bool(xs)))
-    hover = _hover(r)
-    left = [f"{_label(k, r.candidates[k], max_chars)}  {r.similarity[k]:.3f}" for k in range(K)]
-    right = [f"{fmt(float(r.divergence[k]))}  {_label(k, r.candidates[k], max_chars)}"
+    hover = _hover(r, w, num)
+    left = [f"{_label(k, r.candidates[k], max_chars)}  {num.fixed(r.similarity[k], 3)}"
+            for k in range(K)]
+    right = [f"{num(float(r.divergence[k]))}  {_label(k, r.candidates[k], max_chars)}"
              for k in range(K)]
-    for x, y, text, pos, name in ((0, ps, left, "middle left", "by sentence similarity"),
-                                  (1, pd, right, "middle right", "by Sinkhorn divergence")):
+    for x, y, text, pos, name in ((0, ps, left, "middle left", w["sent_by_sim"]),
+                                  (1, pd, right, "middle right", w["sent_by_div"])):
         fig.add_trace(go.Scatter(
             x=[x] * K, y=[int(v) for v in y], mode="markers+text", text=text,
             textposition=pos, name=name, showlegend=False,
@@ -84,20 +89,21 @@ def rankings(r: Ranking, *, max_chars: int = 42, height: int | None = None,
             customdata=np.arange(K), hovertext=hover, hoverinfo="text"))
     fig.update_xaxes(visible=False, range=[-1.6, 2.6], fixedrange=True)
     fig.update_yaxes(visible=False, range=[K + 0.7, 0.3], fixedrange=True)
-    fig.add_annotation(x=0, y=0.3, yref="y", text="<b>sentence similarity</b> (cosine)",
+    fig.add_annotation(x=0, y=0.3, yref="y", text=w["sent_sim_head"],
                        showarrow=False, xanchor="right", yanchor="bottom")
-    fig.add_annotation(x=1, y=0.3, yref="y", text=f"<b>Sinkhorn divergence</b> S_ε, ε = {r.eps:g}",
-                       showarrow=False, xanchor="left", yanchor="bottom")
+    fig.add_annotation(x=1, y=0.3, yref="y", text=w["sent_div_head"].format(
+        eps=num.general(r.eps)), showarrow=False, xanchor="left", yanchor="bottom")
     fig.update_layout(margin=dict(l=10, r=10, t=40, b=10),
                       legend=dict(orientation="h", y=-0.02, yanchor="top", x=0.5,
                                   xanchor="center"),
-                      title=dict(text="Two rankings of the candidates against text A",
-                                 x=0.5, xanchor="center"))
-    return th.apply(fig, theme, height=height or 110 + 26 * K, width=width)
+                      title=dict(text=w["sent_title"], x=0.5, xanchor="center"))
+    return th.apply(fig, theme, height=height or 110 + 26 * K, width=width,
+                    separators=num.separators)
 
 
 def scatter(r: Ranking, *, height: int | None = None, width: int | None = None,
-            theme: str = "light") -> go.Figure:
+            theme: str = "light", words: dict | None = None,
+            num: Numbers = ENGLISH) -> go.Figure:
     """Each candidate at (cosine similarity, Sinkhorn divergence), labelled by its number.
 
     Candidates near the bottom right are close both ways; off the trend, pooling and
@@ -106,22 +112,25 @@ def scatter(r: Ranking, *, height: int | None = None, width: int | None = None,
     Args:
         r: a :class:`~engine.types.Ranking`.
         height, width: size in pixels. theme: "light" or "dark".
+        words, num: as for :func:`rankings`.
 
     Returns:
         A figure with one marker trace; ``customdata`` holds candidate indices (0-based),
         x the similarities, y the divergences.
     """
-    K = len(r.candidates)
-    rho = "" if not np.isfinite(r.spearman) else f" · Spearman ρ(cosine, −S_ε) = {r.spearman:.2f}"
+    K, w = len(r.candidates), words_of(words)
+    rho = "" if not np.isfinite(r.spearman) else w["sent_rho"].format(
+        rho=num.fixed(r.spearman, 2))
     fig = go.Figure(go.Scatter(
         x=np.asarray(r.similarity, float), y=np.asarray(r.divergence, float),
         mode="markers+text", text=[str(k + 1) for k in range(K)], textposition="top center",
         marker=dict(size=12, color=_shift_colors(r),
                     line=dict(width=1, color=th.edge_color(theme))),
-        customdata=np.arange(K), hovertext=_hover(r), hoverinfo="text", name="candidates"))
-    fig.update_xaxes(title_text="sentence similarity: cosine of the model's embeddings")
-    fig.update_yaxes(title_text=f"Sinkhorn divergence S_ε (ε = {r.eps:g})", rangemode="tozero")
+        customdata=np.arange(K), hovertext=_hover(r, w, num), hoverinfo="text",
+        name=w["candidates"]))
+    fig.update_xaxes(title_text=w["sent_x"])
+    fig.update_yaxes(title_text=w["sent_y"].format(eps=num.general(r.eps)), rangemode="tozero")
     fig.update_layout(margin=dict(l=70, r=20, t=50, b=60), showlegend=False,
-                      title=dict(text=f"One ranking against the other{rho}", x=0.5,
+                      title=dict(text=w["sent_one"].format(rho=rho), x=0.5,
                                  xanchor="center"))
-    return th.apply(fig, theme, height=height or 460, width=width)
+    return th.apply(fig, theme, height=height or 460, width=width, separators=num.separators)

@@ -102,18 +102,22 @@ def edge_color(theme: str) -> str:
 
 
 def apply(fig: go.Figure, theme: str = "light", *, height: int | None = None,
-          width: int | None = None) -> go.Figure:
+          width: int | None = None, separators: str = ".,") -> go.Figure:
     """Apply the light or dark template (and an optional size) to ``fig`` in place.
 
     Args:
         fig: the figure to style.
         theme: "light" or "dark".
         height, width: figure size in pixels; None leaves it to the container.
+        separators: how axes and hovers write numbers (plotly's: the decimal mark, then
+            the group's; ``Numbers.separators``).
 
     Returns:
         The same figure, for chaining.
     """
     fig.update_layout(template=TEMPLATES[check_theme(theme)])
+    if separators != ".,":
+        fig.update_layout(separators=separators)
     if height is not None:
         fig.update_layout(height=int(height))
     if width is not None:

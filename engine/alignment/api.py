@@ -199,12 +199,10 @@ def score_corpus(pairs: Sequence, *, encoder=None, source: Source = DEFAULT_SOUR
     texts = [t for p in pairs for t in (p.text_a, p.text_b)]
     words = encode_words(texts, encoder, keep=source, batch_size=batch_size,
                          progress=progress)
-    unread = [f"pair {k + 1} (text {'AB'[side]})" for k in range(len(pairs)) for side in (0, 1)
+    unread = [(k + 1, "ab"[side]) for k in range(len(pairs)) for side in (0, 1)
               if not words[2 * k + side].valid.any()]
-    if unread:
-        more = f" and {len(unread) - 5} more" if len(unread) > 5 else ""
-        raise TextError(f"{', '.join(unread[:5])}{more}: no word the model can read (only "
-                        "invisible or control characters); fix or drop those pairs.")
+    if unread:  # (pair number, "a" or "b") of each text: a page names them in its words
+        raise TextError.of("unread_pairs", pairs=unread)
     mu = corpus_mean(words, 0) if source.kind == "hidden" and source.center else None
     S, va, vb = [], [], []
     for k in range(len(pairs)):

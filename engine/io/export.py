@@ -86,8 +86,7 @@ def relation_document(r: Relation, *, url: str = "") -> dict[str, Any]:
         "points_a": r.points_a, "points_b": r.points_b,
         "hidden_a": r.hidden_a, "hidden_b": r.hidden_b,
         "truncated": {"a": r.truncated_a, "b": r.truncated_b},
-        "notices": [{"kind": n.kind, "level": n.level, "message": n.message}
-                    for n in r.notices],
+        "notices": [notice_dict(n) for n in r.notices],
     }
 
 
@@ -143,7 +142,7 @@ def relation_from_dict(d: dict[str, Any]) -> Relation:
         points_b=_np_opt(d["points_b"]), hidden_a=_np_opt(d["hidden_a"]),
         hidden_b=_np_opt(d["hidden_b"]), truncated_a=bool(d["truncated"]["a"]),
         truncated_b=bool(d["truncated"]["b"]),
-        notices=tuple(Notice(n["kind"], n["level"], n["message"]) for n in d["notices"]))
+        notices=tuple(notice_of(n) for n in d["notices"]))
 
 
 def ranking_document(rk: Ranking) -> dict[str, Any]:
@@ -156,8 +155,7 @@ def ranking_document(rk: Ranking) -> dict[str, Any]:
             "by_divergence": rk.by_divergence, "spearman": rk.spearman, "eps": rk.eps,
             "converged": rk.converged, "barycenter_gap": rk.barycenter_gap,
             "pooling": rk.pooling,
-            "notices": [{"kind": n.kind, "level": n.level, "message": n.message}
-                        for n in rk.notices]}
+            "notices": [notice_dict(n) for n in rk.notices]}
 
 
 def ranking_from_dict(d: dict[str, Any]) -> Ranking:
@@ -175,7 +173,31 @@ def ranking_from_dict(d: dict[str, Any]) -> Ranking:
         eps=float(d["eps"]), converged=np.asarray(d["converged"], dtype=bool),
         barycenter_gap=None if gap is None else float(gap), pooling=d["pooling"],
         model=d["model"],
-        notices=tuple(Notice(n["kind"], n["level"], n["message"]) for n in d["notices"]))
+        notices=tuple(notice_of(n) for n in d["notices"]))
+
+
+def notice_dict(n: Notice) -> dict[str, Any]:
+    """A notice as the wire carries it: kind, level, the English message, and the code
+    and params a page words in its own language."""
+    return {"kind": n.kind, "level": n.level, "message": n.message, "code": n.code,
+            "params": _js_params(n.params)}
+
+
+def notice_of(d: dict[str, Any]) -> Notice:
+    """The :class:`Notice` of :func:`notice_dict` (a document without code reads as a
+    message of its own)."""
+    return Notice(d["kind"], d["level"], d["message"], code=d.get("code") or "",
+                  params=dict(d.get("params") or {}))
+
+
+def _js_params(params: dict[str, Any]) -> dict[str, Any]:
+    """A notice's params as JSON values (numpy numbers as Python's, tuples as lists)."""
+    out = {}
+    for k, v in params.items():
+        if isinstance(v, np.generic):
+            v = v.item()
+        out[k] = list(v) if isinstance(v, tuple) else v
+    return out
 
 
 def _js(x):

@@ -215,35 +215,44 @@ class HeadScore:
 
 def compare_heads(pairs: Sequence, encoder, *, test_share: float = 0.25,
                   settings: TextSettings = TextSettings(),
-                  progress: Callable[[str], None] | None = None) -> tuple[HeadScore, ...]:
+                  progress: Callable[[str], None] | None = None,
+                  should_stop: Callable[[], bool] | None = None) -> tuple[HeadScore, ...]:
     """Split pairs with gold (the last ``test_share`` held out), train a Sinkhorn head
     and a softmax head on the rest, and score both and the untrained default method on
     the held-out pairs by total F1. θ is chosen on the training pairs.
 
+    ``progress(stage)`` names each stage ("encode", "sinkhorn", "softmax", "untrained")
+    as it starts; ``should_stop()``, polled before each, ends the comparison there with
+    the heads scored so far.
+
     Raises:
-        LabError: fewer than 4 pairs with gold.
+        LabError: fewer than 4 pairs with gold (code "needs_gold_pairs").
     """
     from ..alignment.api import align_pairs
     from ..alignment.score import score
 
     pairs = [p for p in pairs if p.has_gold]
     if len(pairs) < 4:
-        raise LabError(f"Training needs at least 4 pairs with gold links, got {len(pairs)}: "
-                       "give a file in one of the Align view's formats, with links.")
+        raise LabError.of("needs_gold_pairs", n=len(pairs))
     k = max(1, int(round(len(pairs) * test_share)))
     fit, test = pairs[:-k], pairs[-k:]
     say = progress or (lambda _: None)
+    stop = should_stop or (lambda: False)
     say("encode")
     st_fit, st_test = word_states(fit, encoder, settings.layer), \
         word_states(test, encoder, settings.layer)
     out = []
     for final in FINALS:
+        if stop():
+            return tuple(out)
         say(final)
         r = train_text(st_fit, TextSettings(**{**settings.__dict__, "final": final}))
         theta, _ = tune_theta(text_plans(r.model, st_fit), fit)
         f1 = score(links_at(text_plans(r.model, st_test), theta), test,
                    bootstrap=0).macro["total_f1"]
         out.append(HeadScore(final, float(f1), theta, r.seconds))
+    if stop():
+        return tuple(out)
     say("untrained")
     f1 = score(align_pairs(test, encoder=encoder), test, bootstrap=0).macro["total_f1"]
     out.append(HeadScore("untrained", float(f1), None, 0.0))

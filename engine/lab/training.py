@@ -297,7 +297,8 @@ SWEEP_STEPS = 150  # steps per run of a sweep (at most the run's own)
 def sweep_widths(settings: LabSettings, models=MODELS, widths=SWEEP_WIDTHS, *,
                  steps: int | None = None,
                  callback: Callable[[int, int, str, int], None] | None = None,
-                 target: "Target | None" = None) -> dict[str, np.ndarray]:
+                 target: "Target | None" = None,
+                 should_stop: Callable[[], bool] | None = None) -> dict[str, np.ndarray]:
     """Held-out L1 of each model trained at each width: the approximation theorem as a curve.
 
     Args:
@@ -305,19 +306,23 @@ def sweep_widths(settings: LabSettings, models=MODELS, widths=SWEEP_WIDTHS, *,
         widths: encoder widths D. steps: steps per run (default min(steps, 150)).
         callback: called as (done, total, model, width) before each run.
         target: a :class:`Target` instead of ``settings.target``.
+        should_stop: polled before each run and every step: True ends the sweep, its runs
+            so far kept (a run cut short keeps its best weights' error).
 
     Returns:
-        model name → (len(widths),) held-out L1 per width.
+        model name → (len(widths),) held-out L1 per width (NaN for a run not made).
     """
     steps = steps or min(settings.steps, SWEEP_STEPS)
     out = {m: np.full(len(widths), np.nan) for m in models}
     total, done = len(models) * len(widths), 0
     for i, w in enumerate(widths):
         for m in models:
+            if should_stop is not None and should_stop():
+                return out
             if callback is not None:
                 callback(done, total, m, w)
             run = train(replace(settings, model=m, width=int(w), steps=steps,
-                                eval_every=steps), target=target)
+                                eval_every=steps), target=target, should_stop=should_stop)
             out[m][i] = run.heldout_l1
             done += 1
     return out

@@ -39,7 +39,7 @@ from .. import settings
 from .architectures import SUPPORTED, architecture_of, position_bias, queries_keys
 from .registry import (ModelInfo, allowed_models, check_folder, default_model_path,
                        describe, read_modules, resolve)
-from ..errors import ModelError, TextError
+from ..errors import ModelError, TextError, name_of
 from ..settings import DEFAULT_MODEL
 from ..types import Encoding
 
@@ -68,18 +68,20 @@ class CleanText(NamedTuple):
 
 
 def clean_text(text: object, *, max_chars: int | None = None,
-               name: str = "The text") -> CleanText:
+               name: str = "text", k: int | None = None) -> CleanText:
     """Normalise a user's text for the tokenizer (NFC, control characters → spaces, cut to
     ``max_chars``, default ``SINKSCOPE_MAX_CHARS``). A :class:`CleanText` passes through.
 
     Raises TextError for a non-string, or a text that is empty or blank once control
-    characters and unpaired surrogates are removed.
+    characters and unpaired surrogates are removed (code "text_empty"; ``name`` is the
+    text's name as a code, "text_a", or "candidate" with its number ``k``:
+    :func:`engine.errors.name_of`).
     """
     if isinstance(text, CleanText):
         return text
     max_chars = settings.CONFIG.max_chars if max_chars is None else max_chars
     if not isinstance(text, str):
-        raise TextError(f"{name} must be a string, got {type(text).__name__}.")
+        raise TextError(f"{name_of(name, k)} must be a string, got {type(text).__name__}.")
     text = text.encode("utf-8", "replace").decode("utf-8")  # unpaired surrogates → '?'
     text = unicodedata.normalize("NFC", text)
     text = "".join(ch if ch in "\t\n" or unicodedata.category(ch) != "Cc" else " "
@@ -88,7 +90,7 @@ def clean_text(text: object, *, max_chars: int | None = None,
     if cut:
         text = text[:max_chars]
     if not text.strip():
-        raise TextError(f"{name} is empty: type a word or a sentence.")
+        raise TextError.of("text_empty", name=name, **({} if k is None else {"k": k}))
     return CleanText(text, cut)
 
 

@@ -41,9 +41,10 @@ def project(r: Relation, *, space: str = "qk", method: str = "pca", dim: int = 2
     xa, xb = (r.points_a, r.points_b) if space == "qk" else (r.hidden_a, r.hidden_b)
     X = np.concatenate([xa, xb]).astype(np.float64)
     n = len(xa)
-    note, explained = "", None
+    note, code, explained = "", "", None
     if method == "umap" and len(X) <= 3:
-        method, note = "pca", "UMAP needs at least 4 points; PCA shown instead."
+        method, code = "pca", "umap_few_points"
+        note = "UMAP needs at least 4 points; PCA shown instead."
     if method == "umap":
         Y = _umap(X, dim, seed)
     else:
@@ -52,7 +53,7 @@ def project(r: Relation, *, space: str = "qk", method: str = "pca", dim: int = 2
     mask = (r.a[:, None] * r.b[None, :]) > 0
     corr = _spearman(d[mask], -r.scores[mask])
     return Projection(xy_a=Y[:n], xy_b=Y[n:], method=method, space=space, dim=dim,
-                      distance_cost_corr=corr, explained=explained, note=note)
+                      distance_cost_corr=corr, explained=explained, note=note, note_code=code)
 
 
 def pca(X: np.ndarray, dim: int) -> tuple[np.ndarray, float]:

@@ -17,16 +17,12 @@ from ..solver import references
 from .. import settings
 from ..models.encoder import Encoder, clean_text
 from ..errors import SettingsError, SinkscopeError
+from .notices import POSITION_BIAS_NOTE, notice  # noqa: F401  (the note stays importable here)
 from .scores import Side, check_layer_head, scores, side, weights as make_weights
 from ..settings import DEFAULT_MODEL, Settings, check_setting
 from ..solver.core import check_eps, sinkhorn, softmax_attention, to_numpy
 from ..types import Coupling, Encoding, Notice, Relation, Summary
 
-POSITION_BIAS_NOTE = (
-    "This model adds a relative position bias to its attention logits, b(j − i) between "
-    "tokens of one context. Separate texts share no positions, so the scores here are "
-    "QKᵀ/√d alone; self and joint modes include the bias (softmax at ε = 1 is then the "
-    "model's own attention).")
 
 _default: dict[str, Encoder] = {}
 _default_lock = threading.Lock()
@@ -50,9 +46,9 @@ def encode_texts(encoder: Encoder | None, text_a: str, text_b: str | None,
     is loaded, so an empty text is reported at once.
     """
     mode = check_mode(mode)
-    a = clean_text(text_a, name="Text A")
+    a = clean_text(text_a, name="text_a")
     b = None if mode == "self" else clean_text(text_b if text_b is not None else "",
-                                               name="Text B")
+                                               name="text_b")
     encoder = encoder or default_encoder()
     if mode == "separate":
         return tuple(encoder.encode_many([a, b], attentions=False))
@@ -217,8 +213,8 @@ def _prepare(encodings, s: Settings) -> _Problem:
     mode, weights, pool_words, half_steps = s.mode, s.weights, s.pool_words, s.half_steps
     sa, sb, model_att = _sides(encodings, mode, pool_words, layer, head)
     wl = layer if isinstance(layer, int) else -1
-    a = make_weights(sa, weights, layer=wl, name="Text A")
-    b = make_weights(sb, weights, layer=wl, name="Text B")
+    a = make_weights(sa, weights, layer=wl, name="text_a")
+    b = make_weights(sb, weights, layer=wl, name="text_b")
     qa, kb = _head_vectors(sa.q, sb.k, layer, head)  # (..., n, p), (..., m, p)
     S = scores(qa, kb)  # float64
     bias = None if mode == "separate" else _bias_block(encodings[0], sa, sb)
@@ -416,37 +412,37 @@ def history_steps(half_steps: int, cells: int, points: int = 400,
     return np.unique(np.geomspace(1, half_steps, points).round().astype(int))
 
 
-def truncation_notices(name: str, chars_cut: bool, n_tokens: int, n_dropped: int) -> list[Notice]:
+def truncation_notices(name: str, chars_cut: bool, n_tokens: int, n_dropped: int, *,
+                       k: int | None = None) -> list[Notice]:
     """The notices for a text cut to the character limit (SINKSCOPE_MAX_CHARS) and to the
-    model's token limit (``n_tokens`` kept, ``n_dropped`` dropped); empty if neither."""
+    model's token limit (``n_tokens`` kept, ``n_dropped`` dropped); empty if neither.
+    ``name`` is the text's name as a code ("text_a", "pair", "candidate" with ``k``)."""
     out = []
+    who = {"name": name} if k is None else {"name": name, "k": k}
     if chars_cut:
-        out.append(Notice("chars_cut", "info", f"{name} was cut to its first "
-                          f"{settings.CONFIG.max_chars:,} characters (SINKSCOPE_MAX_CHARS)."))
+        out.append(notice("chars_cut", **who, limit=settings.CONFIG.max_chars))
     if n_dropped:
-        out.append(Notice("tokens_cut", "info", f"{name} was cut to the model's limit of "
-                          f"{n_tokens} tokens: the next {n_dropped:,} tokens were dropped."))
+        out.append(notice("tokens_cut", **who, n=int(n_tokens), dropped=int(n_dropped)))
     return out
 
 
 def _notices(encodings, coupling, grid, half_steps) -> list[Notice]:
     out = []
-    names = ("Text A", "Text B") if len(encodings) == 2 else (
-        "The pair" if len(encodings[0].texts) == 2 else "Text A",)
+    names = ("text_a", "text_b") if len(encodings) == 2 else (
+        "pair" if len(encodings[0].texts) == 2 else "text_a",)
     for name, e in zip(names, encodings):
         out += truncation_notices(name, e.chars_cut, e.n, e.n_dropped)
     if len(encodings) == 2 and encodings[0].bias is not None:
-        out.append(Notice("no_position_bias", "info", POSITION_BIAS_NOTE))
+        out.append(notice("no_position_bias"))
     conv = np.asarray(coupling.converged)
     if half_steps > 1 and not conv.all():
         if grid:
-            msg = (f"Sinkhorn has not converged on {int((~conv).sum())} of {conv.size} heads "
-                   f"after {half_steps} half-steps: raise half-steps or ε.")
+            out.append(notice("not_converged_heads", bad=int((~conv).sum()), all=int(conv.size),
+                              steps=int(half_steps)))
         else:
             err = max(float(coupling.row_err[-1]), float(coupling.col_err[-1]))
-            msg = (f"Sinkhorn has not converged after {half_steps} half-steps (marginal "
-                   f"error {err:.2g} > {coupling.tol:g}): raise half-steps or ε.")
-        out.append(Notice("not_converged", "warning", msg))
+            out.append(notice("not_converged", steps=int(half_steps), err=err,
+                              tol=float(coupling.tol)))
     return out
 
 

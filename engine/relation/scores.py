@@ -83,8 +83,7 @@ def weights(s: Side, kind: str = "content", *, layer: int = -1,
     n = len(s.tokens)
     content = ~s.special
     if not content.any():
-        raise TextError(f"{name} has nothing the model can read: after tokenising, only "
-                        f"[CLS] and [SEP] are left. Type some words.")
+        raise TextError.of("text_unreadable", name=name)
     if kind == "uniform":
         return np.full(n, 1.0 / n)
     if kind == "content":

@@ -32,6 +32,7 @@ from ..errors import TextError
 from ..solver.core import check_eps, sinkhorn
 from ..settings import MAX_CANDIDATES
 from ..types import Encoding, Notice, Ranking
+from .notices import notice
 HALF_STEPS = 10_000  # the most half-steps per solve (they stop early at TOL)
 TOL = 1e-5  # L1 marginal error; the values are then within ~1e-6
 BATCH = 16  # texts per forward pass
@@ -79,7 +80,7 @@ def parse_candidates(text: str) -> tuple[list[str], int]:
     lines = [line.strip() for line in str(text or "").splitlines()]
     lines = [line for line in lines if line and not _blank(line)]
     if not lines:
-        raise TextError("Give at least one candidate text, one per line.")
+        raise TextError.of("no_candidates")
     return lines[:MAX_CANDIDATES], max(0, len(lines) - MAX_CANDIDATES)
 
 
@@ -172,7 +173,7 @@ def rank(measures: Sequence[Measure], *, eps: float, pooling: str = "mean",
     eps = check_eps(eps)
     ma, cands = measures[0], list(measures[1:])
     if not cands:
-        raise TextError("Give at least one candidate text, one per line.")
+        raise TextError.of("no_candidates")
     e_unit = unit(np.stack([np.asarray(m.embedding, np.float64) for m in measures]))
     similarity = e_unit[1:] @ e_unit[0]
     div, plans, converged = sinkhorn_divergence(
@@ -199,13 +200,13 @@ def measures(encoder: Encoder, text_a: str, candidates: str | Sequence[str]
     """Text A and the candidates (a box's text, one per line, or a list) as measures, in
     padded forward passes of up to :data:`BATCH` texts: (measures, candidate lines dropped
     beyond :data:`MAX_CANDIDATES`)."""
-    a = clean_text(text_a, name="Text A")
+    a = clean_text(text_a, name="text_a")
     if isinstance(candidates, str):
         lines, dropped = parse_candidates(candidates)
     else:
         lines, dropped = parse_candidates("\n".join(str(c).replace("\n", " ")
                                                     for c in candidates))
-    texts = [a, *(clean_text(c, name=f"Candidate {i + 1}") for i, c in enumerate(lines))]
+    texts = [a, *(clean_text(c, name="candidate", k=i + 1) for i, c in enumerate(lines))]
     out = []
     for i in range(0, len(texts), BATCH):
         out += [Measure.of(e) for e in encoder.encode_many(texts[i:i + BATCH], attentions=False)]
@@ -230,17 +231,13 @@ def _notices(measures, converged, dropped, pooling, mean_pooled, eps) -> list[No
 
     out = []
     for i, e in enumerate(measures):
-        name = "Text A" if i == 0 else f"Candidate {i}"
-        out += truncation_notices(name, e.chars_cut, len(e.tokens), e.n_dropped)
+        out += truncation_notices("text_a" if i == 0 else "candidate", e.chars_cut,
+                                  len(e.tokens), e.n_dropped, k=None if i == 0 else i)
     if dropped:
-        out.append(Notice("candidates_cut", "info", f"Only the first {MAX_CANDIDATES} "
-                          f"candidates are ranked; {dropped} more lines were left out."))
+        out.append(notice("candidates_cut", max=MAX_CANDIDATES, more=int(dropped)))
     if not mean_pooled:
-        out.append(Notice("not_mean_pooled", "info", f"This model pools by {pooling or 'its own modules'}, "
-                          "not by the plain mean of its states: its sentence embedding is not "
-                          "the barycenter of the measure the divergence compares."))
+        out.append(notice("not_mean_pooled", pooling=pooling or ""))
     if not np.all(converged):
-        out.append(Notice("not_converged", "warning", f"Sinkhorn has not converged for "
-                          f"{int((~np.asarray(converged)).sum())} of {len(converged)} candidates "
-                          f"at ε = {eps:g} within {HALF_STEPS} half-steps: raise ε."))
+        out.append(notice("not_converged_candidates", bad=int((~np.asarray(converged)).sum()),
+                          all=len(converged), eps=float(eps), steps=HALF_STEPS))
     return out

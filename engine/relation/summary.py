@@ -78,7 +78,51 @@ class Numbers:
             s = f"{x:,.0f}" if ax >= 1e4 else f"{x:.0f}"
         else:
             s = fmt(x)
+        return self._marks(s)
+
+    def _marks(self, s: str) -> str:
+        """``s`` written with English marks, in this language's."""
         return s.translate(str.maketrans({".": self.decimal, ",": self.group}))
+
+    @property
+    def english(self) -> bool:
+        return self.decimal == "." and self.group == "," and not self.plain
+
+    def count(self, n: int) -> str:
+        """A whole count: 24,285 in English; 24 285 with a non-breaking space where a
+        comma is the decimal mark, four digits kept together (4000)."""
+        n = int(n)
+        if self.english or abs(n) >= 10_000:
+            return self._marks(f"{n:,}")
+        return str(n)
+
+    def fixed(self, x: float | None, digits: int = 3) -> str:
+        """``x`` with ``digits`` decimals (0,500 / 0.500); "–" for None or NaN. Groups as
+        :meth:`count` does."""
+        if x is None or math.isnan(float(x)):
+            return "–"
+        x = float(x)
+        grouped = self.english or abs(x) >= 10_000
+        return self._marks(f"{x:,.{digits}f}" if grouped else f"{x:.{digits}f}")
+
+    def general(self, x: float, spec: str = "g") -> str:
+        """``x`` in a Python format ``spec`` ("g", ".2g", ".1e"), this language's marks:
+        a tolerance stays 1e-06, never "≈ 0"."""
+        return self._marks(format(float(x), spec))
+
+    def percent(self, x: float) -> str:
+        """x (a share, 0..1) as a percentage: 45% / 45 %, 0.04% / 0,04 %; a tiny share
+        in a plain language as a plain decimal or "≈ 0 %", never 1.0e-05."""
+        p = 100 * float(x)
+        if p < 5e-7:
+            s = "0"
+        elif p < 1e-4 and not self.english:
+            return self(p) + "\u00a0%"
+        elif p < 1:
+            s = f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}"
+        else:
+            s = f"{p:.0f}" if p >= 10 else f"{p:.1f}"
+        return s + "%" if self.english else self._marks(s) + "\u00a0%"
 
 
 NUMBERS = {"en": Numbers(), "es": Numbers(decimal=",", group="\u00a0", plain=True,

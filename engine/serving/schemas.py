@@ -213,7 +213,8 @@ class RelationDocument(Document):
     tokens_a: list[str]
     tokens_b: list[str]
     summary: dict[str, Any]
-    notices: list[dict[str, str]]
+    # kind, level, message, and the code and params a page words in its language
+    notices: list[dict[str, Any]]
 
 
 class EpsPathDocument(Document):

@@ -12,7 +12,7 @@ APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 def run(query: dict | None = None, *, page: str | None = None, timeout: float = 120,
         **state) -> AppTest:
-    """A fresh session of the main page (or of ``page``, e.g. "pages/align.py"), opened at
+    """A fresh session of the main page (or of ``page``, e.g. "sinkscope_app/pages/align.py"), opened at
     ``query`` with ``state`` set, run once."""
     at = AppTest.from_file(APP, default_timeout=timeout)
     if page:

@@ -23,15 +23,15 @@ import streamlit as st
 from engine import settings
 
 from engine.lab import toy
-from engine.settings import DEFAULT_HALF_STEPS
-from engine.relation.summary import Numbers, numbers
+from engine.settings import DEFAULT_HALF_STEPS, Settings
+from engine.relation.summary import Numbers
 from viz import learn as vl
 
-from . import compute
-from .learn_state import SHIFT_STEP
-from .learn_text import PRESETS, WORDS, WORDS_TEXT, Step, percent
-from .state import DEFAULTS as MAIN_DEFAULTS, to_query as main_query
-from .views import chart
+from .. import compute, locale
+from ..main.params import DEFAULTS as MAIN_DEFAULTS, to_query as main_query
+from ..main.views import chart
+from .params import SHIFT_STEP
+from .text import PRESETS, WORDS, WORDS_TEXT, Step
 
 log = logging.getLogger("sinkscope.learn")
 SPECIAL = ("[CLS]", "[SEP]", "<s>", "</s>")
@@ -68,7 +68,15 @@ class Ctx:
     @property
     def num(self) -> Numbers:
         """Numbers as the language writes them: 0,5 and ≈ 0 in Spanish."""
-        return numbers(self.lang)
+        return locale.numbers(self.lang)
+
+    def settings(self, eps: float = 1.0, half_steps: int = 1, **kw) -> Settings:
+        """The engine's settings of steps 6–8: the last layer, the head mean, content
+        weights (``kw`` overrides them)."""
+        base = dict(model=self.model, mode="separate", layer=self.n_layers - 1, head="mean",
+                    weights=TEXT_WEIGHTS, pool_words=False, eps=float(eps),
+                    half_steps=int(half_steps))
+        return Settings(**{**base, **kw})
 
 
 # --------------------------------------------------------------------------- cached numbers
@@ -159,7 +167,7 @@ def _shift_slider(ctx: Ctx) -> None:
         ss["learn_shift"] = shift
     st.select_slider(ctx.ui["shift"], options=list(SHIFTS), key="learn_shift",
                      help=ctx.ui["shift_help"],
-                     format_func=lambda x: f"{x:+.2f}".replace(".", ctx.num.decimal))
+                     format_func=lambda x: ("+" if x >= 0 else "") + ctx.num.fixed(x, 2))
 
 
 # --------------------------------------------------------------------------- 2. softmax
@@ -197,11 +205,11 @@ def step_half_steps(ctx: Ctx, left, right) -> None:
     t = int(ss.setdefault("learn_t", 1))
     plan, row_err, col_err = _half(preset, shift, t)
     if max(row_err, col_err) < SETTLED:
-        status = ctx.w["settled"].format(t=t, tol=percent(SETTLED / 2, ctx.lang))
+        status = ctx.w["settled"].format(t=t, tol=ctx.num.percent(SETTLED / 2))
     else:
         side = ctx.w["rows"] if t % 2 else ctx.w["columns"]
-        status = ctx.w["status"].format(t=t, side=side, row_off=percent(row_err / 2, ctx.lang),
-                                        col_off=percent(col_err / 2, ctx.lang))
+        status = ctx.w["status"].format(t=t, side=side, row_off=ctx.num.percent(row_err / 2),
+                                        col_off=ctx.num.percent(col_err / 2))
     soft = _softmax(preset, shift)
     bar_max = 1.12 * float(max(toy.received(soft).max(), c.a.max(), c.b.max()))
     with left:
@@ -271,8 +279,7 @@ def step_transformer(ctx: Ctx, left, right) -> None:
 # --------------------------------------------------------------------------- your texts
 def _relation(ctx: Ctx, eps: float = 1.0):
     with st.spinner(ctx.ui["loading"]):
-        return compute.relation(ctx.model, ctx.text_a, ctx.text_b, "separate", ctx.n_layers - 1,
-                                "mean", eps, TEXT_HALF_STEPS, TEXT_WEIGHTS, False)
+        return compute.relation(ctx.text_a, ctx.text_b, ctx.settings(eps, TEXT_HALF_STEPS))
 
 
 def main_page_link(ctx: Ctx, eps: float) -> str:
@@ -292,13 +299,12 @@ def step_texts(ctx: Ctx, left, right) -> None:
     eps = float(ss.setdefault("learn_eps6", 1.0))
     r = _relation(ctx, eps)
     with st.spinner(ctx.ui["loading"]):
-        proj = compute.projection(ctx.model, ctx.text_a, ctx.text_b, "separate",
-                                  ctx.n_layers - 1, "mean", TEXT_WEIGHTS, False, "qk", "pca", 2)
+        proj = compute.projection(ctx.text_a, ctx.text_b, ctx.settings(), "qk", "pca", 2)
     plan = r.softmax_plan if which == "softmax" else r.coupling.plan
     moved = 0.5 * float(np.abs(r.softmax_plan.sum(0) - r.b).sum())
     off = max(float(r.coupling.row_err[-1]), float(r.coupling.col_err[-1]))
     with left:
-        _text(ctx, status=ctx.w["status"].format(moved=percent(moved, ctx.lang),
+        _text(ctx, status=ctx.w["status"].format(moved=ctx.num.percent(moved),
                                                  coupling_off=ctx.num(off)))
         plans = {"softmax": ctx.w["softmax"], "coupling": ctx.w["coupling"]}
         st.segmented_control(ctx.w["plan"], list(plans), format_func=plans.get,
@@ -315,7 +321,7 @@ def step_texts(ctx: Ctx, left, right) -> None:
                            label_top=STEP6_LABELS)
     with right:
         _draw(ctx, fig, "texts")
-        st.caption(ctx.w["pca_note"].format(explained=percent(proj.explained or 0.0, ctx.lang),
+        st.caption(ctx.w["pca_note"].format(explained=ctx.num.percent(proj.explained or 0.0),
                                             rho=ctx.num(proj.distance_cost_corr)))
 
 
@@ -333,8 +339,8 @@ def step_sink(ctx: Ctx, left, right) -> None:
         right.info(ctx.ui["too_long"].format(n=n, most=most))
         return
     with st.spinner(ctx.ui["loading"]):
-        g = compute.grid(ctx.model, ctx.text_a, "", "self", 1.0, DEFAULT_HALF_STEPS,
-                         SINK_WEIGHTS, False)
+        g = compute.grid(ctx.text_a, "", ctx.settings(1.0, DEFAULT_HALF_STEPS, mode="self",
+                                                      weights=SINK_WEIGHTS))
     per_head = g.softmax_plan[layer].sum(-2)  # (H, n): attention each token receives
     coupled = g.coupling.plan[layer].sum(-2)  # (H, n): what the coupling gives it
     got = per_head.mean(0) if head == "mean" else per_head[int(head)]
@@ -345,8 +351,8 @@ def step_sink(ctx: Ctx, left, right) -> None:
              else ctx.w["heads_one"].format(head=head))
     heads_short = (ctx.w["heads_short_mean"].format(h=h) if head == "mean"
                    else ctx.w["heads_short_one"].format(head=head))
-    status = ctx.w["status"].format(sink=percent(got[special].sum(), ctx.lang),
-                                    fair=percent(fair[special].sum(), ctx.lang))
+    status = ctx.w["status"].format(sink=ctx.num.percent(got[special].sum()),
+                                    fair=ctx.num.percent(fair[special].sum()))
     with left:
         _text(ctx, layer=layer, heads=heads, status=status)
         c1, c2 = st.columns(2)
@@ -369,7 +375,7 @@ def step_paper(ctx: Ctx, left, right) -> None:
         _text(ctx)
         _math(ctx)
         st.caption(ctx.w["refs"])
-        st.page_link("pages/lab.py", label=ctx.w["lab_link"], icon=":material/model_training:",
+        st.page_link("sinkscope_app/pages/lab.py", label=ctx.w["lab_link"], icon=":material/model_training:",
                      query_params={"target": "whitened", "lang": ctx.lang})
     fig = vl.coupling_map(r.coupling.plan, r.tokens_a, r.tokens_b,
                           title=ctx.w["title"].format(layer=ctx.n_layers - 1),
@@ -388,7 +394,7 @@ KEYS = ("learn_t", "learn_eps", "learn_cost", "learn_t5", "learn_plan6", "learn_
 
 
 # --------------------------------------------------------------------------- page helpers
-_KEYS_JS = (Path(__file__).with_name("js") / "learn_keys.js").read_text(encoding="utf-8")
+_KEYS_JS = (Path(__file__).parents[1] / "js" / "learn_keys.js").read_text(encoding="utf-8")
 
 
 def arrow_keys() -> None:
@@ -430,14 +436,13 @@ def warm_up(model: str, _text_a: str, _text_b: str) -> threading.Thread | None:
             _coupling(preset, shift, 1.0, "inner")
             _half(preset, shift, 1, "inner")
             L = compute.encoder(model).n_layers
-            compute.relation(model, text_a, text_b, "separate", L - 1, "mean", 1.0,
-                             TEXT_HALF_STEPS, TEXT_WEIGHTS, False)
-            compute.projection(model, text_a, text_b, "separate", L - 1, "mean",
-                               TEXT_WEIGHTS, False, "qk", "pca", 2)
+            ctx = Ctx("en", {}, None, "light", 1.0, "png", model, text_a, text_b, L)
+            compute.relation(text_a, text_b, ctx.settings(1.0, TEXT_HALF_STEPS))
+            compute.projection(text_a, text_b, ctx.settings(), "qk", "pca", 2)
             n = compute.encodings(model, text_a, "", "self")[0].n
             if n * n <= settings.CONFIG.grid_max_cells:
-                compute.grid(model, text_a, "", "self", 1.0, DEFAULT_HALF_STEPS,
-                             SINK_WEIGHTS, False)
+                compute.grid(text_a, "", ctx.settings(1.0, DEFAULT_HALF_STEPS, mode="self",
+                                                      weights=SINK_WEIGHTS))
         except Exception as e:  # an optimisation only: each step computes what it needs
             log.warning("Learn warm-up stopped: %s", e)
 

@@ -4,7 +4,8 @@ Each language is written for its readers, not translated line by line; both say 
 mathematics, and both files have the same keys. Texts are Markdown with ``{named}`` fields
 that the page fills with live numbers from the engine (the tests check that both languages
 use the same fields). Streamlit renders ``$…$`` as LaTeX. This module only gives the files'
-sections the names the page uses; no text is written here.
+sections the names the page uses; no text is written here. Numbers are written through
+``sinkscope_app.locale.numbers`` (``percent``, ``count``).
 
 The figures' words (``WORDS``) are passed to every :mod:`viz.learn` builder by the page
 (the builders hold none), so the page and the figures cannot drift apart.
@@ -14,9 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.relation.summary import numbers
-
-from .i18n import DEFAULT_LANG, languages, texts
+from ..locale import DEFAULT_LANG, languages, texts
 
 PAGE = "learn"
 
@@ -35,32 +34,6 @@ class Step:
     body: str
     math: str
     words: dict[str, str] = field(default_factory=dict)
-
-
-def percent(x: float, lang: str) -> str:
-    """x (a share, 0..1) as a percentage the way each language writes it: 45% / 45 %,
-    0.04% / 0,04 %; a tiny share in Spanish as a plain decimal or "≈ 0 %"
-    (:func:`engine.relation.summary.numbers`), never 1.0e-05."""
-    p = 100 * float(x)
-    if p < 5e-7:
-        s = "0"
-    elif p < 1e-4 and lang != DEFAULT_LANG:
-        s = numbers(lang)(p)
-    elif p < 1:
-        s = f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}"
-    else:
-        s = f"{p:.0f}" if p >= 10 else f"{p:.1f}"
-    if lang == "es":
-        return s.replace(".", ",") + "\u00a0%"
-    return s + "%"
-
-
-def count(n: int, lang: str) -> str:
-    """A whole count (characters, tokens) the way each language groups digits: 24,285 in
-    English, 24 285 in Spanish (a non-breaking space; a comma there is the decimal mark)."""
-    if lang == DEFAULT_LANG:
-        return f"{int(n):,}"
-    return numbers(lang)(int(n)) if abs(int(n)) >= 1000 else str(int(n))
 
 
 _FILES = {lang: texts(PAGE, lang) for lang in languages(PAGE)}

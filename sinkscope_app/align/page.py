@@ -1,0 +1,57 @@
+"""Align (``/align``): word alignments from softmax and from transport, for one pair
+(Pair) or a whole file of pairs (Corpus), scored on gold
+(``/align?text_a=...&text_b=...&gold=0-0+1-1&method=unbalanced&tau=1``).
+
+The frame has read the address (:data:`SCHEMA`) and drawn the language picker; this module
+draws the view and tokenisation switches and the chosen view (:mod:`.pair`,
+:mod:`.corpus_view`), from cached engine calls and ``viz.align`` figures. Every string is
+in ``text/align.<lang>.json``, with the language's number format (decimal commas in
+Spanish); exported files keep English column names.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import streamlit as st
+
+from engine import SinkscopeError
+
+from .. import frame
+from ..inputs import md_text
+from .corpus_view import apply_pending, corpus_view
+from .pair import pair_view
+from .params import SCHEMA, VIEWS
+from .words import file_error, ui
+
+log = logging.getLogger("sinkscope.align")
+KEEP = ("align_one_based", "align_sort", "align_desc")
+
+
+def show(fr: frame.Frame) -> None:
+    """The Align page, in the frame ``fr``."""
+    ss, t = st.session_state, ui(fr.lang)
+    apply_pending()
+    st.markdown(f"### {t['heading']}")
+    st.caption(t["subtitle"])
+    top = st.columns([2, 5], vertical_alignment="center")
+    top[0].segmented_control(t["view"], VIEWS, key="align_view", required=True,
+                             format_func=lambda v: t["view_" + v], label_visibility="collapsed")
+    top[1].checkbox(t["lower"], key="align_lower", help=t["lower_help"])
+    frame.notices(fr)
+    opened = ss.pop("_align_opened", None)
+    if opened and ss["align_view"] == "pair":
+        st.info(t["opened"].format(k=opened))
+    try:
+        if ss["align_view"] == "corpus":
+            corpus_view(t, fr.theme)
+        else:
+            pair_view(t, fr.theme)
+    except SinkscopeError as e:
+        st.error(t["error"].format(error=md_text(file_error(e, t), 400)))
+    except Exception as e:  # never a traceback for a visitor; the log has it for operators
+        log.exception("align view failed")
+        st.error(t["error"].format(error=md_text(f"{type(e).__name__}: {e}", 400)))
+
+
+__all__ = ["SCHEMA", "show"]

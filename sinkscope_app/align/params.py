@@ -1,0 +1,144 @@
+"""The Align page's state and its address:
+``/align?text_a=...&text_b=...&gold=0-0+1-1&method=unbalanced&tau=1``.
+
+Every control's session key (``align_*``), default and name in the address, declared in
+:data:`SCHEMA` and read by the frame; the method's slider stops (θ, τ, m). The corpus
+file is never in the address.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+from urllib.parse import urlencode
+
+import numpy as np
+
+from engine import settings
+
+from .. import locale
+from ..inputs import Param, Refused, Schema, choice, parse_bool, quote, to_float, valid_text
+
+METHODS = ("softmax-argmax", "softmax-both", "similarity-threshold", "sinkhorn-argmax",
+           "sinkhorn-threshold", "exact", "partial", "unbalanced")
+THRESHOLDED = ("softmax-both", "similarity-threshold", "sinkhorn-threshold", "exact",
+               "partial", "unbalanced")
+SOFTMAX_METHOD, TRANSPORT_METHOD = "softmax-argmax", "unbalanced"
+TAU_OPTIONS = tuple(float(f"{x:.3g}") for x in np.logspace(-2, 2, 41))
+#: The m slider's stops: every other m of the engine's grid (``extract.MASS_GRID``, k/51
+#: for k = 1 … 50, no m = 1), k = 2, 4, …, 50, to two decimals: 0.04 … 0.98, which holds
+#: the engine's default m = 0.98. m is the share of the shorter text's words moved.
+MASS_OPTIONS = tuple(round(k / 51, 2) for k in range(2, 51, 2))
+VIEWS = ("pair", "corpus")
+LANGS = tuple(locale.LANGS)
+
+DEFAULTS: dict[str, Any] = {
+    "align_view": "pair",
+    "align_a": "the cat sat on the mat",
+    "align_b": "a cat was sitting on the mat",
+    "align_gold": "0p0 1-1 2-2 2-3 3-4 4-5 5-6",
+    "align_method": "unbalanced",
+    "align_threshold": 0.3,
+    "align_tau": 1.0,
+    "align_mass": 0.98,  # the engine's default m of partial
+    "align_lower": False,
+}
+
+
+def nearest(options: tuple[float, ...], x: float) -> float:
+    return min(options, key=lambda o: abs(np.log(o) - np.log(max(x, 1e-12))))
+
+
+def nearest_mass(x: float) -> float:
+    """The m stop nearest ``x`` (``x`` clamped to the slider's ends first)."""
+    x = min(max(float(x), MASS_OPTIONS[0]), MASS_OPTIONS[-1])
+    return min(MASS_OPTIONS, key=lambda o: abs(o - x))
+
+
+def method_defaults(name: str) -> dict[str, float]:
+    """The threshold θ (on V), τ and m a method starts from (engine.alignment's defaults)."""
+    from engine.alignment.api import DEFAULTS as ENGINE_DEFAULTS
+
+    m = ENGINE_DEFAULTS["hidden"][name]
+    return {"align_threshold": round(m.theta, 2), "align_tau": nearest(TAU_OPTIONS, m.tau),
+            "align_mass": nearest_mass(m.mass)}
+
+
+# --------------------------------------------------------------------------- readers
+def _text(raw: str, ctx: Any) -> str:
+    return valid_text(raw)[:settings.CONFIG.max_chars]
+
+
+def _number(name: str, snap):
+    def read(raw: str, ctx: Any) -> float:
+        x = to_float(raw)
+        if x is None:
+            raise Refused("not_number", name=name, value=quote(raw, 20))
+        return snap(x)
+    return read
+
+
+def _lower(raw: str, ctx: Any) -> bool:
+    return bool(parse_bool(raw))
+
+
+def _resolve(v: dict, p: Mapping[str, str], ctx: Any, warn) -> None:
+    """A method given without a threshold starts from its own θ, τ and m."""
+    if "align_method" in v and "align_threshold" not in v:
+        for k, value in method_defaults(v["align_method"]).items():
+            v.setdefault(k, value)
+
+
+def _only(method_of_value: tuple[str, ...]):
+    """Written only while the method is one of ``method_of_value``."""
+    def write(value, state) -> str | None:
+        if state.get("align_method") not in method_of_value:
+            return None
+        return f"{value:g}" if isinstance(value, float) else str(value)
+    return write
+
+
+SCHEMA = Schema("align", (
+    Param("align_view", "view", choice(VIEWS, "unknown_view"), default="pair",
+          doc="pair (one pair of texts) or corpus (a file of pairs)"),
+    Param("align_a", "text_a", _text, default=DEFAULTS["align_a"],
+          doc="the texts of the Pair view"),
+    Param("align_b", "text_b", _text, default=DEFAULTS["align_b"]),
+    Param("align_gold", "gold", _text, default=DEFAULTS["align_gold"],
+          doc="gold links, Pharaoh, 0-based (i-j sure, ipj possible)"),
+    Param("align_method", "method", choice(METHODS, "unknown_method",
+                                           default=DEFAULTS["align_method"]),
+          default=DEFAULTS["align_method"], doc="the extraction method"),
+    Param("align_threshold", "threshold",
+          _number("threshold", lambda x: float(min(max(round(x, 2), 0.0), 0.99))),
+          default=DEFAULTS["align_threshold"], write=_only(THRESHOLDED),
+          doc="θ on the method's min-max scaled values, 0–0.99"),
+    Param("align_tau", "tau", _number("tau", lambda x: nearest(TAU_OPTIONS, max(x, 1e-6))),
+          default=DEFAULTS["align_tau"], write=_only(("unbalanced",)),
+          doc="τ, the KL strength of the marginals (unbalanced only)"),
+    Param("align_mass", "mass", _number("mass", nearest_mass), default=DEFAULTS["align_mass"],
+          write=_only(("partial",)), doc="m, the share of the mass moved (partial only)"),
+    Param("align_lower", "lower", _lower, default=False,
+          doc="lower-case and split on whitespace, as the gold sets do"),
+    Param("lang", "lang", choice(LANGS, "unknown_lang"),
+          doc="en or es: the page's words, and the language its links carry"),
+), _resolve)
+
+
+def parse_query(params: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Page state from the URL's (untrusted) values, and warnings for the ones refused, in
+    the link's language (``lang``; English by default)."""
+    raw = SCHEMA.given(params).get("lang")
+    out = SCHEMA.parse(params, lang=raw if raw in LANGS else locale.DEFAULT_LANG)
+    return out.values, out.warnings
+
+
+def to_query(state: Mapping[str, Any]) -> dict[str, str]:
+    """The URL for the current state (the corpus file is never in it)."""
+    return SCHEMA.to_query({**DEFAULTS, "lang": locale.DEFAULT_LANG, **state})
+
+
+def compare_link(text_a: str, text_b: str, lang: str = "en") -> str:
+    """The main page's Compare view of a pair (its URL names ``a``, ``b``, ``view``), in
+    the page's language (``lang``, left out for English)."""
+    q = {"a": text_a, "b": text_b, "ex": "custom", "view": "compare"}
+    return "./?" + urlencode({**q, "lang": lang} if lang != "en" else q)

@@ -1,0 +1,115 @@
+"""The Align page's words: ``text/align.<lang>.json``, its tables' column names, and what a
+file, a typed pair or the engine got wrong, said in the page's language from the error's
+code and parameters (never read back from an English sentence)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.errors import TextError
+
+from .. import locale
+from .params import METHODS
+
+# Every word the page shows, per language (copies, so a key added for English is shown,
+# in English, by every language until its file has it).
+TEXT: dict[str, dict[str, Any]] = {lang: dict(locale.texts("align", lang))
+                                   for lang in locale.languages("align")}
+
+
+def ui(lang: str = "en") -> dict:
+    """The page's strings in ``lang`` (``text/align.<lang>.json``; English for a language
+    without a file, and for a key its file lacks)."""
+    return {**TEXT["en"], **TEXT.get(lang, {}), "_lang": lang if lang in TEXT else "en"}
+
+
+class UnreadText(TextError):
+    """A text of the pair has no word the model can read; ``side`` is "a" or "b"."""
+
+    def __init__(self, side: str):
+        self.side = side
+        super().__init__(ui()["unread_text"].format(name=ui()["text_" + side]),
+                         code="unread_text", params={"side": side})
+
+
+def unread_message(e: Exception, t: dict) -> str:
+    """What ``e`` (a text that cannot be aligned) says in the page's language (``t``)."""
+    if isinstance(e, UnreadText):
+        return t["unread_text"].format(name=t["text_" + e.side])
+    if getattr(e, "code", "") == "unread_pairs":
+        pairs = sorted({k for k, _ in e.params["pairs"]})
+        shown = ", ".join(map(str, pairs[:5])) + (" …" if len(pairs) > 5 else "")
+        return t["unread_pairs"].format(pairs=shown)
+    return locale.error(e, t.get("_lang", "en"))
+
+
+def file_error(e: Exception, t: dict) -> str:
+    """What a file (or the typed pair, or its gold) got wrong, in the page's language: an
+    ``AlignFileError`` whose ``code`` ``t["file_errors"]`` has, with its details written the
+    language's way; another coded error in the engine's words (:func:`locale.error`); a
+    message of its own as it is (on the English page, the engine's own sentence)."""
+    words, lang = t.get("file_errors", {}), t.get("_lang", "en")
+    code = getattr(e, "code", "")
+    if lang == "en":
+        return str(e)
+    if code not in words:  # the engine's own code, or a message of its own
+        return locale.error(e, lang)
+    num, fields = locale.numbers(lang), {}
+    for k, v in e.params.items():
+        if k == "where":
+            fields[k] = (words["where_line"].format(file=v[0], line=num.count(v[1]))
+                         if isinstance(v, tuple) else words["where_names"].get(v, v))
+        elif isinstance(v, bool):  # an optional part of the sentence
+            fields[k] = words["parts"][k] if v else ""
+        elif k in ("sep", "what"):  # a word the sentence picks: "tabs", "gold file"
+            fields[k] = words["parts"].get(v, v)
+        elif isinstance(v, int):
+            fields[k] = num.count(v)
+        elif isinstance(v, float):
+            fields[k] = num.fixed(v, 1)
+        else:
+            fields[k] = v
+    return words[code].format(**fields)
+
+
+def column_names(t: dict, columns) -> dict[str, str]:
+    """Displayed name of each table column (the data's English keys, as exported) in the
+    page's language: "F1 exact", "F1 95 %" and the like from their parts."""
+    names = t["columns"]
+    out = {}
+    for c in columns:
+        if c in names:
+            out[c] = names[c]
+        elif c.startswith("F1 ") and c[3:] in METHODS:
+            out[c] = t["col_method_f1"].format(method=c[3:])
+        elif c.endswith(" 95 %") and c[:-5] in names:
+            out[c] = t["col_ci"].format(label=names[c[:-5]])
+        else:
+            out[c] = c
+    return out
+
+
+def shown_rows(rows: list[dict], t: dict) -> list[dict]:
+    """``rows`` with their keys as the page shows them (:func:`column_names`)."""
+    names = column_names(t, rows[0] if rows else ())
+    return [{names[k]: v for k, v in row.items()} for row in rows]
+
+
+_TEXT_COLUMNS = ("method", "links", "pair", "text A", "text B", "gold")
+
+
+def float_columns(row: dict, t: dict) -> list[str]:
+    """The displayed names of ``row``'s number columns with decimals (English keys in,
+    the page's names out): the ones :func:`sinkscope_app.locale.table` writes."""
+    names = column_names(t, row)
+    return [names[k] for k, v in row.items()
+            if k not in _TEXT_COLUMNS and (v is None or isinstance(v, float))]
+
+
+def table(rows, t: dict, digits: int = 3):
+    """Rows of English keys as the page shows them: column names and numbers (three
+    decimals) in its language, the cells keeping their values."""
+    shown = shown_rows(rows, t) if isinstance(rows, list) else rows
+    first = rows[0] if isinstance(rows, list) and rows else {}
+    return locale.table(shown, t.get("_lang", "en"), digits=digits,
+                        columns=tuple(float_columns(first, t)) if first else None)

@@ -1,0 +1,1 @@
+"""Lab: train a Sinkhorn Transformer and its baselines to a coupling system (``/lab``)."""

@@ -1,0 +1,1 @@
+"""Learn: a guided walk from clouds of points to the Sinkhorn Transformer (``/learn``)."""

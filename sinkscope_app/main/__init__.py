@@ -1,0 +1,1 @@
+"""The main page: softmax attention beside Sinkhorn couplings for two texts (``/``)."""
