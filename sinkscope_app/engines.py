@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import gc
 import logging
+import sys
 import threading
 import time
 from typing import Any, Callable, Sequence
@@ -44,13 +45,12 @@ def freeze_heap() -> None:
 def one_thread() -> None:
     """torch's thread count in this thread (OpenMP's setting is per thread, and each run
     and job is a new thread): with other work on the cores, 2 threads made small solves
-    ~10× slower than 1 (``SINKSCOPE_TORCH_THREADS``)."""
+    ~10× slower than 1 (``SINKSCOPE_TORCH_THREADS``). Called before each computation (a
+    thread that has not imported torch yet has nothing to set)."""
     n = engine_settings.CONFIG.torch_threads
-    if n > 0:
-        import torch
-
-        if torch.get_num_threads() != n:
-            torch.set_num_threads(n)
+    torch = sys.modules.get("torch")  # not imported here: whoever imports it computes next
+    if n > 0 and torch is not None and torch.get_num_threads() != n:
+        torch.set_num_threads(n)
 
 
 def _b(text_b: str, mode: str) -> str | None:

@@ -44,7 +44,7 @@ def kinds(fig: dict) -> dict[str, list]:
 
 def table(at: AppTest, column: str):
     """The first table with ``column`` (tables without selection carry no key)."""
-    for el in at.dataframe:
+    for el in [*at.dataframe, *at.table]:
         if column in el.value.columns:
             return el.value
     raise AssertionError(f"no table with a {column!r} column")

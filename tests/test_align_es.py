@@ -248,7 +248,7 @@ def test_the_spanish_pair_view_has_spanish_columns_words_and_messages():
                 "text_b": "a cat was sitting on the mat",
                 "gold": "0p0 1-1 2-2 2-3 3-4 4-5 5-6", "method": "unbalanced"})
     ok(at)
-    [tab] = [el.value for el in at.dataframe if "AER" in el.value.columns]
+    [tab] = [el.value for el in at.table if "AER" in el.value.columns]
     assert len(tab) == len(ap.METHODS)
     assert not _english_columns(tab.columns), list(tab.columns)
     assert {"método", "enlaces", "precisión", "exhaustividad", "F1 total"} <= set(tab.columns)
@@ -300,7 +300,7 @@ def test_the_spanish_corpus_view_has_spanish_columns_and_decimal_commas():
     assert len(df) == 4 and not _english_columns(df.columns), list(df.columns)
     assert {"par", "texto A", "texto B", "referencia", "discrepancia",
             "proporción de nulos", "F1 unbalanced"} <= set(df.columns)
-    [scores] = [el.value for el in at.dataframe if "F1 95 %" in el.value.columns]
+    [scores] = [el.value for el in at.table if "F1 95 %" in el.value.columns]
     assert list(scores["método"]) == list(ap.METHODS)
     assert not _english_columns(scores.columns), list(scores.columns)
     ci = scores["F1 total 95 %"]

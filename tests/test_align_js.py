@@ -276,12 +276,12 @@ def test_the_pair_view_ships_the_payload_and_falls_back_above_the_budget(monkeyp
     g = controls["grid"]
     links = python_links(V[g].astype(np.float64), header["thetas"][30])
     assert controls["lines"]["links"] == al.links_line(al.WORDS, links)
-    row = [r for r in at.dataframe[0].value.to_dict("records") if r["method"].endswith("◀")]
+    row = [r for r in at.table[0].value.to_dict("records") if r["method"].endswith("◀")]
     assert row[0]["links"] == len(links)
 
     # a release: the component's state names the new values; the callback keeps them
     at.session_state["align_live"] = {"choice": {"theta": 0.05, "grid": 10.0}}
-    from sinkscope_app import align as ap
+    from sinkscope_app.align import pair as ap
     with monkeypatch.context() as mp:
         mp.setattr(ap.st, "session_state", at.session_state)
         ap.on_live()

@@ -109,7 +109,7 @@ def test_train_a_few_steps_then_stop_then_switch_target():
     assert names == [en["target_panel"], en["models"]["sinkhorn"], en["models"]["softmax"]]
     heat = [tr for tr in figs[en["matrices_title"]]["data"] if tr["type"] == "heatmap"]
     assert len(heat) == 3
-    assert len(at.dataframe) == 1 and len(at.dataframe[0].value) == 2
+    assert len(at.table) == 1 and len(at.table[0].value) == 2
 
     # Another held-out pair and a size never trained on.
     at.slider(key="lab_pair").set_value(3).run()
@@ -168,7 +168,7 @@ def test_text_relation_trains_both_heads_on_a_users_pairs():
     ok(at)
     at.button(key="lab_text_train").click().run()
     ok(at)
-    table = at.dataframe[-1].value
+    table = at.table[-1].value
     names = TEXTS["en"]["text_names"]
     assert list(table.iloc[:, 0]) == [names["sinkhorn"], names["softmax"], names["untrained"]]
     assert ((table.iloc[:, 1] >= 0) & (table.iloc[:, 1] <= 1)).all()

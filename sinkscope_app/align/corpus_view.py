@@ -171,7 +171,7 @@ def _scores(t: dict, c: corpus.Corpus, theme: str) -> None:
     num = locale.numbers(t["_lang"])
     st.markdown("**" + t["corpus_scores"] + "**")
     rows = corpus.scores_rows(c, num)
-    st.dataframe(table(rows, t), key="align_corpus_scores", hide_index=True, width="stretch")
+    st.table(table(rows, t), hide_index=True)
     st.plotly_chart(va.corpus_scores({m: c.scores[m]["macro"] for m in METHODS},
                                      {m: c.scores[m]["macro_ci"] for m in METHODS},
                                      theme=theme, words=t.get("figure"), num=num),

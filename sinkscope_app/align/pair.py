@@ -203,8 +203,7 @@ def _figures(t: dict, theme: str, method: str, pair, gold, r, live, bind) -> Non
         if live is not None:  # the chosen method's row is what the browser showed
             rows = [calls.live_row(row, r) if row["method"].endswith(" ◀") else row
                     for row in rows]
-        s_col.dataframe(table(rows, t), key="align_pair_scores", hide_index=True,
-                        width="stretch")
+        s_col.table(table(rows, t), hide_index=True)
     else:
         s_col.info(t["scores_none"])
     if live is not None:

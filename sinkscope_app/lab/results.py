@@ -31,7 +31,7 @@ def _table(fr: frame.Frame, res: dict) -> None:
              ui["table_l1_double"]: float(r.heldout_l1_double),
              ui["table_row"]: float(r.row_err), ui["table_col"]: float(r.col_err),
              ui["table_seconds"]: float(r.seconds)} for m, r in res["runs"].items()]
-    st.dataframe(locale.table(rows, fr.lang, digits=4, formats={
+    st.table(locale.table(rows, fr.lang, digits=4, formats={
         ui["table_row"]: ".1e", ui["table_col"]: ".1e",
         ui["table_seconds"]: lambda x: fr.num.fixed(x, 1)}), hide_index=True)
 
@@ -160,7 +160,6 @@ def _text_table(fr: frame.Frame, scores) -> None:
     rows = [{ui["text_head"]: ui["text_names"][h.name], ui["text_f1"]: float(h.total_f1),
              ui["text_theta"]: None if h.theta is None else float(h.theta),
              ui["text_seconds"]: float(h.seconds)} for h in scores]
-    st.dataframe(locale.table(rows, fr.lang, formats={
+    st.table(locale.table(rows, fr.lang, formats={
         ui["text_theta"]: lambda x: fr.num.fixed(x, 2),
-        ui["text_seconds"]: lambda x: fr.num.fixed(x, 1)}), hide_index=True,
-        key="lab_text_table")
+        ui["text_seconds"]: lambda x: fr.num.fixed(x, 1)}), hide_index=True)
