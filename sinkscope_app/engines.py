@@ -21,7 +21,7 @@ import logging
 import sys
 import threading
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 from engine import settings as engine_settings
 from engine.client import EngineClient, EngineUnavailable
@@ -335,12 +335,5 @@ def use(engine: Embedded | Served | None) -> None:
             _CURRENT[engine_settings.CONFIG.engine] = engine
 
 
-def settings_of(model: str, mode: str, layer, head, weights: str, pool: bool, *,
-                eps: float = 1.0, half_steps: int = 1) -> Settings:
-    """The engine's Settings of a page's controls."""
-    return Settings(model=model, mode=mode, layer=layer, head=head, weights=weights,
-                    pool_words=bool(pool), eps=float(eps), half_steps=int(half_steps))
-
-
-__all__ = ["ALIGN_FIELDS", "EngineUnavailable", "Embedded", "Served", "Sequence", "current",
-           "freeze_heap", "one_thread", "settings_of", "use"]
+__all__ = ["ALIGN_FIELDS", "EngineUnavailable", "Embedded", "Served", "current", "freeze_heap",
+           "one_thread", "use"]

@@ -84,6 +84,8 @@ def _run(t: dict, job: jobs.Job) -> corpus.Corpus | None:
         bar = st.empty()
         st.button(t["stop"], key="align_stop", on_click=job.stop)
         jobs.watch(job, lambda j: bar.progress(j.progress, text=progress_text(j, t)))
+        if job.active:  # (watched for jobs.WATCH_S only): the bar stays, the run ends
+            return None
         bar.empty()
     if job.state == "stopped":
         st.warning(t["corpus_stopped"])

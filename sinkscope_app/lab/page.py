@@ -126,7 +126,8 @@ def _watch(fr: frame.Frame, ui: dict, bar, curves_slot) -> None:
                                      width="stretch")
 
     jobs.watch(job, draw)
-    bar.empty()
+    if not job.active:
+        bar.empty()
 
 
 def curves_figure(res: dict, ui: dict, fr: frame.Frame):

@@ -148,6 +148,8 @@ def text_relation(fr: frame.Frame) -> None:
         st.button(ui["stop"], key="lab_text_stop", on_click=job.stop)
         jobs.watch(job, lambda j: note.info(ui["text_running"].format(
             what=ui["text_names"].get(j.info.get("what"), "…"))))
+        if job.active:
+            return
         note.empty()
     if job.state == "failed":
         st.error(ui["error"].format(error=locale.error(job.error, fr.lang)))
