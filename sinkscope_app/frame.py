@@ -22,6 +22,7 @@ page).
 from __future__ import annotations
 
 import importlib
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,10 +125,14 @@ def language(read: bool) -> str:
 
 
 def keep_alive() -> None:
-    """Keep every page's controls across runs, even while their widgets are not drawn."""
+    """Keep every page's controls across runs, even while their widgets are not drawn
+    (a page whose module is not imported yet has run nowhere in this process: nothing of
+    its to keep, and its imports stay off the first page's way)."""
     ss = st.session_state
     for name in PAGES:
-        module = page_module(name)
+        module = sys.modules.get(f"sinkscope_app.{name}.page")
+        if module is None:
+            continue
         for k in (*module.SCHEMA.keys, *getattr(module, "KEEP", ())):
             if k in ss:
                 ss[k] = ss[k]
