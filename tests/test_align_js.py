@@ -293,6 +293,6 @@ def test_the_pair_view_ships_the_payload_and_falls_back_above_the_budget(monkeyp
                                                                 live_max_cells=20))
     at = run(q, page="sinkscope_app/pages/align.py", timeout=180)
     assert not at.exception and not at.error
-    assert at.slider(key="align_threshold").value == 0.3
+    assert at.select_slider(key="align_threshold").value == 0.3
     assert not _components(at, "sinkscope_align")
     assert any("6 × 7 words is more than the 20 word pairs" in c.value for c in at.caption)

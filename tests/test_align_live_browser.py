@@ -98,7 +98,7 @@ def test_arrow_keys_redraw_links_and_scores_without_a_rerun(app_server, browser)
         server = pg.evaluate("() => window.__sinkscope.align.ctl.data")
         assert server["theta_stops"][server["theta"]] == 0.05
         assert server["lines"] == {"scores": moved["scores"], "links": moved["links"]}
-        assert pg.locator('[data-testid="stDataFrame"]').count() == 1  # the table is drawn
+        assert pg.locator('[data-testid="stTable"]').count() == 1  # the table is drawn
 
         # τ: every stop's plan is in the payload too; the heatmap follows the keys
         tau = pg.locator('.sk-align [role="slider"]').nth(1)

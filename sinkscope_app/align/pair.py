@@ -42,15 +42,20 @@ def server_sliders(slot, t: dict, method: str, note: str = "") -> None:
     """Streamlit's θ and τ (or m) sliders: each release reruns the page (the fallback of
     the live sliders)."""
     c2, c3 = slot.columns([3, 3])
+    ss, num = st.session_state, locale.numbers(t["_lang"])
+    for key, stops in (("align_threshold", align_live.THETA_STOPS), ("align_tau", TAU_OPTIONS),
+                       ("align_mass", MASS_OPTIONS)):  # a select slider holds a stop
+        ss[key] = min(stops, key=lambda x: abs(x - float(ss[key])))
     if method in THRESHOLDED:
-        c2.slider(t["threshold"], 0.0, 0.99, step=0.01, key="align_threshold",
-                  help=t["threshold_help"])
+        c2.select_slider(t["threshold"], align_live.THETA_STOPS, key="align_threshold",
+                         help=t["threshold_help"], format_func=lambda x: num.fixed(x, 2))
     else:
         c2.caption(t["threshold_none"].format(method=method))
     if method == "unbalanced":
-        c3.select_slider(t["tau"], TAU_OPTIONS, key="align_tau")
+        c3.select_slider(t["tau"], TAU_OPTIONS, key="align_tau", format_func=num.general)
     elif method == "partial":
-        c3.select_slider(t["mass"], MASS_OPTIONS, key="align_mass", help=t["mass_help"])
+        c3.select_slider(t["mass"], MASS_OPTIONS, key="align_mass", help=t["mass_help"],
+                         format_func=lambda x: num.fixed(x, 2))
     if note:
         slot.caption(note)
 

@@ -107,6 +107,7 @@ DEFAULTS: dict[str, Any] = {
 KEYS = tuple(DEFAULTS)
 TOPK_MAX = 20
 EDGES_MAX = 300
+THR_STOPS = (0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)  # least mass
 
 
 @dataclass(frozen=True)
@@ -190,7 +191,7 @@ def _thr(raw: str, ctx: Ctx) -> float:
     x = to_float(raw)
     if x is None or not 0 <= x <= 1:
         raise Refused("thr", value=quote(raw, 20))
-    return round(x, 4)
+    return nearest(THR_STOPS, x)
 
 
 def _highlight(raw: str, ctx: Ctx) -> str:
@@ -247,7 +248,8 @@ PARAMS: tuple[Param, ...] = (
           doc="Graph: both, softmax or sinkhorn", old=("gwhich",), scope=_V),
     Param("topk", "edges_per_token", _whole("topk", 0, TOPK_MAX),
           doc=f"Graph: edges per token of A, 0–{TOPK_MAX} (0 = all)", old=("topk",), scope=_V),
-    Param("thr", "min_mass", _thr, doc="Graph: least mass an edge must carry, 0–1",
+    Param("thr", "min_mass", _thr, doc="Graph: least mass an edge must carry, 0–1 (the "
+          "nearest of the slider's stops)",
           old=("thr",), scope=_V),
     Param("hl", "highlight", _highlight, doc="Graph: a token to highlight, a3 or b0, or none",
           old=("hl",), scope=_V),

@@ -24,7 +24,7 @@ from .. import compute, locale
 from ..about import about
 from ..live import FAILED, chart as live_chart
 from . import calls
-from .params import CSCALES, CVIEWS, EDGES_MAX, GRAPH_WHICH, METHODS, SPACES, TOPK_MAX
+from .params import CSCALES, CVIEWS, EDGES_MAX, GRAPH_WHICH, METHODS, SPACES, THR_STOPS, TOPK_MAX
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,7 @@ def render_graph(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]
     with c2:
         top_k = st.slider(w["topk"], 0, TOPK_MAX, key="topk")
     with c3:
-        thr = st.number_input(w["thr"], 0.0, 1.0, step=0.005, format="%.3f", key="thr")
+        thr = st.select_slider(w["thr"], list(THR_STOPS), key="thr", format_func=ctx.num)
     with c4:
         hl = st.selectbox(w["hl"], list(opts), format_func=opts.get, key="hl")
     highlight = None if hl in (None, "none") else (hl[0], int(hl[1:]))
