@@ -110,11 +110,9 @@ def progress_text(job: jobs.Job, ui: dict, num) -> str:
 
 
 def _watch(fr: frame.Frame, ui: dict, bar, curves_slot) -> None:
-    """The running job's progress (and, while training, the curves growing) until it ends."""
+    """The running jobs' progress (and, while training, the curves growing) until they end:
+    training, then the sweep (a job that waits for the other shows its place in line)."""
     ss = st.session_state
-    job = next((j for j in (jobs.get(ss, TRAIN), jobs.get(ss, SWEEP)) if j and j.active), None)
-    if job is None:
-        return
     drawn = {"at": 0.0, "n": 0}
 
     def draw(j: jobs.Job) -> None:
@@ -125,9 +123,12 @@ def _watch(fr: frame.Frame, ui: dict, bar, curves_slot) -> None:
             curves_slot.plotly_chart(curves_figure(res, ui, fr), key=f"lab_live_{drawn['n']}",
                                      width="stretch")
 
-    jobs.watch(job, draw)
-    if not job.active:
-        bar.empty()
+    for job in (jobs.get(ss, TRAIN), jobs.get(ss, SWEEP)):
+        if job is not None and job.active:
+            jobs.watch(job, draw)
+            if job.active:  # (watched for jobs.WATCH_S only): the bar stays, the run ends
+                return
+    bar.empty()
 
 
 def curves_figure(res: dict, ui: dict, fr: frame.Frame):

@@ -146,8 +146,9 @@ def text_relation(fr: frame.Frame) -> None:
     if job.active:
         note = st.empty()
         st.button(ui["stop"], key="lab_text_stop", on_click=job.stop)
-        jobs.watch(job, lambda j: note.info(ui["text_running"].format(
-            what=ui["text_names"].get(j.info.get("what"), "…"))))
+        jobs.watch(job, lambda j: note.info(
+            ui["waiting"].format(place=num.count(max(j.place, 1))) if j.state == "waiting"
+            else ui["text_running"].format(what=ui["text_names"].get(j.info.get("what"), "…"))))
         if job.active:
             return
         note.empty()
