@@ -63,11 +63,6 @@ def model_shape(model: str):
     return engines.current().shape(model)
 
 
-def encodings(model: str, text_a: str, text_b: str, mode: str):
-    """The model's forward pass(es) for the texts (embedded engine): frozen ``Encoding`` s."""
-    return engines.current().encodings(model, text_a, text_b, mode)
-
-
 def prepare(text_a: str, text_b: str, s: Settings) -> None:
     """Encode the texts once, before the sliders run: here, or on the served engine (which
     keeps them). Raises the engine's error for a text it cannot relate."""

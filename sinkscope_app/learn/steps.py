@@ -331,7 +331,7 @@ def step_sink(ctx: Ctx, left, right) -> None:
     layer = int(ss.setdefault("learn_layer7", ctx.n_layers - 1))
     head = ss.setdefault("learn_head7", "mean")
     with st.spinner(ctx.ui["loading"]):
-        n = compute.encodings(ctx.model, ctx.text_a, "", "self")[0].n
+        n = len(compute.relation(ctx.text_a, "", ctx.settings(mode="self")).tokens_a)
     most = int(settings.CONFIG.grid_max_cells ** 0.5)
     if n > most:  # every layer and head of an n × n text at once: keep it bounded
         with left:
@@ -439,7 +439,7 @@ def warm_up(model: str, _text_a: str, _text_b: str) -> threading.Thread | None:
             ctx = Ctx("en", {}, None, "light", 1.0, "png", model, text_a, text_b, L)
             compute.relation(text_a, text_b, ctx.settings(1.0, TEXT_HALF_STEPS))
             compute.projection(text_a, text_b, ctx.settings(), "qk", "pca", 2)
-            n = compute.encodings(model, text_a, "", "self")[0].n
+            n = len(compute.relation(text_a, "", ctx.settings(mode="self")).tokens_a)
             if n * n <= settings.CONFIG.grid_max_cells:
                 compute.grid(text_a, "", ctx.settings(1.0, DEFAULT_HALF_STEPS, mode="self",
                                                       weights=SINK_WEIGHTS))
