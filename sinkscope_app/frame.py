@@ -35,7 +35,6 @@ PAGES = ("main", "learn", "align", "lab")
 ICONS = {"main": "🔗", "learn": "🎓", "align": "🔗", "lab": "🧪"}
 LINK_ICONS = {"main": ":material/arrow_back:", "learn": ":material/school:",
               "align": ":material/link:", "lab": ":material/model_training:"}
-_STATE = {}  # the running page's frame, for its fragments' reruns (per session)
 
 
 @dataclass

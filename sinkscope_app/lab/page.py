@@ -16,10 +16,9 @@ import time
 import streamlit as st
 
 from engine.errors import SinkscopeError
-from engine.lab.measures import MAX_POINTS
 from engine.lab.nets import MODELS
 from engine.lab.targets import NAMES
-from engine.lab.training import SWEEP_STEPS, SWEEP_WIDTHS, LabSettings
+from engine.lab.training import SWEEP_STEPS, LabSettings
 from viz import lab as vlab
 
 from .. import frame, jobs, locale
@@ -179,4 +178,4 @@ def show(fr: frame.Frame) -> None:
         st.error(ui["error"].format(error=type(e).__name__))
 
 
-__all__ = ["MAX_POINTS", "SCHEMA", "SWEEP_WIDTHS", "show"]
+__all__ = ["SCHEMA", "show"]

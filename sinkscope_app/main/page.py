@@ -21,8 +21,8 @@ from .. import compute, examples, frame, live, locale, outage, present
 from ..inputs import valid_text
 from . import calls
 from .explore import explore
-from .params import DEFAULTS, KEYS, SCHEMA, Ctx as ParamsCtx, cut_text, example_values
-from .sidebar import describe, example_note, sidebar
+from .params import DEFAULTS, SCHEMA, Ctx as ParamsCtx, cut_text
+from .sidebar import sidebar
 from .views import Ctx
 
 log = logging.getLogger("sinkscope.app")
@@ -184,5 +184,4 @@ def limits_caption(fr: frame.Frame, enc) -> None:
                                      steps=num.count(cfg.max_half_steps), engine=engine))
 
 
-__all__ = ["KEYS", "SCHEMA", "context", "describe", "example_note", "example_values", "head",
-           "links", "show"]
+__all__ = ["SCHEMA", "context", "head", "links", "show"]
