@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.lab.errors import LabError, check_whole
 from engine.lab.nets import MODELS
 from engine.lab.targets import DEFAULT_TARGET, NAMES
 from engine.lab.training import LabSettings
@@ -40,14 +41,17 @@ def _models(raw: str, ctx: Any) -> list[str]:
 
 
 def _whole(name: str, hi: int):
+    """A reader of a whole number the lab's own check takes (1 … ``hi``), clamped into it."""
     def read(raw: str, ctx: Any) -> int:
         x = to_int(raw)
         if x is None:
             raise Refused("not_whole", name=name, value=quote(raw, 20), lo=1, hi=hi)
-        if not 1 <= x <= hi:
+        try:
+            check_whole(name, x, 1, hi)
+        except LabError:
             used = min(max(x, 1), hi)
             raise Refused("out_of_range", use=used, name=name, value=quote(raw, 20), lo=1,
-                          hi=hi, used=used)
+                          hi=hi, used=used) from None
         return x
     return read
 
