@@ -165,8 +165,29 @@ def lattice_case() -> dict:
                          for k, v in d["metrics"].items()})
 
 
+def thin_cases(rng: np.random.Generator, labels: list[str]) -> list[dict]:
+    """Token axes thinned by viz.theme._thin_axis, with the widest label's width the chart
+    ships (live.label_widths)."""
+    from sinkscope_app import live
+
+    out = []
+    for k in range(30):
+        size = int(rng.integers(2, 80))
+        text = [labels[int(q)] * int(rng.integers(1, 3)) for q in rng.integers(0, len(labels), size)]
+        axis = dict(tickvals=list(range(size)), ticktext=text, range=[-0.5, size - 0.5],
+                    tickangle=[0, -45, -90, 30][k % 4])
+        horizontal, length, font = bool(k % 2), float(rng.uniform(80, 1200)), [11, 13, 18][k % 3]
+        name = "xaxis" if horizontal else "yaxis"
+        thinned = dict(axis)
+        theme._thin_axis(thinned, length, font, horizontal=horizontal)
+        out.append(dict(axis=axis, horizontal=horizontal, length=length, font=font,
+                        em=live.label_widths(go.Figure(layout={name: axis}))[name],
+                        vals=thinned["tickvals"], text=thinned["ticktext"]))
+    return out
+
+
 def fixtures() -> dict:
-    from sinkscope_app import live, scrub
+    from sinkscope_app import scrub
 
     rng = np.random.default_rng(19)
     xs = numbers(rng)
@@ -223,22 +244,9 @@ def fixtures() -> dict:
         metric_cases.append(dict(s={k: num(v) if isinstance(v, float) else v for k, v in s.items()},
                                  steps=steps, label={x.key: x.label for x in got},
                                  rows=[dataclasses.asdict(x) for x in got]))
-    thin = []
-    for k in range(30):
-        size = int(rng.integers(2, 80))
-        text = [labels[int(q)] * int(rng.integers(1, 3)) for q in rng.integers(0, len(labels), size)]
-        axis = dict(tickvals=list(range(size)), ticktext=text, range=[-0.5, size - 0.5],
-                    tickangle=[0, -45, -90, 30][k % 4])
-        horizontal, length, font = bool(k % 2), float(rng.uniform(80, 1200)), [11, 13, 18][k % 3]
-        out = dict(axis)
-        theme._thin_axis(out, length, font, horizontal=horizontal)
-        em = live.label_widths(go.Figure(layout={"xaxis" if horizontal else "yaxis": axis}))
-        thin.append(dict(axis=axis, horizontal=horizontal, length=length, font=font,
-                         em=em["xaxis" if horizontal else "yaxis"],
-                         vals=out["tickvals"], text=out["ticktext"]))
     return dict(
         spanish=spanish(rng, xs),
-        thin=thin,
+        thin=thin_cases(rng, labels),
         fmt=[dict(x=num(x), out=fmt(x)) for x in xs],
         steps=dict(stops=STEPS, en=[scrub.steps_text(t) for t in STEPS]),
         lattice=lattice_case(),

@@ -1,7 +1,7 @@
 import {SK} from "./state.js";
 
-// Numbers and text, as the Python side writes them (tests/js checks each against its
-// Python twin on fixtures the tests write from Python).
+// Numbers, templates and the metric strip, as the Python side writes them (tests/js checks
+// each against its Python twin on fixtures the tests write from Python).
 // engine.relation.summary.fmt, to the letter: 3 significant digits; |x| < 1e-3 or ≥ 1e5 in
 // scientific notation with 2 decimals; 0 as "0"; ±inf as "∞"/"−∞"; NaN as "n/a".
 export const pad = (s) => s.replace(/e([+-])(\d)$/, "e$10$2");
