@@ -13,7 +13,8 @@ frame swapped into a figure's data, no DOM), ``paint.js`` (canvases and Plotly.r
 ``axes.js`` (token ticks and hover), ``chart.js`` (the chart component), ``slider.js``
 (one slider) and ``scrub.js`` (the live sliders). What Python can compute once it ships
 as data (the tick labels' widths here, the stops' indices and texts in :mod:`.scrub`); the
-JavaScript that still follows a Python function is checked against it on fixtures. :func:`bundle` joins them, in :data:`JS_FILES` order and without their
+JavaScript that still follows a Python function is checked against it on fixtures.
+:func:`bundle` joins them, in :data:`JS_FILES` order and without their
 ``import`` lines, into the one module the three components share
 (``sinkscope_live_chart``, ``sinkscope_scrub``, ``sinkscope_lattice``); the tests import
 the files one by one under Node (``tests/js``). plotly.js is the copy bundled with the

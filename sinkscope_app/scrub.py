@@ -113,10 +113,10 @@ URL_KEYS = {"eps": "eps", "steps": "steps"}  # the URL's names of the two values
 def steps_text(t: int, words: dict[str, str] = WORDS, num: Numbers = NUMBERS["en"]) -> str:
     """"1 half-step", "12 half-steps" in the language of ``words``, the count written by
     ``num`` (English: ``summary.half_steps_text``, "1,000 half-steps")."""
-    w = {**WORDS, **words}
-    if num is NUMBERS["en"] and all(w[k] == WORDS[k] for k in ("half_step", "half_steps")):
+    w, key = {**WORDS, **words}, "half_step" if int(t) == 1 else "half_steps"
+    if num is NUMBERS["en"] and w[key] == WORDS[key]:
         return half_steps_text(int(t))
-    return w["half_step" if int(t) == 1 else "half_steps"].format(n=num(int(t)))
+    return w[key].format(n=num(int(t)))
 
 
 def step_labels(step_stops, words: dict[str, str] = WORDS,
