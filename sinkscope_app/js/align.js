@@ -11,7 +11,7 @@
 // links V > θ (engine.alignment.extract), the words without one and the figures' traces
 // (viz.align.matrix and graph), is tested against Python on fixtures (tests/test_align_js.py).
 import {fill, numberFormat} from "./format.js";
-import {SLIDER_CSS, Slider, el} from "./slider.js";
+import {SLIDER_CSS, Sent, Slider, el} from "./slider.js";
 import {SK, keepDecoded, readPayload, unwrap} from "./state.js";
 
 export const A = SK.align || (SK.align = {
@@ -183,6 +183,7 @@ export class AlignLive {
     this.root.append(el("style", null, SLIDER_CSS + ALIGN_CSS), sliders, this.note, this.scores, this.links);
     root.append(this.root);
     this.lastSent = null;
+    this.sent = new Sent(sameChoice);
     this.prev = null;
   }
   build(data) {
@@ -207,6 +208,7 @@ export class AlignLive {
       this.built = false;
       this.grid = null;
       this.prev = this.lastSent = null;
+      this.sent = new Sent(sameChoice);
     }
     this.data = data;
     if (!this.built) this.build(data);
@@ -217,7 +219,7 @@ export class AlignLive {
     const fresh = !this.prev || this.prev.payload !== data.payload;  // another pair or method
     const adopt = fresh || !sameChoice(server, this.prev);
     this.prev = {...server, payload: data.payload};
-    if (fresh || (adopt && !sameChoice(server, this.lastSent))) {
+    if (fresh || (adopt && !this.sent.stale(server) && !sameChoice(server, this.lastSent))) {
       this.lastSent = server;
       this.theta.set(data.theta);
       if (this.grid) this.grid.set(data.grid);
@@ -259,6 +261,7 @@ export class AlignLive {
     const v = this.value();
     if (sameChoice(v, this.lastSent)) return;
     this.lastSent = v;
+    this.sent.push(v);
     A.stats.commits += 1;
     if (this.setStateValue) this.setStateValue("choice", v);
   }

@@ -2,7 +2,7 @@
 // value to the server on release.
 import {fill, language, metricRows} from "./format.js";
 import {applyFrame, paintMaps} from "./paint.js";
-import {SLIDER_CSS, Slider, el, nextId} from "./slider.js";
+import {SLIDER_CSS, Sent, Slider, el, nextId} from "./slider.js";
 import {SK} from "./state.js";
 
 // Styles of the metric strip (the sliders' own are slider.js's).
@@ -34,6 +34,7 @@ export class Scrub {
     root.append(this.root);
     this.boxes = [boxE, boxT];
     this.lastSent = null;
+    this.sent = new Sent(same);
     this.prevData = null;
     this.timer = null;
     this.data = null;
@@ -62,7 +63,7 @@ export class Scrub {
     const server = {eps: data.eps, steps: data.steps};
     const adopt = !this.prevData || !same(server, this.prevData);
     this.prevData = server;
-    if (adopt && !same(server, this.lastSent)) {
+    if (adopt && !this.sent.stale(server) && !same(server, this.lastSent)) {
       this.lastSent = server;
       this.eps.set(data.eps_index);  // the stops nearest the server's values (scrub.py)
       this.steps.set(data.steps_index);
@@ -135,6 +136,7 @@ export class Scrub {
     const v = this.value();
     if (same(v, this.lastSent)) return;
     this.lastSent = v;
+    this.sent.push(v);
     SK.stats.commits += 1;
     if (this.setStateValue) this.setStateValue("frame", v);
   }

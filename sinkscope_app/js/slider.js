@@ -138,3 +138,23 @@ export class Slider {
   }
   get value() { return this.stops[this.index]; }
 }
+
+// The values a slider sent to the server, oldest first, until the server answers with the
+// newest. An answer with an older one comes from a run that a later release overtook (a
+// loaded server can finish it after the newer value left): it is stale, and adopting it
+// would move the thumb back.
+export class Sent {
+  constructor(same) {
+    this.same = same;
+    this.values = [];
+  }
+  push(v) { this.values = this.values.slice(-7).concat([v]); }
+  stale(server) {
+    const n = this.values.length;
+    if (n && this.same(this.values[n - 1], server)) {  // caught up
+      this.values = [];
+      return false;
+    }
+    return this.values.some((v) => this.same(v, server));
+  }
+}
