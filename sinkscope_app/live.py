@@ -43,16 +43,19 @@ JS_DIR = Path(__file__).with_name("js")
 JS_FILES = ("state", "format", "lattice", "patch", "paint", "axes", "chart", "slider", "scrub",
             "main")
 _IMPORT = re.compile(r'^import\s*\{[^}]*\}\s*from\s*"\./[\w-]+\.js";[ \t]*\n', re.M)
+_COMMENT = re.compile(r"^[ \t]*//[^\n]*\n", re.M)  # a line that is only a comment
 _AXIS = re.compile(r"[xy]axis\d*")
 
 
 def bundle(names: tuple[str, ...] = JS_FILES) -> str:
     """The files of ``js/`` as one ES module: each file's text without its imports of the
-    others (they are all in the bundle), in order. Its only default export is main.js's."""
+    others (they are all in the bundle) and without its comment lines (the files keep
+    them), in order, each under a ``// ---- js/<name>.js`` line. Its only default export
+    is main.js's."""
     parts = []
     for name in names:
         text = (JS_DIR / f"{name}.js").read_text(encoding="utf-8")
-        parts.append(f"// ---- js/{name}.js\n" + _IMPORT.sub("", text))
+        parts.append(f"// ---- js/{name}.js\n" + _COMMENT.sub("", _IMPORT.sub("", text)))
     return "\n".join(parts)
 
 
