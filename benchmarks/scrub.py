@@ -8,9 +8,11 @@ loopback ports and measures, in the same run:
   page's SVG (timed in the page; p50 and p95). sinkscope redraws from the lattice in the
   browser; the bare app re-runs its script on the server and remounts the chart.
 - redraws per second during a pointer drag on the ε slider (3 s of sweeps).
+- the Align page: arrow key on θ → both figures and the two lines redrawn in the browser
+  (40 × 40 words with gold; p50 and p95).
 - the lattice for 30 × 30 tokens (solve + encode, in this process) and the payload size
-  for about 64 × 64 tokens; the Align page's payload (every τ stop) for 6 × 6 to 64 × 64
-  words.
+  for about 64 × 64 tokens; the Align page's payload (every τ stop, with gold: its scores
+  at every setting) for 6 × 6 to 64 × 64 words; the two pages' JavaScript bundles.
 
 Targets: key press p50 ≤ 0.35 × the bare app's; ≥ 30 redraws/s while dragging; lattice
 ≤ 0.5 s; payload ≤ 3 MB.
@@ -140,6 +142,41 @@ def drag(page, app: str, seconds: float) -> tuple[float, int, float, float]:
     return redraws / elapsed, sent, k / elapsed, fulls / elapsed
 
 
+def align_keys(browser, app_url: str, n: int) -> list[float]:
+    """Seconds from each arrow key on the Align page's θ slider to both figures and the
+    links and scores lines redrawn in the browser (40 × 40 words with gold; the value is
+    held in the page, so no script runs on the server)."""
+    words = (A + " " + B).lower().replace(",", "").replace(".", "").split()
+    rng = np.random.default_rng(5)
+    q = {"text_a": " ".join(rng.choice(words, 40)), "text_b": " ".join(rng.choice(words, 40)),
+         "gold": " ".join(f"{i}-{i}" for i in range(0, 40, 2)), "method": "unbalanced",
+         "threshold": "0.3", "tau": "1"}
+    page = browser.new_page(viewport={"width": 1400, "height": 1800})
+    page.goto(f"{app_url}/align?{urlencode(q)}")
+    page.wait_for_function(
+        "() => { const A = window.__sinkscope && window.__sinkscope.align; return A && "
+        "[...A.payloads.values()].some(e => e.value) && [...document.querySelectorAll("
+        "'.js-plotly-plot')].filter(g => g.__sk && g.__sk.bind && g.__sk.bind.align)"
+        ".length === 2; }", timeout=180_000)
+    idle(page)
+    page.evaluate("window.__sinkscope.align.keyCommitMs = 600000")
+    page.evaluate(KEY_SPY)
+    thumb = page.locator('.sk-align [role="slider"]').first
+    thumb.focus()
+    out = []
+    for i in range(n + 3):  # the first three warm plotly.js up
+        r0 = page.evaluate("window.__sinkscope.align.stats.redraws")
+        page.evaluate("window.__kd = []")
+        thumb.press("ArrowLeft" if (i // 3) % 2 == 0 else "ArrowRight")
+        page.wait_for_function(f"() => window.__sinkscope.align.stats.redraws > {r0}",
+                               timeout=60_000, polling="raf")
+        if i >= 3:
+            out.append(page.evaluate("window.__sinkscope.align.stats.last - window.__kd[0]")
+                       / 1000)
+    page.close()
+    return out
+
+
 def engine_rows(quick: bool) -> list[tuple[str, float, str]]:
     """The lattice for 30 × 30 tokens (solve + encode) and the payload for ~64 × 64."""
     from engine import encode_texts, relate_encodings
@@ -190,7 +227,8 @@ def align_rows(quick: bool) -> list[tuple[str, float, str]]:
     rng = np.random.default_rng(4)
     rows = []
     for n in (6, 30, 64):
-        pair = make_pair(" ".join(["w"] * n), " ".join(["v"] * n))
+        gold = " ".join(f"{i}-{i}" for i in range(0, n, 2))  # sure links on every other word
+        pair = make_pair(" ".join(["w"] * n), " ".join(["v"] * n), gold)
         S, ones = rng.normal(size=(n, n)), np.ones(n, bool)
         key, grid = align_live.grid_of("unbalanced", TAU_OPTIONS, MASS_OPTIONS)
 
@@ -200,8 +238,12 @@ def align_rows(quick: bool) -> list[tuple[str, float, str]]:
         times = timeit(pack, 3 if quick else 7)
         rows.append((f"align payload {n} × {n} words ({len(grid)} τ): solve + encode, p50",
                      p50(times), f"≤ {TARGETS['lattice']} s"))
-    rows.append((f"align payload {n} × {n} words, MB", len(pack()) / 1e6,
-                 f"≤ {TARGETS['payload'] / 1e6:.0f} MB"))
+        rows.append((f"align payload {n} × {n} words, MB", len(pack()) / 1e6,
+                     f"≤ {TARGETS['payload'] / 1e6:.0f} MB"))
+    from sinkscope_app import live
+    rows += [("JavaScript bundle of the main page, kB", len(live.JS.encode()) / 1e3, "-"),
+             ("JavaScript bundle of the Align page, kB",
+              len(live.bundle(align_live._JS_FILES).encode()) / 1e3, "-")]
     return rows
 
 
@@ -235,6 +277,7 @@ def run(quick: bool = False) -> dict:
                     res.setdefault(app, []).extend(key_presses(pages[app], app, n // 2))
             for app in ("sinkscope", "bare"):
                 res[f"{app}_drag"] = drag(pages[app], app, 3.0)
+            res["align"] = align_keys(browser, app_url, n)
         finally:
             browser.close()
     res["engine"] = engine_rows(quick) + align_rows(quick)
@@ -266,6 +309,9 @@ def main(argv=None) -> None:
         print(f"{'':<{w}}  ({events:.0f} pointer moves/s, {sent} messages to the server "
               "during the drag" + (f", whole figure redrawn {fulls:.1f}/s)" if app == "sinkscope"
                                    else ")"))
+    a = res["align"]
+    print(f"{'Align: key on θ → figures and lines redrawn':<{w}}  {p50(a) * 1e3:>6.0f}ms  "
+          f"{p95(a) * 1e3:>6.0f}ms  {len(a):>3}")
     for name, value, tgt in res["engine"]:
         unit = "s" if "solve" in name else ""
         print(f"{name:<{w + 10}}  {value:>8.3f}{unit}  target {tgt}")

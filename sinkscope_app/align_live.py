@@ -16,13 +16,14 @@ of both softmax directions) at **every** value of the method's second slider:
   they threshold.
 
 :meth:`LivePayload.encode` packs them into one compressed binary payload (``SKA1``: a JSON
-header with the words, the gold links and the thresholds, then V as float32), sent to the
-browser once per pair and method. ``js/align.js`` then redraws the link matrix, the
-bipartite graph, the links line and this pair's scores on every input of a slider, with
-the rules of :mod:`engine.alignment.extract` (a link where V > θ) and
-:mod:`engine.alignment.score` (tested against them on fixtures, ``tests/test_align_js.py``).
-On release the values go to the server, which writes the URL and redraws the table of every
-method's scores from the same payload.
+header with the words, the gold links, the thresholds and each cell's kind by its gold
+(:func:`kind_table`), then V as float32 and this pair's scores at every setting
+(:func:`state_scores`, :mod:`engine.alignment.score`'s own), sent to the browser once per
+pair and method. ``js/align.js`` then redraws the link matrix, the bipartite graph, the
+links line and the scores line on every input of a slider: it reads the links (V > θ, the
+rule of :mod:`engine.alignment.extract`) and looks the rest up (tested against Python on
+fixtures, ``tests/test_align_js.py``). On release the values go to the server, which writes
+the URL and redraws the table of every method's scores from the same payload.
 
 float32 is exact enough by construction: each value is rounded to the float32 on the same
 side of every threshold stop as the float64 value (:func:`side_safe_float32`), so the links
@@ -47,6 +48,8 @@ from typing import Sequence
 import numpy as np
 
 MAGIC = b"SKA1"
+#: The scores the live scores line shows, in its order (of ``engine.alignment.score.METRICS``).
+SHOWN = ("precision", "recall", "f1", "aer", "null_f1", "total_f1")
 #: The θ slider's stops (as Streamlit's slider had them: 0.00 … 0.99 in steps of 0.01).
 THETA_STOPS = tuple(round(k / 100, 2) for k in range(100))
 #: Which second slider a method has, and the URL name of its value.
@@ -132,11 +135,14 @@ class LivePayload:
         method: the method's name (a thresholded one, :data:`engine.alignment.extract.THRESHOLDED`).
         grid_key: "tau", "mass" or None (no second slider). grid: its stops.
         thetas: (100,) the thresholds on V of the θ stops (:func:`thetas_of`).
-        V: (G, n, m) float32 values (G = len(grid), or 1), −1 where a word takes no part;
+        V: (G, n, m) float32 values (G = len(grid), or 1), NaN where a word takes no part;
             links at (g, k) are V[g] > thetas[k].
         words_a, words_b: the whitespace words. sure, possible: gold links (possible ⊇
             sure) or None without gold.
         seconds: time to solve and pack.
+        scores: (G, 100, 6) the scores line's :data:`SHOWN` scores at every (g, k), each
+            as ``f"{x:.3f}"`` without its point (0.857 → 857; :func:`state_scores`), or
+            None without gold.
     """
 
     id: str
@@ -150,6 +156,7 @@ class LivePayload:
     sure: tuple[tuple[int, int], ...] | None
     possible: tuple[tuple[int, int], ...] | None
     seconds: float = 0.0
+    scores: np.ndarray | None = None
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -176,8 +183,7 @@ class LivePayload:
 
     def plan(self, g: int) -> np.ndarray:
         """(n, m) what the left panel shows: V[g], NaN where a word takes no part."""
-        v = self.V[g].astype(np.float64)
-        return np.where(v >= 0, v, np.nan)
+        return self.V[g].astype(np.float64)
 
     def header(self) -> dict:
         from viz import theme as th
@@ -189,25 +195,116 @@ class LivePayload:
                 "thetas": list(self.thetas), "words_a": list(self.words_a),
                 "words_b": list(self.words_b),
                 "sure": None if self.sure is None else [list(x) for x in self.sure],
-                "possible": None if self.possible is None else [list(x) for x in self.possible]}
+                "possible": None if self.possible is None else [list(x) for x in self.possible],
+                "kind_of": kind_table(self.sure is not None),
+                "scores": None if self.scores is None else list(SHOWN)}
 
     def encode(self) -> bytes:
         """``SKA1``, the header's length (uint32, little-endian), the header (UTF-8 JSON),
-        then V (G·n·m float32, little-endian) compressed with zlib (the browser's
-        ``DecompressionStream("deflate")``)."""
+        then V (G·n·m float32) and the scores (G·100·6 uint16, when there is gold), both
+        little-endian, compressed with zlib (the browser's ``DecompressionStream("deflate")``)."""
         head = json.dumps(self.header(), ensure_ascii=False).encode("utf-8")
-        body = zlib.compress(np.ascontiguousarray(self.V, dtype="<f4").tobytes(), 6)
-        return MAGIC + struct.pack("<I", len(head)) + head + body
+        raw = np.ascontiguousarray(self.V, dtype="<f4").tobytes()
+        if self.scores is not None:
+            raw += np.ascontiguousarray(self.scores, dtype="<u2").tobytes()
+        return MAGIC + struct.pack("<I", len(head)) + head + zlib.compress(raw, 6)
 
 
-def decode(data: bytes) -> tuple[dict, np.ndarray]:
-    """(header, V (G, n, m) float32) from :meth:`LivePayload.encode`'s bytes."""
+def decode(data: bytes) -> tuple[dict, np.ndarray, np.ndarray | None]:
+    """(header, V (G, n, m) float32, scores (G, 100, 6) or None) from
+    :meth:`LivePayload.encode`'s bytes."""
     if data[:4] != MAGIC:
         raise ValueError("not a sinkscope alignment payload (no SKA1 header)")
     size = struct.unpack("<I", data[4:8])[0]
     h = json.loads(data[8:8 + size].decode("utf-8"))
-    V = np.frombuffer(zlib.decompress(data[8 + size:]), dtype="<f4")
-    return h, V.reshape(max(len(h["grid"]), 1), h["n"], h["m"])
+    raw = zlib.decompress(data[8 + size:])
+    shape = (max(len(h["grid"]), 1), h["n"], h["m"])
+    V = np.frombuffer(raw, dtype="<f4", count=int(np.prod(shape))).reshape(shape)
+    if h["scores"] is None:
+        return h, V, None
+    scores = np.frombuffer(raw, dtype="<u2", offset=V.nbytes).reshape(shape[0], -1, len(SHOWN))
+    return h, V, scores
+
+
+def kind_table(gold: bool) -> dict[str, list[str | None]]:
+    """The kind ``viz.align.classify`` gives one cell, linked and not, by the cell's gold:
+    [no gold link, sure, possible only] (without gold only the first applies). The browser
+    reads every cell's kind from it (js/align.js, cellsAt)."""
+    from viz.align import classify
+
+    cells = [(0, 0), (0, 1), (0, 2)]
+    kw = {"sure": [(0, 1)], "possible": [(0, 2)]} if gold else {}
+    out = {}
+    for name, links in (("linked", cells), ("unlinked", [])):
+        kinds: list[str | None] = [None] * len(cells)
+        for kind, found in classify(links, 1, len(cells), **kw).items():
+            for _, j in found:
+                kinds[j] = kind
+        out[name] = kinds
+    return out
+
+
+def setting_counts(V: np.ndarray, thetas: Sequence[float], sure: np.ndarray,
+                   possible: np.ndarray) -> np.ndarray:
+    """(G, K, 7) ``engine.alignment.score.mask_counts`` of the links V[g] > θ_k at every g
+    and k, in one pass over V: cell c is a link at the stops k < cut[c], the number of
+    thresholds below V[c] (none for NaN), and a word is unaligned at the stops k at or
+    above the largest cut of its row or column.
+
+    Args:
+        V: (G, n, m) values, NaN where a word takes no part. thetas: (K,) increasing.
+        sure, possible: (n, m) bool gold masks (possible ⊇ sure; null gold "sure").
+    """
+    th = np.asarray(thetas, dtype=np.float64)
+    if np.any(np.diff(th) < 0):
+        raise ValueError("the thresholds of the θ stops must increase")
+    G, n, m = V.shape
+    K = th.size
+    cut = np.where(np.isnan(V), 0, np.searchsorted(th, V.astype(np.float64), side="left"))
+
+    def above(c: np.ndarray) -> np.ndarray:  # (G, L) cuts → (G, K): how many exceed k
+        hist = np.bincount((c + (K + 1) * np.arange(G)[:, None]).ravel(),
+                           minlength=G * (K + 1)).reshape(G, K + 1)
+        return hist[:, ::-1].cumsum(1)[:, ::-1][:, 1:]
+
+    flat = cut.reshape(G, n * m)
+    rows, cols = cut.max(2), cut.max(1)
+    ga, gb = ~sure.any(1), ~sure.any(0)
+    const = np.ones((G, K), dtype=np.int64)
+    return np.stack([above(flat), above(flat[:, sure.ravel()]),
+                     above(flat[:, possible.ravel()]), const * int(sure.sum()),
+                     (n - above(rows)) + (m - above(cols)), const * int(ga.sum() + gb.sum()),
+                     (int(ga.sum()) - above(rows[:, ga])) + (int(gb.sum()) - above(cols[:, gb]))],
+                    -1)
+
+
+def state_scores(V: np.ndarray, thetas: Sequence[float], pair) -> np.ndarray | None:
+    """The scores line's numbers at every setting: (G, K, 6) the :data:`SHOWN` scores of
+    ``engine.alignment.score`` for the links V[g] > θ_k, each ``f"{x:.3f}"`` without its
+    point (0.857 → 857, as uint16); None without gold.
+
+    Args:
+        V: (G, n, m) values (NaN where a word takes no part). thetas: (K,) thresholds.
+        pair: the :class:`engine.alignment.readers.Pair` (its gold).
+    """
+    from engine.alignment.score import gold_masks, metrics_from_counts
+
+    if not pair.has_gold:
+        return None
+    S, P = gold_masks(pair.sure, pair.possible, *V.shape[1:])
+    per = metrics_from_counts(setting_counts(V, thetas, S, P))
+    return thousandths(np.stack([per[k] for k in SHOWN], -1))
+
+
+def thousandths(x: np.ndarray) -> np.ndarray:
+    """Scores in [0, 1] as ``f"{x:.3f}"`` writes them, without the point (0.857 → 857) as
+    uint16: rounded by ``fixed3`` itself where x·1000 lies within 1e-6 of a half, where
+    the product's rounding could decide."""
+    scaled = np.asarray(x, dtype=np.float64) * 1000
+    q = np.rint(scaled)
+    near = np.abs(scaled - np.floor(scaled) - 0.5) < 1e-6
+    q[near] = [int(fixed3(v).replace(".", "")) for v in np.asarray(x, dtype=np.float64)[near]]
+    return q.astype(np.uint16)
 
 
 def payload_id(*parts: object) -> str:
@@ -236,13 +333,15 @@ def build(S: np.ndarray, valid_a: np.ndarray, valid_b: np.ndarray, method, pair,
     else:
         V = extract.values(method, batch)[:, 0]
     thetas = thetas_of(method)
-    V32 = side_safe_float32(V.numpy(), thetas)
+    V = V.numpy()
+    V32 = side_safe_float32(np.where(V >= 0, V, np.nan), thetas)
     gold = pair.has_gold
+    scores = state_scores(V32, thetas, pair)
     return LivePayload(id_, method.name, grid_key, tuple(grid) if grid_key else (), thetas,
                        V32, tuple(pair.words_a), tuple(pair.words_b),
                        tuple(sorted(pair.sure)) if gold else None,
                        tuple(sorted(set(pair.possible) | set(pair.sure))) if gold else None,
-                       time.perf_counter() - t0)
+                       time.perf_counter() - t0, scores)
 
 
 def scores(links, pair) -> dict | None:
@@ -285,11 +384,11 @@ def too_large(n: int, m: int, G: int, *, max_cells: int, max_bytes: int,
 
 
 # --------------------------------------------------------------------------- components
-_JS_FILES = ("state", "format", "patch", "paint", "scrub", "align")
+_JS_FILES = ("state", "format", "slider", "align")
 
 
 def _component():
-    """The component of ``js/align.js``: its own bundle (the sliders come from scrub.js)."""
+    """The component of ``js/align.js``: its own bundle (one slider is slider.js's)."""
     import streamlit as st
 
     from .live import bundle
@@ -380,7 +479,8 @@ def style_of(n: int, m: int, theme: str, words: dict | None = None, lang: str = 
 
 
 def fixed3(x) -> str:
-    """A score as the page writes it (``f"{x:.3f}"``; js/align.js, fixed3)."""
+    """A score as the page writes it (``f"{x:.3f}"``; the browser gets its digits,
+    :func:`state_scores`)."""
     return f"{float(x):.3f}"
 
 
@@ -390,8 +490,7 @@ def scores_line(words: dict[str, str], method: str, scores: dict | None) -> str:
         return ""
     mark = words.get("decimal", ".")
     return words["pair_scores_live"].format(method=method, **{
-        k: fixed3(scores[k]).replace(".", mark) for k in ("precision", "recall", "f1", "aer",
-                                                         "null_f1", "total_f1")})
+        k: fixed3(scores[k]).replace(".", mark) for k in SHOWN})
 
 
 def links_line(words: dict[str, str], links) -> str:

@@ -110,15 +110,21 @@ WORDS = {
 URL_KEYS = {"eps": "eps", "steps": "steps"}  # the URL's names of the two values
 
 
+def steps_text(t: int, words: dict[str, str] = WORDS, num: Numbers = NUMBERS["en"]) -> str:
+    """"1 half-step", "12 half-steps" in the language of ``words``, the count written by
+    ``num`` (English: ``summary.half_steps_text``, "1,000 half-steps")."""
+    w, key = {**WORDS, **words}, "half_step" if int(t) == 1 else "half_steps"
+    if num is NUMBERS["en"] and w[key] == WORDS[key]:
+        return half_steps_text(int(t))
+    return w[key].format(n=num(int(t)))
+
+
 def step_labels(step_stops, words: dict[str, str] = WORDS,
                 num: Numbers = NUMBERS["en"]) -> list[str]:
     """What the half-step slider says at each stop: "1 half-step = softmax", "2 half-steps"…
     (in the language of ``words``, counts written by ``num``)."""
     w = {**WORDS, **words}
-    if num is NUMBERS["en"] and w["half_steps"] == WORDS["half_steps"]:
-        return [w["step_one"] if int(t) == 1 else half_steps_text(int(t)) for t in step_stops]
-    return [w["step_one"] if int(t) == 1 else w["half_steps"].format(n=num(int(t)))
-            for t in step_stops]
+    return [w["step_one"] if int(t) == 1 else steps_text(t, w, num) for t in step_stops]
 
 
 def eps_labels(eps_stops, num: Numbers = NUMBERS["en"]) -> list[str]:
@@ -164,12 +170,14 @@ def sliders(*, key: str, eps: float, steps: int, eps_stops, step_stops, lattice:
         dict named "value" and would call callbacks per field.)
     """
     words = {**WORDS, **(words or {})}
+    i, k = nearest_stops(eps, steps, eps_stops, step_stops)
     data = {
         "role": "scrub", "lattice": lattice, "eps": float(eps), "steps": int(steps),
-        "eps_stops": [float(e) for e in eps_stops],
+        "eps_stops": [float(e) for e in eps_stops], "eps_index": i,
         "eps_labels": eps_labels(eps_stops, num),
-        "step_stops": [int(t) for t in step_stops],
+        "step_stops": [int(t) for t in step_stops], "steps_index": k,
         "step_labels": step_labels(step_stops, words, num),
+        "steps_texts": [steps_text(t, words, num) for t in step_stops],
         "metrics": metric_dicts(metrics), "note": note, "help": help,
         "zero_mass": ZERO_MASS, "metric_help": HELP, "words": words,
         "url": dict(url_keys or URL_KEYS), "numbers": dataclasses.asdict(num),
@@ -188,6 +196,16 @@ def lattice_element(payload: Payload | None, *, key: str = "sinkscope_lattice") 
     component("sinkscope_lattice")(key=key, data=payload.data)
 
 
+def nearest_stops(eps: float, steps: float, eps_stops, step_stops) -> tuple[int, int]:
+    """The indices of the ε stop nearest ``eps`` (on a log scale) and of the half-step stop
+    nearest ``steps``."""
+    e = np.asarray(eps_stops, dtype=float)
+    t = np.asarray(step_stops, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        i = np.argmin(np.nan_to_num(np.abs(np.log(e) - np.log(float(eps))), nan=np.inf))
+    return int(i), int(np.argmin(np.abs(t - float(steps))))
+
+
 def parse_value(state, eps_stops, step_stops) -> tuple[float, int] | None:
     """(ε, t) from the component's state {"frame": {"eps", "steps"}}, snapped to the
     nearest stops; None when it holds no usable value (the browser's data is untrusted)."""
@@ -198,7 +216,5 @@ def parse_value(state, eps_stops, step_stops) -> tuple[float, int] | None:
         return None
     if not (np.isfinite(eps) and np.isfinite(steps) and eps > 0):
         return None
-    e = np.asarray(eps_stops, dtype=float)
-    t = np.asarray(step_stops, dtype=float)
-    return (float(e[np.argmin(np.abs(np.log(e) - np.log(eps)))]),
-            int(t[np.argmin(np.abs(t - steps))]))
+    i, k = nearest_stops(eps, steps, eps_stops, step_stops)
+    return float(eps_stops[i]), int(step_stops[k])

@@ -1,17 +1,19 @@
 """The Align page's live sliders against Python: the payload and the browser's rules.
 
 ``sinkscope_app/align_live.py`` ships, per pair and method, the values V at every τ (or m)
-in one batched solve; ``sinkscope_app/js/align.js`` reads links, scores and figures from
-them in the browser. Python's own functions are the truth: ``engine.alignment.extract``
-(V, links V > θ), ``engine.alignment.score`` (counts, metrics) and ``viz.align`` (the
-figures). This file writes fixtures from them — hand-made pairs and the project's small
-gold set — and runs ``node --test tests/js/align.test.mjs`` on them; the payload itself is
-checked here (float32 on the right side of every threshold, the batched grid equal to
-one solve per value). No model is loaded: the word scores S are drawn at random.
+in one batched solve, each cell's kind by its gold and this pair's scores at every setting;
+``sinkscope_app/js/align.js`` reads links and figures from them in the browser. Python's
+own functions are the truth: ``engine.alignment.extract`` (V, links V > θ),
+``engine.alignment.score`` (counts, metrics) and ``viz.align`` (the figures). This file
+writes fixtures from them — hand-made pairs and the project's small gold set — and runs
+``node --test tests/js/align.test.mjs`` on them; the payload itself is checked here (float32
+on the right side of every threshold, the scores at every setting, the batched grid equal
+to one solve per value). No model is loaded: the word scores S are drawn at random.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import os
@@ -26,7 +28,8 @@ import pytest
 from engine.alignment import extract
 from engine.alignment.api import method_of
 from engine.alignment.readers import make_pair, parse_pairs
-from engine.alignment.score import METRICS, metrics_from_counts, pair_counts
+from engine.alignment.score import METRICS, mask_counts, metrics_from_counts, pair_counts
+from hypothesis import given, settings, strategies as st
 from sinkscope_app import align_live as al
 from sinkscope_app.align import MASS_OPTIONS, TAU_OPTIONS, THRESHOLDED, ui
 from engine.relation.summary import numbers
@@ -143,24 +146,17 @@ def fixtures() -> dict:
                 mx, gr = (figures(p, pair, g, links, fig_words, lang) if draw and q < 2
                           else ({}, {}))
                 s = python_scores(links, pair)
-                steps.append(dict(g=g, k=k, links=[list(x) for x in links], scores=s,
+                steps.append(dict(g=g, k=k, links=[list(x) for x in links],
                                   scores_line=al.scores_line(words, name, s),
                                   links_line=al.links_line(words, links),
                                   matrix=mx.get("data"), graph=gr.get("data")))
             cases.append(dict(name=f"{name}/{c}/{lang}", lang=lang, words=words,
                               header=p.header(), style=style,
-                              V=[float(x) for x in p.V.ravel()], before=before[0]["data"],
-                              steps=steps))
-    numbers = [0.0, 1.0, 0.0625, 0.5625, 0.0005, 0.0015, 0.9995, 2 / 3, 1 / 3, 0.1235,
-               0.12345, 5 / 8, 7 / 16, 0.8125, 1e-9] + list(rng.uniform(0, 1, 200))
-    numbers += [k / d for d in (8, 16, 32, 2000) for k in range(d + 1)]
-    counts = [list(map(int, rng.integers(0, 6, 7))) for _ in range(200)]
-    counts += [[0] * 7, [0, 0, 0, 3, 0, 0, 0], [2, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 2, 0, 0]]
-    return dict(cases=cases, words=al.WORDS,
-                fixed3=[dict(x=x, out=al.fixed3(x)) for x in numbers],
-                metrics=[dict(c=c, out={k: float(v) for k, v in
-                                        metrics_from_counts(np.array(c)).items()})
-                         for c in counts])
+                              bytes=base64.b64encode(p.encode()).decode(),
+                              V=nan_to_none([float(x) for x in p.V.ravel()]),
+                              scores=None if p.scores is None else p.scores.ravel().tolist(),
+                              before=before[0]["data"], steps=steps))
+    return dict(cases=cases)
 
 
 @pytest.mark.slow
@@ -179,6 +175,7 @@ def test_the_browser_reads_links_scores_and_figures_as_python(tmp_path):
 
 
 def test_float32_values_keep_every_threshold_side():
+    assert np.isnan(al.side_safe_float32(np.array([np.nan, 0.5]), [0.5])[0])
     thetas = al.thetas_of(method_of("similarity-threshold"))
     eps32 = np.float64(np.finfo(np.float32).eps)
     # values within a float32 rounding of a threshold, on both sides, and on it
@@ -204,11 +201,58 @@ def test_the_payload_links_are_extractions_at_every_setting(name):
     assert p.V.shape == (G, *pair.shape) and p.V.dtype == np.float32
     for g in range(G):
         for k in range(100):
-            assert p.links(g, k) == python_links(V64[g], p.thetas[k]), (name, g, k)
-    header, V = al.decode(p.encode())
-    assert np.array_equal(V, p.V) and header["thetas"] == list(p.thetas)
+            links = p.links(g, k)
+            assert links == python_links(V64[g], p.thetas[k]), (name, g, k)
+            scores = python_scores(links, pair)  # the shipped digits are score's, f"{:.3f}"
+            assert [f"{q // 1000}.{q % 1000:03d}" for q in p.scores[g, k].tolist()] == [
+                al.fixed3(scores[key]) for key in al.SHOWN], (name, g, k)
+    header, V, shipped = al.decode(p.encode())
+    assert np.array_equal(V, p.V, equal_nan=True) and header["thetas"] == list(p.thetas)
+    assert np.array_equal(shipped, p.scores) and header["scores"] == list(al.SHOWN)
     assert header["words_a"] == pair.words_a and header["method"] == name
     assert header["sure"] == [list(x) for x in sorted(pair.sure)]
+    assert header["kind_of"] == {"linked": ["false", "hit", "hit_possible"],
+                                 "unlinked": [None, "miss", "miss_possible"]}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 5), st.integers(1, 5), st.integers(0, 2**32 - 1))
+def test_every_setting_s_counts_are_mask_counts(G, n, m, seed):
+    """setting_counts in one pass equals score.mask_counts of V[g] > θ_k, ties, NaN
+    (a word without tokens), empty and full gold included."""
+    rng = np.random.default_rng(seed)
+    V = np.round(rng.uniform(-0.05, 1, size=(G, n, m)), 2)  # on the thresholds too
+    V[rng.uniform(size=V.shape) < 0.15] = np.nan
+    sure = rng.uniform(size=(n, m)) < 0.3
+    possible = sure | (rng.uniform(size=(n, m)) < 0.3)
+    thetas = np.asarray(al.THETA_STOPS)
+    got = al.setting_counts(V, thetas, sure, possible)
+    for g in range(G):
+        want = mask_counts(V[g][None] > thetas[:, None, None], sure, possible)
+        assert np.array_equal(got[g], want), g
+
+
+@given(st.lists(st.one_of(st.floats(0, 1), st.integers(0, 2000).map(lambda k: k / 2000),
+                          st.integers(0, 64).map(lambda k: k / 64)), min_size=1, max_size=40))
+def test_thousandths_are_python_s_three_decimals(xs):
+    got = al.thousandths(np.array(xs)).tolist()
+    assert got == [int(al.fixed3(x).replace(".", "")) for x in xs]
+
+
+def test_without_gold_every_link_is_a_link_and_there_are_no_scores():
+    pair, S, va_, vb_ = hand_made()[2]
+    p = payload_of(pair, S, va_, vb_, "unbalanced")
+    assert p.scores is None and al.kind_table(False) == {"linked": ["link"] * 3,
+                                                         "unlinked": [None] * 3}
+    header, V, shipped = al.decode(p.encode())
+    assert shipped is None and header["scores"] is None and V.shape == p.V.shape
+
+
+def test_a_word_without_tokens_takes_no_part():
+    pair, S, va_, vb_ = hand_made()[1]  # word 1 of A has no tokens
+    p = payload_of(pair, S, va_, vb_, "similarity-threshold")
+    assert np.isnan(p.V[:, 1]).all() and not np.isnan(p.V[:, [0, 2, 3]]).any()
+    assert np.isnan(p.plan(0)[1]).all() and all(i != 1 for i, _ in p.links(0, 0))
 
 
 @pytest.mark.parametrize("name,key,options", [("unbalanced", "tau", TAU_OPTIONS[::8]),
@@ -262,7 +306,7 @@ def test_the_pair_view_ships_the_payload_and_falls_back_above_the_budget(monkeyp
     assert not at.exception and not at.error
     assert not at.slider  # the sliders are the browser's
     [payload] = [p for p in _components(at, "sinkscope_align") if p.WhichOneof("data") == "bytes"]
-    header, V = al.decode(payload.bytes)
+    header, V, _ = al.decode(payload.bytes)
     assert V.shape == (len(TAU_OPTIONS), 6, 7) and header["grid_key"] == "tau"
     [controls] = [component_data(p) for p in _components(at, "sinkscope_align")
                   if p.WhichOneof("data") == "json"]

@@ -1,11 +1,12 @@
 """The browser's numbers and labels against the Python functions they follow.
 
 The live sliders redraw figures in the browser (``sinkscope_app/js``) from frames the
-server precomputed, so the JavaScript re-implements a few Python functions: number
-formatting, marginal classes, colour limits, the graph's edges and hover, the metric
-strip, and the figure patches. This test writes fixtures from the Python side (inputs and
-what Python makes of them) and runs ``node --test tests/js`` on them: each JS function
-must give what its Python twin gives. Node (≥ 20) is needed to run the tests, not the app.
+server precomputed. What Python can compute once, it ships as data; what is left in
+JavaScript follows Python functions: number formatting, token ticks, marginal classes,
+colour limits, the graph's edges and hover, the metric strip, the figure patches and the
+payload's decoding. This test writes fixtures from the Python side (inputs and what Python
+makes of them) and runs ``node --test tests/js`` on them: each JS function must give what
+its Python twin gives. Node (≥ 20) is needed to run the tests, not the app.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 
-from engine.relation.summary import HELP, ZERO_MASS, fmt, half_steps_text, rows
+from engine.relation.summary import HELP, ZERO_MASS, fmt, rows
 from engine.solver import references
 from engine.types import Summary
 from tests.test_viz import make_relation, sinkhorn_np
@@ -33,6 +35,7 @@ from viz import _axes, _data, _traces, bipartite, heatmaps, theme
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE = shutil.which("node")
+STEPS = [1, 2, 3, 10, 20, 50, 99, 999, 1000, 12345, 123456]  # half-step stops: the metric strip's counts
 
 
 def num(x: float):
@@ -143,7 +146,49 @@ def patches(rng: np.random.Generator) -> list[dict]:
     return out
 
 
+def lattice_case() -> dict:
+    """A small lattice's payload (base64) and what engine.relation.frames.decode reads."""
+    from engine.relation.frames import decode, encode
+    from engine.relation.lattice import lattice
+
+    rng = np.random.default_rng(5)
+    a, b = rng.dirichlet(np.ones(3)), rng.dirichlet(np.ones(4))
+    a[1] = 0.0  # a weight-0 token
+    lat = lattice(rng.normal(size=(3, 4)), a / a.sum(), b, [0.1, 1.0], [1, 3, 20])
+    data, bits = encode(lat, "small", max_bytes=10**6)
+    d = decode(data)
+    return dict(bytes=base64.b64encode(data).decode(), n=3, m=4, bits=bits,
+                eps=d["eps"], steps=d["steps"], plans=d["plans"].tolist(),
+                attention=d["attention"].tolist(), row_sums=d["row_sums"].tolist(),
+                col_sums=d["col_sums"].tolist(),
+                metrics={k: [[num(x) for x in row] for row in v.tolist()]
+                         for k, v in d["metrics"].items()})
+
+
+def thin_cases(rng: np.random.Generator, labels: list[str]) -> list[dict]:
+    """Token axes thinned by viz.theme._thin_axis, with the widest label's width the chart
+    ships (live.label_widths)."""
+    from sinkscope_app import live
+
+    out = []
+    for k in range(30):
+        size = int(rng.integers(2, 80))
+        text = [labels[int(q)] * int(rng.integers(1, 3)) for q in rng.integers(0, len(labels), size)]
+        axis = dict(tickvals=list(range(size)), ticktext=text, range=[-0.5, size - 0.5],
+                    tickangle=[0, -45, -90, 30][k % 4])
+        horizontal, length, font = bool(k % 2), float(rng.uniform(80, 1200)), [11, 13, 18][k % 3]
+        name = "xaxis" if horizontal else "yaxis"
+        thinned = dict(axis)
+        theme._thin_axis(thinned, length, font, horizontal=horizontal)
+        out.append(dict(axis=axis, horizontal=horizontal, length=length, font=font,
+                        em=live.label_widths(go.Figure(layout={name: axis}))[name],
+                        vals=thinned["tickvals"], text=thinned["ticktext"]))
+    return out
+
+
 def fixtures() -> dict:
+    from sinkscope_app import scrub
+
     rng = np.random.default_rng(19)
     xs = numbers(rng)
     labels = ["the", "W", "&lt;b&gt;", "R&amp;D", "中文", "한국어", "ｆｕｌｌ", "😀 ok", "naïve",
@@ -199,28 +244,16 @@ def fixtures() -> dict:
         metric_cases.append(dict(s={k: num(v) if isinstance(v, float) else v for k, v in s.items()},
                                  steps=steps, label={x.key: x.label for x in got},
                                  rows=[dataclasses.asdict(x) for x in got]))
-    thin = []
-    for k in range(30):
-        size = int(rng.integers(2, 80))
-        text = [labels[int(q)] * int(rng.integers(1, 3)) for q in rng.integers(0, len(labels), size)]
-        axis = dict(tickvals=list(range(size)), ticktext=text, range=[-0.5, size - 0.5],
-                    tickangle=[0, -45, -90, 30][k % 4])
-        horizontal, length, font = bool(k % 2), float(rng.uniform(80, 1200)), [11, 13, 18][k % 3]
-        out = dict(axis)
-        theme._thin_axis(out, length, font, horizontal=horizontal)
-        thin.append(dict(axis=axis, horizontal=horizontal, length=length, font=font,
-                         vals=out["tickvals"], text=out["ticktext"]))
     return dict(
         spanish=spanish(rng, xs),
-        thin=thin,
+        thin=thin_cases(rng, labels),
         fmt=[dict(x=num(x), out=fmt(x)) for x in xs],
-        half_steps=[dict(t=t, out=half_steps_text(t)) for t in (1, 2, 10, 999, 1000, 123456)],
+        steps=dict(stops=STEPS, en=[scrub.steps_text(t) for t in STEPS]),
+        lattice=lattice_case(),
         fill=[dict(template=t, values=v, out=_axes.fill(t, **v)) for t, v in (
             ("ε={eps}, {steps}", {"eps": "0.5", "steps": "2 half-steps"}),
             ("{a}{a} {b} {missing}", {"a": "x", "b": "{a}"}),
             ("no fields", {"eps": "1"}))],
-        text_px=[dict(label=s, size=size, out=theme.text_px(s, size)) for s in labels
-                 for size in (11, 13)],
         classes=cls_cases, limits=lim_cases, tolerance=heatmaps.IDENTICAL, edges=edge_cases,
         n_bins=bipartite.N_BINS, metrics=metric_cases, help=HELP, zero_mass=ZERO_MASS,
         words_en=_english_words(),
@@ -276,12 +309,10 @@ def spanish(rng: np.random.Generator, xs: list[float]) -> dict:
         hovers.append(dict(n=n, m=m, plan=plan.ravel().tolist(), w=w.tolist(), la=la, lb=lb,
                            out=[node_hover_in(q, "a", la, lb, w, plan, words, es)
                                 for q in range(n)]))
-    stops = [1, 2, 10, 999, 1000, 12345, 123456]
     return dict(spec=dataclasses.asdict(es), words=words,
                 num=[dict(x=num(x), out=es(x)) for x in [*xs, *more]],
                 metrics=cases, hovers=hovers,
-                steps=[dict(t=t, out=label) for t, label in
-                       zip(stops, scrub.step_labels(stops, words, es))])
+                steps=dict(stops=STEPS, texts=[scrub.steps_text(t, words, es) for t in STEPS]))
 
 
 def test_the_python_twin_of_the_graph_hover_is_the_figure_s_in_english():
@@ -342,3 +373,43 @@ def test_the_sliders_words_come_from_python():
     assert "{error}" in live.FAILED
     assert scrub.URL_KEYS == {"eps": "eps", "steps": "steps"}
     assert "searchParams.set(keys.eps" in js  # the URL's names come with the payload
+
+
+def test_label_widths_are_theme_text_px_of_the_widest_label():
+    from sinkscope_app import live
+
+    labels = ["the", "中文", "R&amp;D", "😀 ok"]
+    fig = go.Figure(layout={"xaxis": {"tickvals": [0, 1, 2, 3], "ticktext": labels},
+                            "yaxis3": {"tickvals": [0], "ticktext": ["a"]},
+                            "yaxis": {"title": {"text": "no tick text"}}})
+    assert live.label_widths(fig) == {"xaxis": max(theme.text_px(t, 1) for t in labels),
+                                      "yaxis3": theme.text_px("a", 1)}
+    assert theme.text_px("中文", 13) == 13 * live.label_widths(
+        go.Figure(layout={"xaxis": {"ticktext": ["中文"]}}))["xaxis"]
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_the_shipped_half_step_texts_are_the_metric_strip_s(lang):
+    """The browser writes "N half-steps" from the texts the sliders ship (scrub.steps_text):
+    the metric strip's own words (sinkscope_app.metrics.rows) for every count."""
+    from engine.relation.summary import numbers as numbers_of
+    from sinkscope_app import i18n, metrics, scrub
+
+    words = {**scrub.WORDS, **i18n.texts("main", lang)["sliders"]["words"]}
+    s = summaries(np.random.default_rng(1))[0]
+    for t in STEPS:
+        r = SimpleNamespace(summary=Summary(**s), coupling=SimpleNamespace(half_steps_run=t))
+        assert scrub.steps_text(t, words, numbers_of(lang)) == metrics.rows(r, lang)[-1].detail
+    assert scrub.step_labels([1, 12345], words, numbers_of(lang))[1] == scrub.steps_text(
+        12345, words, numbers_of(lang))
+
+
+def test_the_sliders_ship_the_stops_python_snaps_to():
+    from sinkscope_app import scrub
+    from sinkscope_app.state import EPS_OPTIONS, HALF_STEP_OPTIONS
+
+    for eps, steps in [(0.5, 40), (0.52, 41), (1e9, 1e12), (1e-9, 0), (0.0105, 1)]:
+        i, k = scrub.nearest_stops(eps, steps, EPS_OPTIONS, HALF_STEP_OPTIONS)
+        assert scrub.parse_value({"frame": {"eps": eps, "steps": steps}}, EPS_OPTIONS,
+                                 HALF_STEP_OPTIONS) == (EPS_OPTIONS[i], HALF_STEP_OPTIONS[k])
+    assert scrub.nearest_stops(float("nan"), 3, EPS_OPTIONS, HALF_STEP_OPTIONS)[1] == 2

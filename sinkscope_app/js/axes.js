@@ -1,6 +1,5 @@
 // Token axes and token hover: ticks thinned to the chart's real size, and hover labels
 // that name the tokens of a map too large to carry them per cell.
-import {textPx} from "./format.js";
 
 // A map above viz.heatmaps.LARGE cells carries no per-cell token strings (they would take
 // megabytes): its hover template names positions, A[i] → B[j]. Its layout.meta.hover
@@ -61,14 +60,15 @@ export function tokenHover(gd) {
 // ---------------------------------------------------------------- token axes
 // A token axis (tick text at fixed values, viz.theme.token_axis) shows every k-th label
 // where the chart's real width (or height) leaves too little room for all of them: the
-// rule of viz.theme._thin_axis, with the size the page gives the chart.
-export function tokenTicks(layout) {  // the figure's own ticks of each token axis
+// rule of viz.theme._thin_axis, with the size the page gives the chart and its widest
+// label as Python measured it (live.py, label_widths: in font sizes).
+export function tokenTicks(layout, widths) {  // the figure's own ticks of each token axis
   const out = {};
   for (const [name, ax] of Object.entries(layout || {})) {
     if (/^[xy]axis\d*$/.test(name) && ax && ax.tickmode === "array" &&
         Array.isArray(ax.tickvals) && Array.isArray(ax.ticktext) &&
-        ax.tickvals.every((v) => typeof v === "number")) {
-      out[name] = {vals: ax.tickvals, text: ax.ticktext};
+        ax.tickvals.every((v) => typeof v === "number") && widths && name in widths) {
+      out[name] = {vals: ax.tickvals, text: ax.ticktext, em: widths[name]};
     }
   }
   return out;
@@ -85,8 +85,7 @@ export function fittedTicks(layout, ticks, width, height) {
     const gap = Math.abs(t.vals[1] - t.vals[0]) * len / Math.max(1e-9, Math.abs(range[1] - range[0]));
     const size = (ax.tickfont && ax.tickfont.size) || font;
     const angle = Math.abs(ax.tickangle || 0) % 180;
-    const need = angle === 0 && horizontal
-      ? Math.max(...t.text.map((x) => textPx(x, size))) + 0.5 * size
+    const need = angle === 0 && horizontal ? t.em * size + 0.5 * size
       : size / (horizontal ? Math.max(0.3, Math.abs(Math.sin(angle * Math.PI / 180))) : 1);
     const k = gap > 0 && len > 0 ? Math.max(1, Math.ceil(need / gap)) : 1;
     out[name] = {vals: t.vals.filter((_, q) => q % k === 0),

@@ -60,7 +60,7 @@ export function mountChart({parentElement, data}) {
     try {
       const Plotly = await loadPlotly(data.src);
       const fig = JSON.parse(data.spec);
-      gd.__ticks = tokenTicks(fig.layout);
+      gd.__ticks = tokenTicks(fig.layout, data.tick_em);
       await Plotly.react(gd, {data: fig.data, layout: fitTicks(gd, fig.layout),
                               config: data.config});
       if (fig.layout && fig.layout.meta && fig.layout.meta.hover) tokenHover(gd);

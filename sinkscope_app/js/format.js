@@ -1,7 +1,7 @@
 import {SK} from "./state.js";
 
-// Numbers and text, as the Python side writes them (tests/js checks each against its
-// Python twin on fixtures the tests write from Python).
+// Numbers, templates and the metric strip, as the Python side writes them (tests/js checks
+// each against its Python twin on fixtures the tests write from Python).
 // engine.relation.summary.fmt, to the letter: 3 significant digits; |x| < 1e-3 or ≥ 1e5 in
 // scientific notation with 2 decimals; 0 as "0"; ±inf as "∞"/"−∞"; NaN as "n/a".
 export const pad = (s) => s.replace(/e([+-])(\d)$/, "e$10$2");
@@ -23,7 +23,6 @@ export function fmt(x) {
   if (ax < 1e-3 || ax >= 1e5) return pad(x.toExponential(2));
   return gfmt(x, 3);
 }
-export const halfStepsText = (t) => `${t.toLocaleString("en-US")} half-step${t === 1 ? "" : "s"}`;
 
 // engine.relation.summary.Numbers: how the page's language writes a number, from the
 // payload's spec {decimal, group, plain, zero_below, nan} (English: fmt exactly).
@@ -61,39 +60,18 @@ export function numberFormat(spec) {
   };
 }
 
-// The page's language for what the browser writes while a slider moves: its number format
-// and its words, both from the payload (scrub.py, WORDS: no word is written here). Until a
-// payload names them, numbers are English (fmt) and a word shows as its {field}.
-export function language(words, spec) {
-  const w = {...(words || {})};
-  const num = numberFormat(spec);
-  const count = num === fmt ? (t) => t.toLocaleString("en-US") : num;
-  return {num, words: w, steps: (t) => fill(t === 1 ? w.half_step : w.half_steps, {n: count(t)})};
+// The page's language for what the browser writes while a slider moves: its number format,
+// its words and "N half-steps" at each half-step stop, all from the payload (scrub.py: no
+// word is written here). Until a payload names them, numbers are English (fmt).
+export function language(words, spec, stepStops = [], stepsTexts = []) {
+  const texts = new Map(stepStops.map((t, k) => [t, stepsTexts[k]]));
+  return {num: numberFormat(spec), words: {...(words || {})},
+          steps: (t) => texts.get(t) ?? String(t)};
 }
 export const ENGLISH = language();
 export const here = () => SK.lang || ENGLISH;  // the page's language, set by the sliders
 export const fill = (template, vals) =>
   String(template).replace(/\{(\w+)\}/g, (m, k) => (k in vals ? vals[k] : m));
-const ENTITIES = {"&lt;": "<", "&gt;": ">", "&amp;": "&", "&quot;": "\"", "&#x27;": "'",
-                  "&#39;": "'"};
-export const unescapeHtml = (t) => String(t).replace(/&(?:lt|gt|amp|quot|#x27|#39);/g,
-                                                 (e) => ENTITIES[e]);
-// Characters of East Asian width W or F (unicodedata.east_asian_width), by block.
-const WIDE = new RegExp("[\\u1100-\\u115f\\u231a\\u231b\\u2329\\u232a\\u23e9-\\u23ec\\u23f0\\u23f3" +
-  "\\u25fd\\u25fe\\u2614\\u2615\\u2648-\\u2653\\u267f\\u2693\\u26a1\\u26aa\\u26ab\\u26bd" +
-  "\\u26be\\u26c4\\u26c5\\u26ce\\u26d4\\u26ea\\u26f2\\u26f3\\u26f5\\u26fa\\u26fd\\u2705" +
-  "\\u270a\\u270b\\u2728\\u274c\\u274e\\u2753-\\u2755\\u2757\\u2795-\\u2797\\u27b0\\u27bf" +
-  "\\u2b1b\\u2b1c\\u2b50\\u2b55\\u2e80-\\u303e\\u3041-\\u33ff\\u3400-\\u4dbf\\u4e00-\\ua4cf" +
-  "\\ua960-\\ua97f\\uac00-\\ud7a3\\uf900-\\ufaff\\ufe10-\\ufe19\\ufe30-\\ufe6f\\uff00-\\uff60" +
-  "\\uffe0-\\uffe6\\u{1f004}\\u{1f0cf}\\u{1f18e}\\u{1f191}-\\u{1f19a}\\u{1f200}-\\u{1f251}" +
-  "\\u{1f300}-\\u{1f64f}\\u{1f680}-\\u{1f6ff}\\u{1f7e0}-\\u{1f7eb}\\u{1f90c}-\\u{1f9ff}" +
-  "\\u{1fa70}-\\u{1faff}\\u{20000}-\\u{3fffd}]", "u");
-export const textPx = (t, size) => {  // viz.theme.text_px (of the label as shown)
-  let w = 0;
-  for (const ch of unescapeHtml(t)) w += size * (WIDE.test(ch) ? 1 : 0.62);
-  return w;
-};
-
 // engine.relation.summary.rows for one frame's metrics ``s`` after ``steps`` half-steps;
 // ``label`` and ``help`` by key (the server's), ``zeroMass`` summary.ZERO_MASS.
 // sinkscope_app.metrics.rows in ``lang`` (:func:`language`; English by default).

@@ -1,6 +1,6 @@
 // The ε × half-step lattice: every frame of one relation, decoded once (scrub.py's
 // payload, engine.relation.frames's layout).
-import {SK, keepDecoded} from "./state.js";
+import {SK, keepDecoded, readPayload} from "./state.js";
 
 export class Lattice {
   constructor(h, buf) {
@@ -77,15 +77,8 @@ export class Lattice {
 }
 
 export async function decodeLattice(bytes) {
-  const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
-  if (String.fromCharCode(u8[0], u8[1], u8[2], u8[3]) !== "SKL1") {
-    throw new Error("not a sinkscope lattice");
-  }
-  const size = new DataView(u8.buffer, u8.byteOffset, u8.byteLength).getUint32(4, true);
-  const h = JSON.parse(new TextDecoder().decode(u8.subarray(8, 8 + size)));
-  const stream = new Blob([u8.subarray(8 + size)]).stream()
-    .pipeThrough(new DecompressionStream("deflate"));
-  return new Lattice(h, await new Response(stream).arrayBuffer());
+  const {header, body} = await readPayload(bytes, "SKL1");
+  return new Lattice(header, body);
 }
 
 export function mountLattice({data}) {

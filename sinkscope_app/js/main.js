@@ -2,16 +2,17 @@
 //
 // One module (live.py bundles js/*.js) for three st.components.v2 components (live.py,
 // scrub.py), told apart by their data:
-//   chart    {spec, src, config, height, bind?}  one plotly div per key, Plotly.react;
-//            "bind" names the lattice whose frames may be swapped into the figure.
+//   chart    {spec, src, config, height, tick_em, bind?}  one plotly div per key,
+//            Plotly.react; "bind" names the lattice whose frames may be swapped in.
 //   lattice  raw bytes (scrub.py's payload): every (ε, half-step) frame, decoded once.
 //   scrub    {role: "scrub", ...}: both sliders and the metric strip. On every input
 //            event it redraws the bound charts from the lattice (no server round trip);
 //            on release it sends the value to the server (URL, exports, other views).
 // The figures' structure comes from viz: traces and layouts carry "meta" naming their
 // parts (and the axes to rescale), and the JS only swaps arrays, ranges and titles in
-// them. Every word the sliders show comes in their data; every number is written by
-// format.js, tested against the Python functions it follows (tests/js).
+// them. What Python can compute once comes as data (words, stops and their texts, label
+// widths); what must follow a frame is tested against the Python functions it follows
+// (tests/js).
 import {fmt} from "./format.js";
 import {mountChart} from "./chart.js";
 import {mountLattice} from "./lattice.js";

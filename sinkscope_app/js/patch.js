@@ -165,8 +165,9 @@ export function binEdges(mass, scale, nBins = 5) {  // viz._data.bin_edges
   });
   return out;
 }
-export const positions = (size, span) => size === 1 ? [(span - 1) / 2]
-  : Array.from({length: size}, (_, k) => k * (span - 1) / (size - 1));
+// The nodes' heights as viz drew them (a node trace's y; plotly's decoded copy in the page).
+export const nodeHeights = (gd, side) => (gd._fullData || gd.data).find((t) =>
+  t.meta && t.meta.part === "nodes" && t.meta.side === side).y;
 // viz.bipartite.node_hover, in ``lang`` (format.js, language; the page's by default)
 export function nodeHover(k, side, labels, partners, w, plan, sums, n, m, lang = here()) {
   const {num, words: t} = lang;
@@ -188,8 +189,8 @@ export function edgeScale(plan) {
 }
 
 export function patchGraph(gd, L, f) {
-  const meta = gd.layout.meta, {n, m} = L, span = Math.max(n, m);
-  const ya = positions(n, span), yb = positions(m, span);
+  const meta = gd.layout.meta, {n, m} = L;
+  const ya = nodeHeights(gd, "a"), yb = nodeHeights(gd, "b");
   const plans = {softmax: f.soft, sinkhorn: f.sink};
   const sums = {softmax: {a: f.softRows, b: f.softCols}, sinkhorn: {a: f.sinkRows, b: f.sinkCols}};
   const drawn = {};

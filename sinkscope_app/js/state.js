@@ -15,9 +15,24 @@ export function unwrap(component) {
   return Array.isArray(d) && d.length === 1 ? {...component, data: d[0]} : component;
 }
 
-// A binary payload (4-byte magic, uint32 header size at byte 4, JSON header with its id from
-// byte 8) decoded once per id into `cache` as {promise, value, error}, the newest `keep`
-// kept; `ready(id)` once it is decoded. Bytes without a readable header are ignored.
+// A binary payload (engine.relation.frames's, align_live.py's): a 4-byte magic, the JSON
+// header's size (uint32 at byte 4), the header from byte 8, then one deflate stream:
+// {header, body} with the body inflated.
+export async function readPayload(bytes, magic) {
+  const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+  if (String.fromCharCode(...u8.subarray(0, 4)) !== magic) {
+    throw new Error(`not a sinkscope payload (no ${magic} header)`);
+  }
+  const size = new DataView(u8.buffer, u8.byteOffset, u8.byteLength).getUint32(4, true);
+  const header = JSON.parse(new TextDecoder().decode(u8.subarray(8, 8 + size)));
+  const stream = new Blob([u8.subarray(8 + size)]).stream()
+    .pipeThrough(new DecompressionStream("deflate"));
+  return {header, body: await new Response(stream).arrayBuffer()};
+}
+
+// A binary payload decoded once per id (its header's) into `cache` as {promise, value,
+// error}, the newest `keep` kept; `ready(id)` once it is decoded. Bytes without a readable
+// header are ignored.
 export function keepDecoded(cache, data, decode, ready, keep) {
   const u8 = data instanceof Uint8Array ? data : new Uint8Array(data);
   let id;

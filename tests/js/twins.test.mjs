@@ -5,7 +5,8 @@ import {readFileSync} from "node:fs";
 import {test} from "node:test";
 
 import {fittedTicks} from "../../sinkscope_app/js/axes.js";
-import {fill, fmt, halfStepsText, language, metricRows, textPx} from "../../sinkscope_app/js/format.js";
+import {fill, fmt, language, metricRows} from "../../sinkscope_app/js/format.js";
+import {decodeLattice} from "../../sinkscope_app/js/lattice.js";
 import {binEdges, classes, compareLimits, differenceLimit, edgeScale, nodeHover, patchCompare,
         patchDifference, patchGraph, topEdges} from "../../sinkscope_app/js/patch.js";
 import {SK} from "../../sinkscope_app/js/state.js";
@@ -15,7 +16,8 @@ if (!process.env.SINKSCOPE_JS_FIXTURES) {
                   "from the Python functions and names the file in SINKSCOPE_JS_FIXTURES");
 }
 const FIX = JSON.parse(readFileSync(process.env.SINKSCOPE_JS_FIXTURES, "utf8"));
-const EN = language(FIX.words_en);  // the English page's words, as scrub.py sends them
+// the English page's words and half-step texts, as scrub.py sends them
+const EN = language(FIX.words_en, undefined, FIX.steps.stops, FIX.steps.en);
 SK.lang = EN;
 const num = (x) => (x === "inf" ? Infinity : x === "-inf" ? -Infinity : x === "nan" ? NaN : x);
 const f64 = (a) => Float64Array.from(a);
@@ -27,13 +29,8 @@ test("fmt writes every number as engine.relation.summary.fmt", () => {
   for (const {x, out} of FIX.fmt) assert.equal(fmt(num(x)), out, `fmt(${x})`);
 });
 
-test("halfStepsText and fill as summary.half_steps_text and viz._axes.fill", () => {
-  for (const {t, out} of FIX.half_steps) assert.equal(halfStepsText(t), out);
+test("fill as viz._axes.fill", () => {
   for (const {template, values, out} of FIX.fill) assert.equal(fill(template, values), out);
-});
-
-test("textPx measures labels as viz.theme.text_px", () => {
-  for (const {label, size, out} of FIX.text_px) close(textPx(label, size), out, label, 1e-9);
 });
 
 test("token ticks thinned to the chart's size as viz.theme._thin_axis", () => {
@@ -41,7 +38,7 @@ test("token ticks thinned to the chart's size as viz.theme._thin_axis", () => {
     const name = c.horizontal ? "xaxis" : "yaxis";
     const layout = {margin: {l: 0, r: 0, t: 0, b: 0}, font: {size: c.font},
                     [name]: {...c.axis, domain: [0, 1], tickfont: {size: c.font}}};
-    const ticks = {[name]: {vals: c.axis.tickvals, text: c.axis.ticktext}};
+    const ticks = {[name]: {vals: c.axis.tickvals, text: c.axis.ticktext, em: c.em}};
     const out = fittedTicks(layout, ticks, c.length, c.length)[name];
     assert.deepEqual(out.vals, c.vals, `${name} of ${c.axis.tickvals.length} at ${c.length} px`);
     assert.deepEqual(out.text, c.text);
@@ -129,6 +126,26 @@ test("a frame patched into a figure is the figure Python builds for it", () => {
         sameValues(layout[name].range, ax.range, `${c.name} ${name}`);
       }
       if (/^coloraxis\d*$/.test(name)) close(layout[name].cmax, ax.cmax, `${c.name} ${name}`);
+    }
+  }
+});
+
+test("a lattice payload decodes as engine.relation.frames.decode", async () => {
+  const L = await decodeLattice(Buffer.from(FIX.lattice.bytes, "base64"));
+  const want = FIX.lattice;
+  assert.deepEqual([L.n, L.m, L.E, L.T], [want.n, want.m, want.eps.length, want.steps.length]);
+  for (let i = 0; i < L.E; i++) {
+    for (let k = 0; k < L.T; k++) {
+      const f = L.frame(i, k), at = `frame ${i}, ${k}`;
+      assert.deepEqual([f.eps, f.steps], [want.eps[i], want.steps[k]], at);
+      sameValues(Array.from(f.sink), want.plans[i][k], `${at} plan`);
+      sameValues(Array.from(f.soft), want.plans[i][0], `${at} softmax plan`);
+      sameValues(Array.from(f.att), want.attention[i], `${at} attention`);
+      sameValues(Array.from(f.sinkRows), want.row_sums[i][k], `${at} rows`);
+      sameValues(Array.from(f.sinkCols), want.col_sums[i][k], `${at} columns`);
+      for (const [key, v] of Object.entries(want.metrics)) {
+        assert.equal(f.metrics[key], num(v[i][k]), `${at} ${key}`);
+      }
     }
   }
 });
