@@ -393,9 +393,9 @@ def test_the_shipped_half_step_texts_are_the_metric_strip_s(lang):
     """The browser writes "N half-steps" from the texts the sliders ship (scrub.steps_text):
     the metric strip's own words (sinkscope_app.metrics.rows) for every count."""
     from engine.relation.summary import numbers as numbers_of
-    from sinkscope_app import i18n, metrics, scrub
+    from sinkscope_app import locale, metrics, scrub
 
-    words = {**scrub.WORDS, **i18n.texts("main", lang)["sliders"]["words"]}
+    words = {**scrub.WORDS, **locale.texts("main", lang)["sliders"]["words"]}
     s = summaries(np.random.default_rng(1))[0]
     for t in STEPS:
         r = SimpleNamespace(summary=Summary(**s), coupling=SimpleNamespace(half_steps_run=t))
@@ -406,7 +406,7 @@ def test_the_shipped_half_step_texts_are_the_metric_strip_s(lang):
 
 def test_the_sliders_ship_the_stops_python_snaps_to():
     from sinkscope_app import scrub
-    from sinkscope_app.state import EPS_OPTIONS, HALF_STEP_OPTIONS
+    from sinkscope_app.main.params import EPS_OPTIONS, HALF_STEP_OPTIONS
 
     for eps, steps in [(0.5, 40), (0.52, 41), (1e9, 1e12), (1e-9, 0), (0.0105, 1)]:
         i, k = scrub.nearest_stops(eps, steps, EPS_OPTIONS, HALF_STEP_OPTIONS)
