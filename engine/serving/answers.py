@@ -20,7 +20,7 @@ from ..models.encoder import Encoder
 from ..relation import frames
 from ..relation.lattice import relation_lattice
 from ..relation.relate import eps_path, relate_batch, relate_encodings
-from ..relation.sentences import rank
+from ..relation.sentences import parse_candidates, rank
 from ..settings import Settings
 from ..types import Encoding
 from . import wire
@@ -116,6 +116,14 @@ def rank_answer(enc: Encoder, req: RankRequest, measured) -> dict:
     ms, dropped = measured
     return ranking_document(rank(ms, eps=float(req.eps), pooling=enc.pooling,
                                  mean_pooled=enc.mean_pooled, dropped=dropped))
+
+
+def candidate_lines(req: RankRequest) -> list[str]:
+    """The candidate texts of a rank request, as the ranking reads them (one per line of a
+    text, or the list's items; at most MAX_CANDIDATES)."""
+    c = req.candidates
+    text = c if isinstance(c, str) else "\n".join(str(x).replace("\n", " ") for x in c)
+    return parse_candidates(text)[0]
 
 
 def warm_up(enc: Encoder, device) -> None:

@@ -7,8 +7,12 @@ replica (:class:`engine.serving.deployment.Engine`), which computes the answer
 - the engine's own errors (``engine.errors``: TextError, SettingsError, ModelError) → 422
   with their message, a body that does not fit its schema included (the message the
   embedded engine gives for the same value);
-- a body that is not JSON → 400; a body over ``SINKSCOPE_MAX_BODY`` bytes → 413, before it
-  is read whole; an unknown path → 404, a wrong method → 405;
+- a body that is not JSON → 400, one sent without ``Content-Type: application/json`` →
+  415; a body over ``SINKSCOPE_MAX_BODY`` bytes → 413, before it is read whole; a request
+  over its route's work budget → 413 (``WorkTooLarge``, :mod:`engine.serving.limits`);
+  an unknown path → 404, a wrong method → 405;
+- a computation past the deadline → 408 (``DeadlineExceeded``); no heavy slot free within
+  it → 503 (``Busy``, with ``Retry-After``);
 - anything unexpected → 500, logged on the replica, never a traceback on the wire.
 
 Under overload Ray Serve itself answers 503 with ``Retry-After`` (the deployment's
@@ -26,7 +30,9 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import SinkscopeError
+from ..solver.cancel import Cancelled, DeadlineExceeded
 from . import answers, wire
+from .limits import Busy, WorkTooLarge
 from .schemas import (AlignmentsDocument, AlignRequest, EpsPathDocument, EpsPathRequest, ErrorResponse, HealthResponse,
                       LatticeDocument, LatticeRequest, ModelsResponse, RankingDocument,
                       RankRequest, RelateRequest, RelationDocument, StatsResponse,
@@ -40,11 +46,16 @@ BODIES = {"/v1/relate": RelateRequest, "/v1/eps_path": EpsPathRequest,
           "/v1/lattice": LatticeRequest, "/v1/rank": RankRequest, "/v1/align": AlignRequest}
 EXAMPLE = '{"text_a": "…", "text_b": "…"}'
 _ERRORS = {400: {"model": ErrorResponse, "description": "The body is not JSON."},
-           413: {"model": ErrorResponse, "description": "The body is over SINKSCOPE_MAX_BODY."},
+           408: {"model": ErrorResponse, "description": "The computation ran past "
+                 "SINKSCOPE_SERVE_DEADLINE_S and was stopped: ask for less."},
+           413: {"model": ErrorResponse, "description": "The body is over SINKSCOPE_MAX_BODY, "
+                 "or the request over its route's work budget (SINKSCOPE_SERVE_WORK_*)."},
+           415: {"model": ErrorResponse, "description": "The body is not sent as "
+                 "Content-Type: application/json."},
            422: {"model": ErrorResponse, "description": "The engine's own error "
                  "(TextError, SettingsError, ModelError): the message says what to change."},
-           503: {"model": None, "description": "Overloaded: try again after Retry-After "
-                 "seconds."}}
+           503: {"model": None, "description": "Overloaded or busy: try again after "
+                 "Retry-After seconds."}}
 _DOCUMENT = {200: {"content": {wire.NPZ: {}}, "description": "The document as JSON, or as "
                    f"NPZ with Accept: {wire.NPZ}."}}
 
@@ -138,8 +149,7 @@ def build_api(engine) -> FastAPI:
     :class:`engine.serving.deployment.Engine`, or None for the schema alone)."""
     api = FastAPI(title="sinkscope engine", version="1",
                   description="Softmax attention beside Sinkhorn couplings, served.",
-                  docs_url=None, redoc_url=None, openapi_url="/v1/openapi.json",
-                  strict_content_type=False)
+                  docs_url=None, redoc_url=None, openapi_url="/v1/openapi.json")
 
     def count(status: int) -> None:
         if engine is not None:
@@ -151,8 +161,30 @@ def build_api(engine) -> FastAPI:
     async def _engine_error(request: Request, e: SinkscopeError) -> JSONResponse:
         return error(422, type(e).__name__, str(e))
 
+    @api.exception_handler(WorkTooLarge)
+    async def _too_much(request: Request, e: WorkTooLarge) -> JSONResponse:
+        return error(413, "WorkTooLarge", str(e))
+
+    @api.exception_handler(DeadlineExceeded)
+    async def _late(request: Request, e: DeadlineExceeded) -> JSONResponse:
+        return error(408, "DeadlineExceeded", str(e))
+
+    @api.exception_handler(Busy)
+    async def _busy(request: Request, e: Busy) -> JSONResponse:
+        answer = error(503, "Busy", str(e))
+        answer.headers["Retry-After"] = str(Busy.retry_after_s)
+        return answer
+
+    @api.exception_handler(Cancelled)
+    async def _gone(request: Request, e: Cancelled) -> JSONResponse:
+        return error(499, "Cancelled", "The request was cancelled.")  # nobody reads it
+
     @api.exception_handler(RequestValidationError)
     async def _invalid(request: Request, e: RequestValidationError) -> JSONResponse:
+        media = (request.headers.get("content-type") or "").split(";")[0].strip().lower()
+        if media != wire.JSON and not media.endswith("+json"):
+            return error(415, "UnsupportedMediaType", "Send the body as JSON with the header "
+                         f"Content-Type: {wire.JSON} (got {_short(media, 60) or 'none'}).")
         errors = list(e.errors())
         for err in errors:
             loc = tuple(err.get("loc") or ())
