@@ -12,14 +12,12 @@ healthy, a stop and restart seen by the client, the app through AppTest.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import contextlib
 import dataclasses
 import io
 import json
 import os
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
@@ -33,6 +31,7 @@ from engine.serving.client import EngineClient, EngineUnavailable, ServedModel  
 from engine.errors import ModelError, SettingsError, TextError  # noqa: E402
 from engine.io.export import relation_document, relation_from_dict  # noqa: E402
 from engine.serving import wire  # noqa: E402
+from tests.support.engine_server import scripted  # noqa: E402
 from tests.support.server import free_port  # noqa: E402
 from tests.support.apptest import data as component_data  # noqa: E402
 
@@ -163,40 +162,6 @@ def test_client_names_the_url_when_nothing_answers():
     assert f"127.0.0.1:{port}" in str(e.value) and "python -m engine serve" in str(e.value)
     assert "connection refused" in str(e.value) and c.retried > 0
     assert not isinstance(e.value, ValueError) and e.value.status is None
-
-
-@contextlib.contextmanager
-def scripted(*answers):
-    """A loopback HTTP server that answers its n-th request with ``answers[n]`` (status,
-    headers, body; the last one again after that). Yields (URL, the times requests came)."""
-    seen: list[float] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def answer(self):
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            seen.append(time.monotonic())
-            status, headers, body = answers[min(len(seen), len(answers)) - 1]
-            self.send_response(status)
-            for k, v in {"Content-Type": "application/json", **headers}.items():
-                self.send_header(k, v)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        do_GET = do_POST = answer
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", seen
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
 
 
 OK = (200, {}, json.dumps({"status": "ok", "replica": "r"}).encode())

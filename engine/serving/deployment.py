@@ -15,6 +15,7 @@ autoscaling (``deploy/serve.yaml``, ``import_path: engine.serving.deployment:app
 import asyncio
 import collections
 import copy
+import dataclasses
 import json
 import logging
 import os
@@ -107,6 +108,7 @@ class Engine:
         self.measures: dict[tuple, tuple] = {}  # the Sentences view's texts, newest last
         self.measures_lock = threading.Lock()  # worker threads read and write it
         self.lanes = limits.Lanes()
+        self.deadline_s = settings.CONFIG.serve_deadline_s  # the operator's, from the env
         self.requests = 0
         self.errors: collections.Counter[int] = collections.Counter()
         try:
@@ -121,8 +123,11 @@ class Engine:
         return build_api(self)
 
     def reconfigure(self, config: dict) -> None:
-        """Serve's ``user_config``: batch size, batch waits and cache size, changed live."""
+        """Serve's ``user_config``: batch size, batch waits, cache size and deadline,
+        changed live."""
         config = {**TUNING, **(config or {})}
+        deadline = config.get("deadline_s") or self.deadline_s
+        settings.CONFIG = dataclasses.replace(settings.CONFIG, serve_deadline_s=float(deadline))
         self.batching.max_batch_size = int(config["max_batch_size"])
         for batcher, wait in ((self._encode_batch, "batch_wait_timeout_s"),
                               (self._relate_batch, "relate_wait_timeout_s")):
@@ -350,18 +355,20 @@ def build(*, replicas: int = 1, gpus_per_replica: float = 0.0, cpus_per_replica:
           max_batch_size: int = 16,
           batch_wait_timeout_s: float = TUNING["batch_wait_timeout_s"],
           relate_wait_timeout_s: float = TUNING["relate_wait_timeout_s"],
-          cache_mb: int | None = None):
+          cache_mb: int | None = None, deadline_s: float | None = None):
     """The Serve application: ``replicas`` copies of :class:`Engine`, each with
     ``gpus_per_replica`` GPUs (fractions share one) and ``cpus_per_replica`` CPUs, at most
     ``max_ongoing_requests`` each and ``max_queued_requests`` waiting per caller (then 503
-    with Retry-After); the rest is the replicas' ``user_config`` (:data:`TUNING`)."""
+    with Retry-After); the rest is the replicas' ``user_config`` (:data:`TUNING`;
+    ``deadline_s`` None: SINKSCOPE_SERVE_DEADLINE_S)."""
     return Engine.options(
         num_replicas=replicas, max_ongoing_requests=max_ongoing_requests,
         max_queued_requests=max_queued_requests,
         ray_actor_options={"num_cpus": cpus_per_replica, "num_gpus": gpus_per_replica},
         user_config={"max_batch_size": max_batch_size,
                      "batch_wait_timeout_s": batch_wait_timeout_s,
-                     "relate_wait_timeout_s": relate_wait_timeout_s, "cache_mb": cache_mb},
+                     "relate_wait_timeout_s": relate_wait_timeout_s, "cache_mb": cache_mb,
+                     "deadline_s": deadline_s},
     ).bind()
 
 

@@ -1,15 +1,19 @@
 """``python -m engine serve`` as a separate process, started and stopped by tests and
-benchmarks (the way an operator runs it)."""
+benchmarks (the way an operator runs it); and :func:`scripted`, a loopback stand-in that
+answers what a test tells it to."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from tests.support.server import ROOT, die_with_parent, kill_group
@@ -84,3 +88,36 @@ class EngineProcess:
         finally:
             kill_group(proc)
 
+
+@contextlib.contextmanager
+def scripted(*answers):
+    """A loopback HTTP server that answers its n-th request with ``answers[n]`` (status,
+    headers, body; the last one again after that). Yields (URL, the times requests came)."""
+    seen: list[float] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def answer(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            seen.append(time.monotonic())
+            status, headers, body = answers[min(len(seen), len(answers)) - 1]
+            self.send_response(status)
+            for k, v in {"Content-Type": "application/json", **headers}.items():
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = answer
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
