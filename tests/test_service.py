@@ -12,12 +12,14 @@ healthy, a stop and restart seen by the client, the app through AppTest.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import dataclasses
 import io
 import json
 import os
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,7 +29,8 @@ from hypothesis import given, settings as hsettings, strategies as st
 os.environ["SINKSCOPE_WARM_UP"] = "0"
 
 from engine import relate, settings  # noqa: E402
-from engine.serving.client import EngineClient, EngineUnavailable, ServedModel  # noqa: E402
+from engine.serving.client import (EngineClient, EngineUnavailable, RequestTimedOut,  # noqa: E402
+                                   RequestTooLarge, ServedModel)
 from engine.errors import ModelError, SettingsError, TextError  # noqa: E402
 from engine.io.export import relation_document, relation_from_dict  # noqa: E402
 from engine.serving import wire  # noqa: E402
@@ -488,6 +491,9 @@ BAD = [  # (body or raw bytes, status, error type, words in the message)
      "too many for the heads grid"),
     ({"text_a": "x", "text_b": "y", "text_c": "z" * 10_000}, 422, "SettingsError", "Unknown"),
     (b'{"text_a": "' + b"a" * 1_100_000 + b'"}', 413, "PayloadTooLarge", "limit"),
+    ({"text_a": LONG, "text_b": LONG, "half_steps": 100_000}, 413, "WorkTooLarge",
+     "172 × 172 token pairs × 100,000 half-steps); the served engine allows 2,000,000,000 "
+     "per /v1/relate (SINKSCOPE_SERVE_WORK_RELATE). Ask for fewer half-steps"),
 ]
 
 
@@ -716,6 +722,141 @@ def test_app_with_no_engine_shows_a_notice(monkeypatch):
 
     c = compute.client(dead)  # the page's one client: one call's retries, not every call's
     assert 0 < c.retried <= c.retries
+
+
+# --------------------------------------------------------------------------- hostile load
+SIXTY = " ".join(["river bank money water loan quiet house morning light people"] * 6)
+T256 = " ".join(["river bank money water loan quiet house morning"] * 32)
+U256 = " ".join(["people walk talk city market bridge boat stone"] * 32)
+HEAVY = {"text_a": T256, "text_b": U256, "layer": 5, "head": 3, "eps": 0.001,
+         "half_steps": 25_000, "tol": 1e-300}  # 1.6e9 of 2e9: seconds to minutes of work
+
+
+def busy_after(pids, since: float) -> float:
+    """CPU seconds the replicas ``pids`` use in the second starting 1 s after ``since``
+    (a running solve uses about one per second)."""
+    from tests.support.server import cpu_seconds
+
+    time.sleep(max(0.0, since + 1.0 - time.monotonic()))
+    c0 = sum(cpu_seconds(p) for p in pids)
+    time.sleep(1.0)
+    return sum(cpu_seconds(p) for p in pids) - c0
+
+
+def test_every_listener_of_the_local_ray_is_on_loopback(service):
+    """GCS, raylet, object and node managers, workers, agents, Serve's proxy and the
+    replicas (their gRPC servers too): every socket Ray's processes listen on is
+    127.0.0.1."""
+    from tests.support.engine_server import listeners, loopback
+    from tests.support.server import descendants
+
+    found = listeners(descendants(os.getpid()))
+    assert len(found) >= 10, found  # Ray's whole set, not an empty match
+    assert [a for a, _ in found if not loopback(a)] == [], found
+
+
+def test_answers_over_four_mebibytes_arrive_in_npz_and_json(url, encoder):
+    """The heads grid of a 60-word pair (62 × 62 tokens): 11 MB as NPZ, 25 MB as JSON,
+    beyond gRPC's 4 MiB between Serve's proxy and the replica; both equal embedded."""
+    embedded = relate(SIXTY, SIXTY, encoder=encoder, layer="all", head="all")
+    assert_same(EngineClient(url).relate(SIXTY, SIXTY, layer="all", head="all"), embedded)
+    r = HTTP.request("POST", url + "/v1/relate", body=json.dumps(
+        {"text_a": SIXTY, "text_b": SIXTY, "layer": "all", "head": "all"}).encode(),
+        headers={"Content-Type": wire.JSON})
+    assert r.status == 200 and len(r.data) > 4 * 2**20
+    assert_same(relation_from_dict(json.loads(r.data)), embedded)
+
+
+@pytest.mark.parametrize("path, body, words", [
+    ("/v1/eps_path", {"text_a": T256, "text_b": U256, "layer": 5, "head": 3,
+                      "eps_values": [0.01] * 64, "half_steps": 100_000},
+     "× 100,000 half-steps × 64 ε values); the served engine allows 3,200,000,000"),
+    ("/v1/lattice", {"text_a": SIXTY, "text_b": SIXTY, "layer": 5, "head": 3,
+                     "eps_values": list(np.geomspace(0.01, 10, 128)),
+                     "steps": list(range(1, 129))}, "SINKSCOPE_SERVE_WORK_LATTICE")])
+def test_work_over_a_routes_budget_is_refused_before_computing(url, path, body, words):
+    t = time.monotonic()
+    status, _, doc = post(url, path, body)
+    assert status == 413 and doc["error"]["type"] == "WorkTooLarge", doc
+    assert words in doc["error"]["message"] and time.monotonic() - t < 2
+    if path == "/v1/eps_path":  # the client's error for it
+        with pytest.raises(RequestTooLarge, match="Ask for fewer"):
+            EngineClient(url).eps_path(**body)
+
+
+def test_a_post_without_content_type_is_refused(url):
+    r = HTTP.request("POST", url + "/v1/relate", body=json.dumps({"text_a": A}).encode())
+    doc = json.loads(r.data)
+    assert r.status == 415 and "Content-Type: application/json" in doc["error"]["message"]
+
+
+def test_a_late_or_abandoned_request_stops_computing_within_a_second(url):
+    """A heavy relate past its deadline (here the client's: it waits 2 s) is answered 408
+    with the engine's message (RequestTimedOut in the client, whose own timeout sets the
+    deadline); a client that leaves mid-computation: either way the replicas stop
+    computing within a second."""
+    from benchmarks.service import replica_pids
+
+    pids = replica_pids(url, REPLICAS).values()
+    t = time.monotonic()
+    status, _, doc = post(url, "/v1/relate", HEAVY, headers={"X-Sinkscope-Deadline": "2"})
+    assert status == 408 and doc["error"]["type"] == "DeadlineExceeded", doc
+    assert "deadline of 2 s (the client's X-Sinkscope-Deadline)" in doc["error"]["message"]
+    assert time.monotonic() - t < 8
+    assert busy_after(pids, time.monotonic()) < 0.3
+    with pytest.raises(RequestTimedOut, match="fewer half-steps"):
+        EngineClient(url, timeout=3).relate(**HEAVY)
+    with pytest.raises(urllib3.exceptions.ReadTimeoutError):
+        HTTP.request("POST", url + "/v1/relate", body=json.dumps(HEAVY).encode(),
+                     headers={"Content-Type": wire.JSON}, timeout=urllib3.Timeout(read=3))
+    assert busy_after(pids, time.monotonic()) < 0.3  # not the ~1 s/s of a running solve
+
+
+def test_light_requests_do_not_wait_behind_heavy_ones(url):
+    """Two heavy relates run (one per replica, or one waiting for its replica's heavy
+    slot); a slider move meanwhile takes at most max(1 s, 5×) its time alone."""
+    c = EngineClient(url)
+    c.relate(A, B, layer=5, head=3)
+
+    def light(k: int) -> float:
+        t = time.perf_counter()
+        c.relate(A, B, layer=5, head=3, eps=0.3 + 0.01 * k)
+        return time.perf_counter() - t
+
+    alone = float(np.median([light(k) for k in range(3)]))
+
+    def heavy(_):
+        with contextlib.suppress(urllib3.exceptions.HTTPError):
+            HTTP.request("POST", url + "/v1/relate", body=json.dumps(HEAVY).encode(),
+                         headers={"Content-Type": wire.JSON}, timeout=urllib3.Timeout(read=6))
+
+    with cf.ThreadPoolExecutor(2) as pool:
+        futures = [pool.submit(heavy, i) for i in range(2)]
+        time.sleep(1.5)
+        under = max(light(k) for k in range(3, 6))
+        for f in futures:
+            f.result()
+    assert under <= max(1.0, 5 * alone), (alone, under)
+
+
+def test_align_engine_links_equal_the_embedded_run(url, capsys, monkeypatch):
+    """``python -m engine align --engine URL``: the pairs in chunks (16 pairs each here,
+    two chunks), the same links and scores as the embedded run, a progress bar."""
+    from engine.alignment import remote
+    from engine.io.cli import main
+
+    pairs = str(Path(__file__).parent / "data" / "align" / "pairs.tsv")
+    argv = ["align", "--pairs", pairs, "--method", "softmax-both", "--bootstrap", "0",
+            "--json"]
+    assert main(argv) == 0
+    embedded = json.loads(capsys.readouterr().out)
+    monkeypatch.setattr(remote, "CHUNK", 16)
+    assert main(argv + ["--engine", url]) == 0
+    out = capsys.readouterr()
+    served = json.loads(out.out)
+    assert served["alignments"] == embedded["alignments"]
+    assert served["methods"] == embedded["methods"]
+    assert "40/40 texts" in out.err  # the progress bar
 
 
 def test_zy_a_replica_killed_mid_run_fails_no_call(url):

@@ -77,8 +77,7 @@ class Corpus:
         def send(start: int) -> None:
             if failed.is_set():  # the first failure stops the run: no chunk is sent after
                 return
-            chunk = [{"text_a": p.text_a, "text_b": p.text_b}
-                     for p in self.pairs[start:start + CHUNK]]
+            chunk = list(self.pairs[start:start + CHUNK])  # with gold: scored alike
             try:
                 got = self._send(chunk, settings, start)
             except BaseException:
@@ -95,7 +94,7 @@ class Corpus:
                 f.result()
         return out
 
-    def _send(self, chunk: list[dict], settings: dict, start: int) -> list:
+    def _send(self, chunk: list, settings: dict, start: int) -> list:
         """One chunk, tried again after the service failed it; its alignments in order."""
         from ..serving.client import EngineUnavailable
 

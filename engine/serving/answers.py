@@ -163,10 +163,12 @@ def align_answer(enc: Encoder, req: AlignRequest, device=None) -> dict:
     pairs in padded batches), one alignment document per pair."""
     from ..alignment.api import align_pairs
 
+    from ..solver.cancel import poll
+
     pairs = [{"text_a": p.text_a, "text_b": p.text_b, "gold": p.gold} for p in req.pairs]
     out = align_pairs(pairs, method=req.method, source=req.source, layer=req.layer,
                       head=req.head, center=req.center, threshold=req.threshold, tau=req.tau,
                       mass=req.mass, eps=req.eps, lowercase=req.lowercase, encoder=enc,
-                      device=device)
+                      device=device, progress=lambda done, total: poll())
     return {"schema": ALIGN_SCHEMA, "model": enc.name,
             "alignments": [a.to_dict(values=req.values) for a in out]}

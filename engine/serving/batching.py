@@ -38,9 +38,8 @@ from .cache import EncodingCache, Job
 # batch_wait_timeout_s: how long an encode batch waits to fill; relate_wait_timeout_s:
 # the same for slider moves, which join a batch only while others are being related (one
 # arriving alone never waits); 10–30 ms gave the most relations per second here.
-# deadline_s: seconds a request may compute (None: SINKSCOPE_SERVE_DEADLINE_S).
 TUNING = {"max_batch_size": 16, "batch_wait_timeout_s": 0.005, "relate_wait_timeout_s": 0.02,
-          "cache_mb": None, "deadline_s": None}
+          "cache_mb": None}
 GPU_BUCKET = 32  # tokens: on an accelerator, jobs up to this much apart share a pass
 
 

@@ -47,6 +47,7 @@ import urllib3
 from .. import errors
 
 from . import wire
+from .limits import DEADLINE_HEADER
 from ..io.export import ranking_from_dict, relation_from_dict
 from ..settings import DEFAULT_MODEL, Settings
 from ..types import Ranking, Relation
@@ -299,6 +300,9 @@ class EngineClient:
         deadline = time.monotonic() + budget
         for attempt in range(self.retries + 1):
             left = max(0.05, deadline - time.monotonic())
+            # The engine stops computing a little before this call gives up, so its 408
+            # arrives (RequestTimedOut) instead of nothing, and no work outlives the call.
+            headers[DEADLINE_HEADER] = f"{max(0.05, left - min(1.0, left / 10)):.3f}"
             try:
                 resp = self._pool.request(method, self.url + path, body=data, headers=headers,
                                           timeout=urllib3.Timeout(connect=min(5.0, left),

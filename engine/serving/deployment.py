@@ -15,7 +15,6 @@ autoscaling (``deploy/serve.yaml``, ``import_path: engine.serving.deployment:app
 import asyncio
 import collections
 import copy
-import dataclasses
 import json
 import logging
 import os
@@ -41,7 +40,8 @@ from .schemas import EpsPathRequest, LatticeRequest
 
 log = logging.getLogger("ray.serve.sinkscope")
 
-MEASURES_KEPT = 16  # Sentences requests whose encoded texts a replica keeps
+MEASURES_KEPT = 16  # Sentences requests whose encoded texts a replica keeps...
+MEASURES_BYTES = 64 * 2**20  # ...within this many bytes of points (the newest always)
 # Overload (batching.Overload): each caller (an HTTP proxy) queues at most MAX_QUEUED
 # requests beyond what the replicas hold (MAX_ONGOING each); above it Serve answers 503
 # with Retry-After.
@@ -108,7 +108,6 @@ class Engine:
         self.measures: dict[tuple, tuple] = {}  # the Sentences view's texts, newest last
         self.measures_lock = threading.Lock()  # worker threads read and write it
         self.lanes = limits.Lanes()
-        self.deadline_s = settings.CONFIG.serve_deadline_s  # the operator's, from the env
         self.requests = 0
         self.errors: collections.Counter[int] = collections.Counter()
         try:
@@ -123,11 +122,8 @@ class Engine:
         return build_api(self)
 
     def reconfigure(self, config: dict) -> None:
-        """Serve's ``user_config``: batch size, batch waits, cache size and deadline,
-        changed live."""
+        """Serve's ``user_config``: batch size, batch waits and cache size, changed live."""
         config = {**TUNING, **(config or {})}
-        deadline = config.get("deadline_s") or self.deadline_s
-        settings.CONFIG = dataclasses.replace(settings.CONFIG, serve_deadline_s=float(deadline))
         self.batching.max_batch_size = int(config["max_batch_size"])
         for batcher, wait in ((self._encode_batch, "batch_wait_timeout_s"),
                               (self._relate_batch, "relate_wait_timeout_s")):
@@ -173,7 +169,7 @@ class Engine:
         A light request runs at once (``batched``, relations: it may be solved together
         with others, :meth:`Batcher.solve`); a heavy one waits for a heavy slot."""
         self.requests += 1
-        t0 = time.perf_counter()
+        t0, since = time.perf_counter(), time.monotonic()
         job = self._job(req)
         price = self._price(req, job)
         media = wire.media_type(accept)
@@ -185,7 +181,7 @@ class Engine:
             headers = {"X-Sinkscope-Replica": self.replica, "X-Sinkscope-Batch": str(batch)}
             if not price.light:
                 return await self._heavy(lambda: answer(encodings, req, self.on_device),
-                                         media, headers)
+                                         media, headers, since)
 
             def work() -> tuple[bytes, float]:  # one trip to a worker thread
                 with scope(token):
@@ -204,14 +200,14 @@ class Engine:
         return Response(body, media_type=media, headers={
             **headers, "X-Sinkscope-Solved-With": str(solved), "Server-Timing": timing})
 
-    async def _heavy(self, compute: Callable[[], dict], media: str,
-                     headers: dict) -> Response:
-        """A heavy request: wait for a heavy slot (503 after the deadline), compute in a
-        worker thread under the deadline (counted from here: the wait had its own), and
-        stream the answer in pieces while still holding the slot (a replica holds one
-        heavy answer at a time)."""
-        release = await self.lanes.acquire(settings.CONFIG.serve_deadline_s)
-        token = limits.token()
+    async def _heavy(self, compute: Callable[[], dict], media: str, headers: dict,
+                     since: float) -> Response:
+        """A heavy request (arrived at ``since``): wait for a heavy slot (503 after the
+        deadline), compute in a worker thread under the deadline (the operator's counted
+        from here: the wait had its own), and stream the answer in pieces while still
+        holding the slot (a replica holds one heavy answer at a time)."""
+        release = await self.lanes.acquire(limits.token(since).deadline_s)
+        token = limits.token(since)
         try:
             def work():
                 with scope(token):
@@ -257,7 +253,10 @@ class Engine:
                 measured = measures(enc, req.text_a, req.candidates)
                 with self.measures_lock:
                     self.measures[key] = measured
-                    while len(self.measures) > MEASURES_KEPT:
+                    while len(self.measures) > 1 and (
+                            len(self.measures) > MEASURES_KEPT or sum(
+                                m.points.nbytes for ms, _ in self.measures.values()
+                                for m in ms) > MEASURES_BYTES):
                         self.measures.pop(next(iter(self.measures)))
             return answers.rank_answer(enc, req, measured)
 
@@ -279,7 +278,7 @@ class Engine:
         media, token = wire.media_type(accept), limits.token()
         headers = {"X-Sinkscope-Replica": self.replica}
         if not price.light:
-            return await self._heavy(compute, media, headers)
+            return await self._heavy(compute, media, headers, time.monotonic())
 
         def work() -> bytes:
             with scope(token):
@@ -355,20 +354,18 @@ def build(*, replicas: int = 1, gpus_per_replica: float = 0.0, cpus_per_replica:
           max_batch_size: int = 16,
           batch_wait_timeout_s: float = TUNING["batch_wait_timeout_s"],
           relate_wait_timeout_s: float = TUNING["relate_wait_timeout_s"],
-          cache_mb: int | None = None, deadline_s: float | None = None):
+          cache_mb: int | None = None):
     """The Serve application: ``replicas`` copies of :class:`Engine`, each with
     ``gpus_per_replica`` GPUs (fractions share one) and ``cpus_per_replica`` CPUs, at most
     ``max_ongoing_requests`` each and ``max_queued_requests`` waiting per caller (then 503
-    with Retry-After); the rest is the replicas' ``user_config`` (:data:`TUNING`;
-    ``deadline_s`` None: SINKSCOPE_SERVE_DEADLINE_S)."""
+    with Retry-After); the rest is the replicas' ``user_config`` (:data:`TUNING`)."""
     return Engine.options(
         num_replicas=replicas, max_ongoing_requests=max_ongoing_requests,
         max_queued_requests=max_queued_requests,
         ray_actor_options={"num_cpus": cpus_per_replica, "num_gpus": gpus_per_replica},
         user_config={"max_batch_size": max_batch_size,
                      "batch_wait_timeout_s": batch_wait_timeout_s,
-                     "relate_wait_timeout_s": relate_wait_timeout_s, "cache_mb": cache_mb,
-                     "deadline_s": deadline_s},
+                     "relate_wait_timeout_s": relate_wait_timeout_s, "cache_mb": cache_mb},
     ).bind()
 
 

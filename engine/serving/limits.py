@@ -14,8 +14,8 @@ what to change:
 | rank | Σ token pairs of its three batched solves × 10,000 half-steps |
 | align | Σ word pairs (words of A × words of B) |
 
-A request then runs under a deadline (:func:`token`: the solver polls it, 408 when it is
-spent) in one of two lanes (:class:`Lanes`): a light request (little work, a small answer)
+A request then runs under a deadline (:func:`token`: the operator's, or a shorter one the
+client asks for; the solver polls it, 408 when it is spent) in one of two lanes (:class:`Lanes`): a light request (little work, a small answer)
 runs at once; a heavy one waits for one of a replica's :data:`HEAVY_SLOTS` (503 with
 Retry-After when none frees up within the deadline), so light requests never queue behind
 heavy ones and a replica holds one heavy answer at a time (its memory stays bounded).
@@ -26,7 +26,9 @@ Plain Python and asyncio: tested without Ray (``tests/test_limits.py``).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -41,6 +43,10 @@ RANK_HALF_STEPS = 10_000  # engine.relation.sentences.HALF_STEPS (each solve's m
 DEFAULT_EPS_VALUES = 12  # engine.relation.relate.eps_path's default ε values
 ENV = "SINKSCOPE_SERVE_WORK_{}"
 DEADLINE_ENV = "SINKSCOPE_SERVE_DEADLINE_S"
+DEADLINE_HEADER = "X-Sinkscope-Deadline"  # seconds a client waits: a shorter deadline
+# The deadline the request being answered asked for (its header), set by the HTTP layer.
+asked_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "sinkscope_asked_deadline", default=None)
 
 
 class WorkTooLarge(SettingsError):
@@ -178,9 +184,27 @@ def align_price(pairs: Sequence[tuple[str, str]], values: bool = True) -> Price:
                  bytes=(20.0 if values else 0.0) * work, solve=math.inf)
 
 
-def token() -> Token:
-    """A request's cancel token with the operator's deadline (``serve_deadline_s``)."""
-    return Token(settings.CONFIG.serve_deadline_s, limit=DEADLINE_ENV)
+def token(since: float | None = None) -> Token:
+    """A cancel token with the deadline of a computation starting now: the operator's
+    (``serve_deadline_s``), or what is left of the client's when that is shorter (its
+    :data:`DEADLINE_HEADER`, counted from ``since``, the request's arrival: the client will
+    not wait longer, so nothing is computed after it has gone)."""
+    asked, operator = asked_deadline.get(), settings.CONFIG.serve_deadline_s
+    if asked is not None:
+        left = asked - (time.monotonic() - since) if since is not None else asked
+        if left < operator:
+            return Token(max(left, 0.0), limit=f"the client's {DEADLINE_HEADER}",
+                         shown_s=asked)
+    return Token(operator, limit=DEADLINE_ENV)
+
+
+def parse_deadline(value: str | None) -> float | None:
+    """Seconds from a :data:`DEADLINE_HEADER` value (a number > 0), else None."""
+    try:
+        v = float(value) if value is not None else math.nan
+    except ValueError:
+        return None
+    return v if math.isfinite(v) and v > 0 else None
 
 
 class Lanes:

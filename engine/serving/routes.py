@@ -11,8 +11,9 @@ replica (:class:`engine.serving.deployment.Engine`), which computes the answer
   415; a body over ``SINKSCOPE_MAX_BODY`` bytes → 413, before it is read whole; a request
   over its route's work budget → 413 (``WorkTooLarge``, :mod:`engine.serving.limits`);
   an unknown path → 404, a wrong method → 405;
-- a computation past the deadline → 408 (``DeadlineExceeded``); no heavy slot free within
-  it → 503 (``Busy``, with ``Retry-After``);
+- a computation past the deadline (the operator's, or a shorter one in the request's
+  ``X-Sinkscope-Deadline`` header) → 408 (``DeadlineExceeded``); no heavy slot free
+  within it → 503 (``Busy``, with ``Retry-After``);
 - anything unexpected → 500, logged on the replica, never a traceback on the wire.
 
 Under overload Ray Serve itself answers 503 with ``Retry-After`` (the deployment's
@@ -31,7 +32,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import SinkscopeError
 from ..solver.cancel import Cancelled, DeadlineExceeded
-from . import answers, wire
+from . import answers, limits, wire
 from .limits import Busy, WorkTooLarge
 from .schemas import (AlignmentsDocument, AlignRequest, EpsPathDocument, EpsPathRequest, ErrorResponse, HealthResponse,
                       LatticeDocument, LatticeRequest, ModelsResponse, RankingDocument,
@@ -95,6 +96,9 @@ class Guard:
                     self.count(message["status"])
             await send(message)
 
+        headers = dict(scope.get("headers") or [])
+        asked = limits.asked_deadline.set(limits.parse_deadline(
+            (headers.get(limits.DEADLINE_HEADER.lower().encode()) or b"").decode() or None))
         try:
             if scope["method"] in ("POST", "PUT", "PATCH"):
                 refused, receive = await self._read(scope, receive)
@@ -107,6 +111,8 @@ class Guard:
                 await error(500, "InternalError", "The engine failed on this request; the "
                             "operator's log has the details. Try again or change the "
                             "input.")(scope, receive, tracked)
+        finally:
+            limits.asked_deadline.reset(asked)
 
     @staticmethod
     async def _read(scope, receive):

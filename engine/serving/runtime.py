@@ -82,8 +82,8 @@ def start(application=None, *, host: str = "127.0.0.1", port: int = 8000) -> str
 
 
 def deploy(application=None) -> None:
-    """Deploy (or update in place) the application on the running Serve; a change of
-    ``user_config`` only reconfigures the replicas, which keep their models and caches."""
+    """Deploy (or update) the application on the running Serve (its replicas start
+    anew; ``serve deploy`` of deploy/serve.yaml changes a ``user_config`` in place)."""
     from ray import serve
 
     from .deployment import build

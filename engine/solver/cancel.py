@@ -43,11 +43,15 @@ class Token:
     Args:
         deadline_s: seconds the computation may take; None: no deadline.
         limit: how the deadline is named in its error (e.g. an environment variable).
+        shown_s: the deadline its error names (default ``deadline_s``; e.g. a request's
+            whole deadline, of which this computation has what is left).
     """
 
-    def __init__(self, deadline_s: float | None = None, *, limit: str = ""):
+    def __init__(self, deadline_s: float | None = None, *, limit: str = "",
+                 shown_s: float | None = None):
         self.deadline_s = deadline_s
         self.limit = limit
+        self.shown_s = deadline_s if shown_s is None else shown_s
         self.start = time.monotonic()
         self.deadline = None if deadline_s is None else self.start + float(deadline_s)
         self._cancelled = threading.Event()
@@ -71,7 +75,7 @@ class Token:
         if self.deadline is not None and time.monotonic() > self.deadline:
             named = f" ({self.limit})" if self.limit else ""
             raise DeadlineExceeded(
-                f"The computation took longer than its deadline of {self.deadline_s:g} s"
+                f"The computation took longer than its deadline of {self.shown_s:g} s"
                 f"{named} and was stopped; ask for less: fewer half-steps, fewer ε values, "
                 "a larger ε, or shorter texts.")
 

@@ -121,3 +121,31 @@ def scripted(*answers):
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+
+
+def listeners(pids: set[int]) -> list[tuple[str, int]]:
+    """(local address, pid) of every listening TCP socket the processes ``pids`` hold,
+    from ``ss -ltnp``."""
+    import re
+
+    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True, check=True).stdout
+    found = []
+    for line in out.splitlines():
+        for pid in map(int, re.findall(r"pid=(\d+)", line)):
+            if pid in pids:
+                found.append((line.split()[3], pid))
+                break
+    return found
+
+
+def loopback(address: str) -> bool:
+    """Whether a listening address (``ss``'s form: 127.0.0.1:P, [::ffff:127.0.0.1]:P,
+    [::1]:P) is on the loopback interface."""
+    host = address.rsplit(":", 1)[0].strip("[]")
+    return host in ("::1", "localhost") or host.removeprefix("::ffff:").startswith("127.")
+
+
+def reset_peak(pid: int) -> None:
+    """Reset a process's peak resident memory (VmHWM) to its current one (Linux:
+    ``clear_refs`` 5), so that the next peak read is of what comes after."""
+    Path(f"/proc/{pid}/clear_refs").write_text("5")
