@@ -350,6 +350,7 @@ def main(argv: list[str] | None = None) -> int:
         from benchmarks import service_limits
 
         service_limits.run(url)
+    service_limits.transport_rows()
     wire_rows(embedded)
     from tests.support.server import peak_rss_mb
 

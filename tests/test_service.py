@@ -29,7 +29,7 @@ from hypothesis import given, settings as hsettings, strategies as st
 os.environ["SINKSCOPE_WARM_UP"] = "0"
 
 from engine import relate, settings  # noqa: E402
-from engine.serving.client import (EngineClient, EngineUnavailable, RequestTimedOut,  # noqa: E402
+from engine.serving.client import (EngineClient, EngineUnavailable,  # noqa: E402
                                    RequestTooLarge, ServedModel)
 from engine.errors import ModelError, SettingsError, TextError  # noqa: E402
 from engine.io.export import relation_document, relation_from_dict  # noqa: E402
@@ -624,6 +624,43 @@ def test_rank_served_equals_embedded(url, encoder):
     assert status == 422 and doc["error"]["type"] == "TextError"
 
 
+def test_concurrent_rankings_each_get_their_own(url, encoder):
+    """Eight rankings at once, each on candidates of its own: each equals the embedded
+    ranking; the measures they keep go to the replicas' caches (read and written on the
+    event loop, never by two worker threads at once)."""
+    from engine.relation.sentences import rank_texts
+
+    sets = [[f"The {x} crossed the river.", f"A {x} sat by the bank.", "Stocks fell."]
+            for x in "cat dog fox cow owl pig rat bee".split()]
+    before = cache_bytes(url)
+    start = threading.Barrier(len(sets))
+
+    def call(cands):
+        start.wait()
+        return EngineClient(url).rank(A, cands, eps=0.5)
+
+    with cf.ThreadPoolExecutor(len(sets)) as pool:
+        served = list(pool.map(call, sets))
+    for got, cands in zip(served, sets):
+        local = rank_texts(encoder, A, cands, eps=0.5)
+        assert got.candidates == local.candidates
+        np.testing.assert_allclose(got.divergence, local.divergence, atol=1e-12, rtol=0)
+    assert sum(cache_bytes(url).values()) > sum(before.values())
+
+
+def cache_bytes(url: str) -> dict[str, int]:
+    """Each replica's cached bytes (GET /v1/stats, four at a time until both answered)."""
+    seen: dict[str, int] = {}
+    with cf.ThreadPoolExecutor(4) as pool:
+        for _ in range(20):
+            for doc in pool.map(lambda _: json.loads(
+                    HTTP.request("GET", url + "/v1/stats").data), range(4)):
+                seen[doc["replica"]] = doc["cache"]["bytes"]
+            if len(seen) == REPLICAS:
+                break
+    return seen
+
+
 ALIGN_PAIRS = [("the river bank was steep", "the bank of the river was steep", "0-0 1-4 2-1"),
                ("she paid money into her account", "money was paid in by her", None)]
 
@@ -792,9 +829,8 @@ def test_a_post_without_content_type_is_refused(url):
 
 def test_a_late_or_abandoned_request_stops_computing_within_a_second(url):
     """A heavy relate past its deadline (here the client's: it waits 2 s) is answered 408
-    with the engine's message (RequestTimedOut in the client, whose own timeout sets the
-    deadline); a client that leaves mid-computation: either way the replicas stop
-    computing within a second."""
+    with the engine's message; a client that leaves mid-computation: either way the
+    replicas stop computing within a second."""
     from benchmarks.service import replica_pids
 
     pids = replica_pids(url, REPLICAS).values()
@@ -804,11 +840,9 @@ def test_a_late_or_abandoned_request_stops_computing_within_a_second(url):
     assert "deadline of 2 s (the client's X-Sinkscope-Deadline)" in doc["error"]["message"]
     assert time.monotonic() - t < 8
     assert busy_after(pids, time.monotonic()) < 0.3
-    with pytest.raises(RequestTimedOut, match="fewer half-steps"):
-        EngineClient(url, timeout=3).relate(**HEAVY)
     with pytest.raises(urllib3.exceptions.ReadTimeoutError):
         HTTP.request("POST", url + "/v1/relate", body=json.dumps(HEAVY).encode(),
-                     headers={"Content-Type": wire.JSON}, timeout=urllib3.Timeout(read=3))
+                     headers={"Content-Type": wire.JSON}, timeout=urllib3.Timeout(read=2))
     assert busy_after(pids, time.monotonic()) < 0.3  # not the ~1 s/s of a running solve
 
 

@@ -18,8 +18,8 @@ import copy
 import json
 import logging
 import os
-import threading
 import time
+import weakref
 from typing import Any, Callable
 
 from fastapi.responses import Response, StreamingResponse
@@ -40,8 +40,6 @@ from .schemas import EpsPathRequest, LatticeRequest
 
 log = logging.getLogger("ray.serve.sinkscope")
 
-MEASURES_KEPT = 16  # Sentences requests whose encoded texts a replica keeps...
-MEASURES_BYTES = 64 * 2**20  # ...within this many bytes of points (the newest always)
 # Overload (batching.Overload): each caller (an HTTP proxy) queues at most MAX_QUEUED
 # requests beyond what the replicas hold (MAX_ONGOING each); above it Serve answers 503
 # with Retry-After.
@@ -105,8 +103,6 @@ class Engine:
                             if self.device.type == "cuda" else "")
         self.batching = Batcher(self.encoders, EncodingCache(settings.CONFIG.cache_mb * 2**20),
                                 max_batch_size=TUNING["max_batch_size"])
-        self.measures: dict[tuple, tuple] = {}  # the Sentences view's texts, newest last
-        self.measures_lock = threading.Lock()  # worker threads read and write it
         self.lanes = limits.Lanes()
         self.requests = 0
         self.errors: collections.Counter[int] = collections.Counter()
@@ -234,33 +230,33 @@ class Engine:
                 release()
                 runtime.trim_memory()
 
-        return StreamingResponse(body(), media_type=media,
+        chunks = body()
+        weakref.finalize(chunks, release)  # also when the client left before it started
+        return StreamingResponse(chunks, media_type=media,
                                  headers={**headers, "X-Sinkscope-Solved-With": "1"})
 
     async def rank(self, req, accept: str | None) -> Response:
-        """POST /v1/rank: the texts' measures are kept, so an ε move does not re-encode."""
+        """POST /v1/rank: the texts' measures are kept in the replica's cache (read and
+        written here, on the event loop), so an ε move does not re-encode."""
         self.requests += 1
         enc = self.encoder(req.model)
         answers.check_request(req, enc)
         counts = self._count(enc.name)([req.text_a, *answers.candidate_lines(req)])
         price = limits.rank_price(counts[0], counts[1:]).check()
+        key = ("measures", enc.name, req.text_a, json.dumps(req.candidates))
+        kept = self.batching.cache.get(key)
+        made: list = []
 
         def compute() -> dict:
-            key = (enc.name, req.text_a, json.dumps(req.candidates))
-            with self.measures_lock:
-                measured = self.measures.get(key)
-            if measured is None:
-                measured = measures(enc, req.text_a, req.candidates)
-                with self.measures_lock:
-                    self.measures[key] = measured
-                    while len(self.measures) > 1 and (
-                            len(self.measures) > MEASURES_KEPT or sum(
-                                m.points.nbytes for ms, _ in self.measures.values()
-                                for m in ms) > MEASURES_BYTES):
-                        self.measures.pop(next(iter(self.measures)))
+            measured = kept or measures(enc, req.text_a, req.candidates)
+            made.append(measured)
             return answers.rank_answer(enc, req, measured)
 
-        return await self._run(compute, price, accept)
+        answer = await self._run(compute, price, accept)
+        if kept is None and made:
+            self.batching.cache.put(key, made[0], size=sum(
+                x.nbytes for m in made[0][0] for x in (m.points, m.embedding, m.mean)))
+        return answer
 
     async def align(self, req, accept: str | None) -> Response:
         """POST /v1/align: every pair of the request aligned in padded batches, in a worker

@@ -167,23 +167,7 @@ def build_api(engine) -> FastAPI:
     async def _engine_error(request: Request, e: SinkscopeError) -> JSONResponse:
         return error(422, type(e).__name__, str(e))
 
-    @api.exception_handler(WorkTooLarge)
-    async def _too_much(request: Request, e: WorkTooLarge) -> JSONResponse:
-        return error(413, "WorkTooLarge", str(e))
-
-    @api.exception_handler(DeadlineExceeded)
-    async def _late(request: Request, e: DeadlineExceeded) -> JSONResponse:
-        return error(408, "DeadlineExceeded", str(e))
-
-    @api.exception_handler(Busy)
-    async def _busy(request: Request, e: Busy) -> JSONResponse:
-        answer = error(503, "Busy", str(e))
-        answer.headers["Retry-After"] = str(Busy.retry_after_s)
-        return answer
-
-    @api.exception_handler(Cancelled)
-    async def _gone(request: Request, e: Cancelled) -> JSONResponse:
-        return error(499, "Cancelled", "The request was cancelled.")  # nobody reads it
+    _limit_errors(api)
 
     @api.exception_handler(RequestValidationError)
     async def _invalid(request: Request, e: RequestValidationError) -> JSONResponse:
@@ -261,6 +245,30 @@ def build_api(engine) -> FastAPI:
     return api
 
 
+def _limit_errors(api: FastAPI) -> None:
+    """The answers of :mod:`engine.serving.limits`' refusals: over a budget 413, past the
+    deadline 408, no heavy slot 503 with Retry-After; a cancelled request (its client has
+    gone) 499, which nobody reads."""
+
+    @api.exception_handler(WorkTooLarge)
+    async def _too_much(request: Request, e: WorkTooLarge) -> JSONResponse:
+        return error(413, "WorkTooLarge", str(e))
+
+    @api.exception_handler(DeadlineExceeded)
+    async def _late(request: Request, e: DeadlineExceeded) -> JSONResponse:
+        return error(408, "DeadlineExceeded", str(e))
+
+    @api.exception_handler(Busy)
+    async def _busy(request: Request, e: Busy) -> JSONResponse:
+        answer = error(503, "Busy", str(e))
+        answer.headers["Retry-After"] = str(Busy.retry_after_s)
+        return answer
+
+    @api.exception_handler(Cancelled)
+    async def _gone(request: Request, e: Cancelled) -> JSONResponse:
+        return error(499, "Cancelled", "The request was cancelled.")
+
+
 def openapi() -> dict[str, Any]:
     """The API's OpenAPI document, without Ray or a model (docs/serving.md is checked
     against it)."""
@@ -315,15 +323,26 @@ def markdown() -> str:
             if ref:
                 bodies.append((f"`{method.upper()} {path}`", ref.rsplit("/", 1)[1]))
     nested = [("a pair of `POST /v1/align`", "AlignPair")] if "AlignPair" in schemas else []
+    seen: dict[str, tuple[str, str]] = {}  # a field's row → where it was first listed
     for where, name in bodies + nested:
         s = schemas[name]
-        lines += ["", f"{where} ({name}):", "",
-                  "| field | type | default | limits | meaning |", "|---|---|---|---|---|"]
+        rows, same = [], []
         for field, p in s["properties"].items():
             default = ("required" if field in s.get("required", [])
                        else f"`{json.dumps(p.get('default'), ensure_ascii=False)}`")
-            lines.append(f"| `{field}` | {kind(p)} | {default} | {limits(p)} | "
-                         f"{' '.join(p.get('description', '').split())} |")
+            row = (f"| `{field}` | {kind(p)} | {default} | {limits(p)} | "
+                   f"{' '.join(p.get('description', '').split())} |")
+            if row in seen:  # listed already, for an earlier endpoint
+                same.append((field, seen[row][0]))
+                continue
+            seen[row] = (where, field)
+            rows.append(row)
+        first = {w for _, w in same}
+        also = (f" {', '.join(f'`{f}`' for f, _ in same)} as for {' and '.join(sorted(first))}"
+                ", and:" if same else "")
+        lines += ["", f"{where} ({name}):{also}", "",
+                  "| field | type | default | limits | meaning |", "|---|---|---|---|---|",
+                  *rows]
     return "\n".join(lines) + "\n"
 
 

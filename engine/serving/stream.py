@@ -48,11 +48,16 @@ def _array(x: np.ndarray) -> Iterator[str]:
     if x.ndim == 2 and x.size <= 65536:
         yield "[" + ",".join("[" + _row(r) + "]" for r in x) + "]"
         return
+    yield from _items(x, _array)
+
+
+def _items(items, write) -> Iterator[str]:
+    """A JSON array of ``items``, each written by ``write``."""
     yield "["
-    for i, sub in enumerate(x):
+    for i, item in enumerate(items):
         if i:
             yield ","
-        yield from _array(sub)
+        yield from write(item)
     yield "]"
 
 
@@ -64,12 +69,7 @@ def _pieces(v: Any) -> Iterator[str]:
             yield from _pieces(x)
         yield "}"
     elif isinstance(v, (list, tuple)):
-        yield "["
-        for i, x in enumerate(v):
-            if i:
-                yield ","
-            yield from _pieces(x)
-        yield "]"
+        yield from _items(v, _pieces)
     elif isinstance(v, np.ndarray) and v.ndim >= 1:
         yield from _array(v)
     else:
