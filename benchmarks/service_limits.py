@@ -90,7 +90,7 @@ def largest(url: str) -> list[tuple]:
     """(route and size, media, status, MB, seconds) of the largest answer each route
     allows."""
     grid = 160  # tokens a side: the heads grid's cell limit, 160 × 160
-    eps = [float(e) for e in np.geomspace(10, 0.5, 64)]
+    eps = [float(e) for e in np.geomspace(10, 0.5, 32)]  # 32 × 256² × 8 bytes: the batch limit
     lat_eps = [float(e) for e in np.geomspace(0.05, 5, 48)]
     steps = [int(t) for t in np.unique(np.geomspace(1, 1000, 40).round())][:31]
     cases = [
@@ -98,14 +98,14 @@ def largest(url: str) -> list[tuple]:
          {"text_a": text(grid, 5), "text_b": text(grid, 6), "layer": "all", "head": "all"}),
         ("relate, 256 × 256 tokens", "/v1/relate", {"text_a": T256, "text_b": U256,
                                                     "layer": 5, "head": 3}),
-        ("eps_path, 256², 64 ε", "/v1/eps_path",
+        ("eps_path, 256², 32 ε", "/v1/eps_path",
          {"text_a": T256, "text_b": U256, "layer": 5, "head": 3, "eps_values": eps,
-          "half_steps": 760, "tol": 1e-9}),
+          "half_steps": 1500, "tol": 1e-9}),
         ("lattice, 64², 48 ε × 32 steps", "/v1/lattice",
          {"text_a": text(64, 7), "text_b": text(64, 8), "layer": 5, "head": 3,
           "eps_values": lat_eps, "steps": steps, "max_bytes": 64 * 2**20}),
-        ("rank, 50 candidates of 256", "/v1/rank",
-         {"text_a": T256, "candidates": [text(256, 10 + k) for k in range(50)]}),
+        ("rank, 50 candidates of 200", "/v1/rank",
+         {"text_a": text(200, 9), "candidates": [text(200, 10 + k) for k in range(50)]}),
         ("align, 256 pairs of 30 words", "/v1/align",
          {"pairs": [{"text_a": text(32, 100 + k), "text_b": text(32, 400 + k)}
                     for k in range(256)], "values": True}),
@@ -128,6 +128,8 @@ def hostile(url: str, pid: int) -> list[tuple]:
         ("eps_path 64 ε × 256² × 100,000", "/v1/eps_path",
          {"text_a": T256, "text_b": U256, "layer": 5, "head": 3,
           "eps_values": [0.01] * 64, "half_steps": 100_000}),
+        ("rank 50 candidates of 256 tokens", "/v1/rank",
+         {"text_a": T256, "candidates": [text(256, 10 + k) for k in range(50)]}),
         ("lattice 128 ε × 128 steps", "/v1/lattice",
          {"text_a": text(64, 7), "text_b": text(64, 8), "layer": 5, "head": 3,
           "eps_values": [float(e) for e in np.geomspace(0.01, 10, 128)],
@@ -229,7 +231,7 @@ def run(url: str) -> None:
           "links", flush=True)
 
 
-def transport(requests: int = 64, clients: int = 16) -> tuple[float, float]:
+def transport(requests: int = 128, clients: int = 16) -> tuple[float, float]:
     """Relations per second of slider moves from ``clients`` threads on one replica, with
     Serve's proxy talking to it over gRPC (this service's setting, its cap lifted) and
     over Ray's actor calls (Serve's default): (gRPC, actor calls). Each on a local Ray

@@ -27,6 +27,7 @@ into :data:`CONFIG`; code reads ``settings.CONFIG`` at call time, so a test can 
 | ``SINKSCOPE_CACHE_MB`` | 512 | encodings a served engine's replica keeps (LRU), MB |
 | ``SINKSCOPE_SERVE_DEADLINE_S`` | 60 | seconds a served request may compute (then 408) |
 | ``SINKSCOPE_SERVE_WORK_*`` | see :data:`SERVE_WORK` | each served route's work budget (then 413) |
+| ``SINKSCOPE_SERVE_BATCH_BYTES`` | 16777216 | most bytes of problems a served request solves at once (413) |
 """
 
 from __future__ import annotations
@@ -129,6 +130,8 @@ class Config:
         serve_work_relate, serve_work_eps_path, serve_work_lattice, serve_work_rank,
             serve_work_align: each served route's work budget (:data:`SERVE_WORK`); a
             request priced above it is answered 413 before any computation.
+        serve_batch_bytes: most bytes of float64 scores a served request solves at once
+            (the solver holds several arrays of that size); 413 above it.
     """
 
     models: str = ""
@@ -153,6 +156,7 @@ class Config:
     serve_work_lattice: int = SERVE_WORK["lattice"]
     serve_work_rank: int = SERVE_WORK["rank"]
     serve_work_align: int = SERVE_WORK["align"]
+    serve_batch_bytes: int = 16 * 2**20
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Config":
@@ -182,6 +186,7 @@ class Config:
             serve_deadline_s=_float(env, "SINKSCOPE_SERVE_DEADLINE_S", 60.0),
             **{f"serve_work_{k}": _int(env, f"SINKSCOPE_SERVE_WORK_{k.upper()}", v)
                for k, v in SERVE_WORK.items()},
+            serve_batch_bytes=_int(env, "SINKSCOPE_SERVE_BATCH_BYTES", 16 * 2**20),
         )
 
 

@@ -73,6 +73,16 @@ def test_every_route_prices_its_own_shape(monkeypatch):
                                      steps=[10_000]), 60, 60).check()
     rank = limits.rank_price(10, [5, 7])
     assert rank.work == (2 * 10 * 7 + 2 * 7 * 7 + 10 * 10) * limits.RANK_HALF_STEPS
+    # What the solver holds at once: 50 candidates of 256 tokens are within the work budget
+    # but their batch (50 × 256 × 256 × 8 bytes) is over SINKSCOPE_SERVE_BATCH_BYTES.
+    big = limits.rank_price(256, [256] * 50)
+    assert big.work <= cfg.serve_work_rank
+    with pytest.raises(limits.WorkTooLarge, match=r"25\.0 MiB .*50 candidates × 256 × 256"
+                       r" token pairs × 8 bytes.*SINKSCOPE_SERVE_BATCH_BYTES"):
+        big.check()
+    limits.rank_price(200, [200] * 50).check()
+    with pytest.raises(limits.WorkTooLarge, match="64 ε values × 256 × 256 token pairs × 8"):
+        limits.eps_path_price(request(half_steps=100, eps_values=[1.0] * 64), 256, 256).check()
     al = limits.align_price([("a b c", "d e"), ("x", "y z w")])
     assert al.work == 3 * 2 + 1 * 3 and not al.light  # alignments: always the heavy lane
     monkeypatch.setattr(settings, "CONFIG", settings.Config.from_env(

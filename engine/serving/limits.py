@@ -14,6 +14,9 @@ what to change:
 | rank | Σ token pairs of its three batched solves × 10,000 half-steps |
 | align | Σ word pairs (words of A × words of B) |
 
+and every route's batch of problems solved at once, at most ``serve_batch_bytes`` of
+float64 scores (the solver keeps several arrays of that size: this bounds its memory).
+
 A request then runs under a deadline (:func:`token`: the operator's, or a shorter one the
 client asks for; the solver polls it, 408 when it is spent) in one of two lanes (:class:`Lanes`): a light request (little work, a small answer)
 runs at once; a heavy one waits for one of a replica's :data:`HEAVY_SLOTS` (503 with
@@ -43,6 +46,7 @@ RANK_HALF_STEPS = 10_000  # engine.relation.sentences.HALF_STEPS (each solve's m
 DEFAULT_EPS_VALUES = 12  # engine.relation.relate.eps_path's default ε values
 ENV = "SINKSCOPE_SERVE_WORK_{}"
 DEADLINE_ENV = "SINKSCOPE_SERVE_DEADLINE_S"
+BATCH_ENV = "SINKSCOPE_SERVE_BATCH_BYTES"
 DEADLINE_HEADER = "X-Sinkscope-Deadline"  # seconds a client waits: a shorter deadline
 # The deadline the request being answered asked for (its header), set by the HTTP layer.
 asked_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
@@ -78,6 +82,9 @@ class Price:
         change: what to ask for instead when it is too much.
         bytes: the answer's size, roughly (bytes), for the lane.
         extra: further (work, limit, unit, figure) checks (the lattice's solve).
+        batch: bytes of the largest batch of problems the solver holds at once (float64
+            scores; it keeps several arrays of that size), against
+            ``serve_batch_bytes``. batch_figure: how it was counted.
     """
 
     route: str
@@ -88,6 +95,8 @@ class Price:
     bytes: float = 0.0
     extra: tuple = field(default=())
     solve: float = 0.0  # cell half-steps, for the lane (work itself where that is the unit)
+    batch: float = 0.0  # bytes of the largest batch of problems solved at once (float64)
+    batch_figure: str = ""
 
     @property
     def limit(self) -> int:
@@ -109,6 +118,15 @@ class Price:
                     f"allows {limit:,} per /v1/{self.route} ({env}). {self.change}",
                     params={"route": self.route, "work": work, "limit": limit, "env": env,
                             "unit": unit, "change": self.change})
+        most = settings.CONFIG.serve_batch_bytes
+        if self.batch > most:
+            raise WorkTooLarge(
+                f"This request solves {self.batch / 2**20:,.1f} MiB of problems at once "
+                f"({self.batch_figure} × 8 bytes); the served engine allows "
+                f"{most / 2**20:,.1f} MiB ({BATCH_ENV}), as the solver holds several arrays "
+                f"of that size. {self.change}",
+                params={"route": self.route, "work": self.batch, "limit": most,
+                        "env": BATCH_ENV, "unit": "bytes", "change": self.change})
         return self
 
 
@@ -127,7 +145,8 @@ def relate_price(req, n: int, m: int, n_layers: int, n_heads: int) -> Price:
                                             if grid else "") + ", or shorter texts.")
     return Price("relate", work, "token pairs × half-steps" + (" × heads" if grid else ""),
                  f"{_cells(n, m)} × {t:,} half-steps{heads}", change,
-                 bytes=100.0 * n * m * problems, solve=work)
+                 bytes=100.0 * n * m * problems, solve=work, batch=8.0 * n * m * problems,
+                 batch_figure=f"{problems} × {_cells(n, m)}")
 
 
 def eps_path_price(req, n: int, m: int) -> Price:
@@ -138,7 +157,8 @@ def eps_path_price(req, n: int, m: int) -> Price:
     return Price("eps_path", work, "token pairs × half-steps × ε values",
                  f"{_cells(n, m)} × {t:,} half-steps × {k} ε values",
                  "Ask for fewer half-steps or ε values, or shorter texts.",
-                 bytes=20.0 * n * m * k, solve=work)
+                 bytes=20.0 * n * m * k, solve=work, batch=8.0 * n * m * k,
+                 batch_figure=f"{k} ε values × {_cells(n, m)}")
 
 
 def lattice_price(req, n: int, m: int) -> Price:
@@ -157,7 +177,8 @@ def lattice_price(req, n: int, m: int) -> Price:
                  f"{e} ε × {len(steps)} half-step values = {frames:,} frames of "
                  f"{_cells(n, m)}, 8 bytes each",
                  "Ask for fewer ε or half-step values, or shorter texts.",
-                 bytes=min(size, 2.5 * int(req.max_bytes)), extra=extra, solve=solve)
+                 bytes=min(size, 2.5 * int(req.max_bytes)), extra=extra, solve=solve,
+                 batch=8.0 * e * n * m, batch_figure=f"{e} ε values × {_cells(n, m)}")
 
 
 def rank_price(n_a: int, n_candidates: Sequence[int]) -> Price:
@@ -171,7 +192,8 @@ def rank_price(n_a: int, n_candidates: Sequence[int]) -> Price:
                  f"{cells:,} token pairs over {k} candidates of up to {m} tokens × "
                  f"{RANK_HALF_STEPS:,} half-steps",
                  "Send fewer or shorter candidates, or a shorter text A.",
-                 bytes=8.0 * k * n_a * m, solve=work)
+                 bytes=8.0 * k * n_a * m, solve=work, batch=8.0 * max(k * n_a * m, k * m * m),
+                 batch_figure=f"{k} candidates × {max(n_a, m)} × {m} token pairs")
 
 
 def align_price(pairs: Sequence[tuple[str, str]], values: bool = True) -> Price:
