@@ -15,8 +15,8 @@ On one replica (a local Ray instance with 2 CPUs), in one run:
   (its encodings and measures, bounded by ``SINKSCOPE_CACHE_MB``), against idle + 2 × the
   largest answer it sent;
 - ``python -m engine align --engine URL`` against the embedded run: pairs per second;
-- the proxy → replica transport: slider moves per second over gRPC (this service's
-  setting, chosen for its throughput) against Ray's actor calls.
+- the proxy → replica transport: slider moves per second over Ray's actor calls (Serve's
+  default, this service's) against gRPC (Serve's throughput switch, its cap lifted).
 """
 
 from __future__ import annotations
@@ -233,32 +233,37 @@ def run(url: str) -> None:
 
 def transport(requests: int = 128, clients: int = 16) -> tuple[float, float]:
     """Relations per second of slider moves from ``clients`` threads on one replica, with
-    Serve's proxy talking to it over gRPC (this service's setting, its cap lifted) and
-    over Ray's actor calls (Serve's default): (gRPC, actor calls). Each on a local Ray
-    instance of its own, since Ray's processes read the setting when they start."""
+    Serve's proxy reaching it by Ray's actor calls (Serve's default, this service's) and
+    by gRPC (RAY_SERVE_USE_GRPC_BY_DEFAULT, its 4 MiB cap lifted): (actor calls, gRPC).
+    Each on a local Ray instance of its own, since Ray's processes read the setting when
+    they start."""
     import os
 
-    from benchmarks.service import FIXED, SLIDER, EPS, Served, run_clients
+    from benchmarks.service import EPS, FIXED, Served, run_clients
     from engine.serving import service as svc
     from tests.support.server import free_port
 
-    rates = []
-    for grpc in ("1", "0"):
-        os.environ["RAY_SERVE_USE_GRPC_BY_DEFAULT"] = grpc
-        with svc.local_ray(num_cpus=2):
-            served = Served(svc.start(svc.build(replicas=1), port=free_port()))
-            jobs = [(FIXED, EPS[k % len(EPS)]) for k in range(requests)]
-            served.relate(0, jobs[0])
-            rates.append(run_clients(clients, jobs, served.relate)[0])
-    os.environ["RAY_SERVE_USE_GRPC_BY_DEFAULT"] = "1"
+    rates, before = [], os.environ.get("RAY_SERVE_USE_GRPC_BY_DEFAULT")
+    try:
+        for grpc in ("0", "1"):
+            os.environ["RAY_SERVE_USE_GRPC_BY_DEFAULT"] = grpc
+            with svc.local_ray(num_cpus=2):
+                served = Served(svc.start(svc.build(replicas=1), port=free_port()))
+                jobs = [(FIXED, EPS[k % len(EPS)]) for k in range(requests)]
+                served.relate(0, jobs[0])
+                rates.append(run_clients(clients, jobs, served.relate)[0])
+    finally:
+        os.environ.pop("RAY_SERVE_USE_GRPC_BY_DEFAULT")
+        if before is not None:
+            os.environ["RAY_SERVE_USE_GRPC_BY_DEFAULT"] = before
     return rates[0], rates[1]
 
 
 def transport_rows() -> None:
-    grpc, actor = transport()
-    print(f"\nProxy → replica transport, slider moves from 16 clients on one replica: gRPC "
-          f"(4 MiB cap lifted) {grpc:.1f} rel/s, Ray actor calls {actor:.1f} rel/s "
-          f"({grpc / actor:.2f}×)", flush=True)
+    actor, grpc = transport()
+    print(f"\nProxy → replica, slider moves from 16 clients on one replica: Ray's actor calls "
+          f"(this service) {actor:.1f} rel/s, gRPC (4 MiB cap lifted) {grpc:.1f} rel/s "
+          f"(gRPC/actor {grpc / actor:.2f}×)", flush=True)
 
 
 def main() -> int:

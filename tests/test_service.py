@@ -794,14 +794,22 @@ def test_every_listener_of_the_local_ray_is_on_loopback(service):
 
 def test_answers_over_four_mebibytes_arrive_in_npz_and_json(url, encoder):
     """The heads grid of a 60-word pair (62 × 62 tokens): 11 MB as NPZ, 25 MB as JSON,
-    beyond gRPC's 4 MiB between Serve's proxy and the replica; both equal embedded."""
+    beyond the 4 MiB that gRPC between Serve's proxy and a replica carried; both equal
+    embedded, and the replica gives the memory back."""
+    from benchmarks.service import replica_pids
+    from tests.support.server import rss_mb
+
     embedded = relate(SIXTY, SIXTY, encoder=encoder, layer="all", head="all")
     assert_same(EngineClient(url).relate(SIXTY, SIXTY, layer="all", head="all"), embedded)
+    pids = replica_pids(url, REPLICAS)
+    before = {name: rss_mb(pid) for name, pid in pids.items()}
     r = HTTP.request("POST", url + "/v1/relate", body=json.dumps(
         {"text_a": SIXTY, "text_b": SIXTY, "layer": "all", "head": "all"}).encode(),
         headers={"Content-Type": wire.JSON})
     assert r.status == 200 and len(r.data) > 4 * 2**20
     assert_same(relation_from_dict(json.loads(r.data)), embedded)
+    name = r.headers["X-Sinkscope-Replica"]
+    assert rss_mb(pids[name]) - before[name] < 40  # the answer's memory was given back
 
 
 @pytest.mark.parametrize("path, body, words", [

@@ -24,15 +24,15 @@ LOOPBACK = "127.0.0.1"
 TIMEOUT_MARGIN_S = 60.0
 
 # Ray Serve's own throughput settings (the ones its RAY_SERVE_THROUGHPUT_OPTIMIZED switch
-# sets, less direct ingress, which would drop the proxy): user code on the replica's own
-# event loop, gRPC from proxy to replica, buffered request logs. Measured here with 16
-# clients and 0.24 MB answers: 1.6× the requests per second. Read by every Ray process
-# when it starts, so set before Ray starts (on a cluster: in the environment of
-# ``ray start``); a value already set wins. gRPC caps a message at 4 MiB unless told
-# otherwise: the largest answers the API allows (the heads grid at its cell limit: 74 MB
-# as NPZ, 164 MB as JSON) need the cap lifted (to gRPC's own largest, 2 GiB − 1).
+# sets, less direct ingress, which would drop the proxy, and less gRPC from proxy to
+# replica): user code on the replica's own event loop, buffered request logs. Read by every
+# Ray process when it starts, so set before Ray starts (on a cluster: in the environment
+# of ``ray start``); a value already set wins. The proxy reaches replicas by Ray's actor
+# calls, Serve's default: gRPC there (RAY_SERVE_USE_GRPC_BY_DEFAULT=1) capped a message at
+# 4 MiB (the largest answers the API allows: 74 MB as NPZ, 167 MB as JSON) and, its cap
+# lifted, gave 0.66–0.82× the slider moves per second of the actor calls here
+# (``python -m benchmarks.service``); if an operator turns it on, the cap stays lifted.
 RAY_THROUGHPUT = {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",
-                  "RAY_SERVE_USE_GRPC_BY_DEFAULT": "1",
                   "RAY_SERVE_REPLICA_GRPC_MAX_MESSAGE_LENGTH": str(2**31 - 1),
                   "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0",
                   "RAY_SERVE_REQUEST_PATH_LOG_BUFFER_SIZE": "1000",

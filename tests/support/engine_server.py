@@ -89,15 +89,25 @@ class EngineProcess:
             kill_group(proc)
 
 
+class Seen(list):
+    """When requests came (a list of times), and their headers (``headers``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.headers: list[dict] = []
+
+
 @contextlib.contextmanager
 def scripted(*answers):
     """A loopback HTTP server that answers its n-th request with ``answers[n]`` (status,
-    headers, body; the last one again after that). Yields (URL, the times requests came)."""
-    seen: list[float] = []
+    headers, body; the last one again after that). Yields (URL, the times requests came,
+    with ``.headers``: each request's headers)."""
+    seen = Seen()
 
     class Handler(BaseHTTPRequestHandler):
         def answer(self):
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            seen.headers.append(dict(self.headers))
             seen.append(time.monotonic())
             status, headers, body = answers[min(len(seen), len(answers)) - 1]
             self.send_response(status)
