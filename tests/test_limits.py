@@ -273,7 +273,8 @@ def test_align_engine_retries_a_failed_chunk_and_never_drops_one(tmp_path, capsy
 @pytest.mark.parametrize("flags, words", [
     (["--dev", "x"], "--dev is not available with --engine"),
     (["--center"], "--center is not available"),
-    (["--out", "/nonexistent/x"], "the folder /nonexistent does not exist")])
+    (["--out", "/nonexistent/x"], "could not write /nonexistent/x: the folder /nonexistent "
+                                  "does not exist; create it or give --out another path")])
 def test_align_engine_refuses_what_it_cannot_honour_before_any_work(tmp_path, capsys,
                                                                     flags, words):
     with scripted((200, {}, alignments(1))) as (u, seen):
@@ -293,10 +294,10 @@ def test_output_paths_are_checked_before_any_work(tmp_path, capsys, monkeypatch)
     monkeypatch.setattr(training, "train", never)
     pairs = str(DATA / "pairs.tsv")
     for argv, words in ((["align", "--pairs", pairs, "--out", "/nonexistent/x"],
-                         "--out /nonexistent/x: the folder /nonexistent does not exist"),
+                         "could not write /nonexistent/x: the folder /nonexistent does not"),
                         (["align", "--pairs", pairs, "--out", str(tmp_path)], "is a folder"),
                         (["lab", "--save", "/nonexistent/m.safetensors"],
-                         "--save /nonexistent/m.safetensors: the folder")):
+                         "give --save another path")):
         assert main(argv) == 2
         err_text = capsys.readouterr().err
         assert words in err_text and "Traceback" not in err_text

@@ -9,18 +9,19 @@ from ..errors import SettingsError
 
 
 def check_writable(path: str | os.PathLike, flag: str = "the output") -> None:
-    """Raise a SettingsError saying what to change unless ``path`` can be written: its
-    folder exists and is writable, and the path is not a folder or a read-only file.
-    Nothing is created."""
+    """Raise a SettingsError ("could not write PATH: why; what to change") unless ``path``
+    can be written: its folder exists and is writable, and the path is not a folder or a
+    read-only file. ``flag`` names the option that gave it. Nothing is created."""
     p = os.path.abspath(os.fspath(path))
     folder = os.path.dirname(p)
+    why = None
     if os.path.isdir(p):
-        raise SettingsError(f"{flag} {path} is a folder; give a file name inside it.")
-    if not os.path.isdir(folder):
-        raise SettingsError(f"{flag} {path}: the folder {folder} does not exist; create it "
-                            "or choose another path.")
-    if os.path.exists(p) and not os.access(p, os.W_OK):
-        raise SettingsError(f"{flag} {path} is read-only; choose another path.")
-    if not os.path.exists(p) and not os.access(folder, os.W_OK | os.X_OK):
-        raise SettingsError(f"{flag} {path}: the folder {folder} is not writable; choose "
-                            "another path.")
+        why = "it is a folder; give a file name inside it"
+    elif not os.path.isdir(folder):
+        why = f"the folder {folder} does not exist; create it or give {flag} another path"
+    elif os.path.exists(p) and not os.access(p, os.W_OK):
+        why = f"it is read-only; give {flag} another path"
+    elif not os.path.exists(p) and not os.access(folder, os.W_OK | os.X_OK):
+        why = f"the folder {folder} is not writable; give {flag} another path"
+    if why:
+        raise SettingsError(f"could not write {path}: {why}.")

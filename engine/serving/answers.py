@@ -45,13 +45,17 @@ def relate_settings(encodings: tuple[Encoding, ...], req: RelateRequest) -> Sett
     ``SINKSCOPE_GRID_MAX_CELLS``)."""
     s = req.settings()
     if s.layer == "all":
-        n, m = token_counts(encodings, s.mode)
-        if n * m > settings.CONFIG.grid_max_cells:
-            raise SettingsError(
-                f"The texts have {n} × {m} tokens: too many for the heads grid (the limit is "
-                f"{settings.CONFIG.grid_max_cells:,} token pairs, SINKSCOPE_GRID_MAX_CELLS). "
-                "Shorten the texts or ask for one layer and head.")
+        check_grid(*token_counts(encodings, s.mode))
     return s
+
+
+def check_grid(n: int, m: int) -> None:
+    """A SettingsError for a heads grid of n × m tokens over ``SINKSCOPE_GRID_MAX_CELLS``."""
+    if n * m > settings.CONFIG.grid_max_cells:
+        raise SettingsError(
+            f"The texts have {n} × {m} tokens: too many for the heads grid (the limit is "
+            f"{settings.CONFIG.grid_max_cells:,} token pairs, SINKSCOPE_GRID_MAX_CELLS). "
+            "Shorten the texts or ask for one layer and head.")
 
 
 def relation_answer(encodings: tuple[Encoding, ...], req: RelateRequest, device) -> dict:

@@ -296,6 +296,8 @@ class Engine:
             return limits.eps_path_price(req, n, m).check()
         if isinstance(req, LatticeRequest):
             return limits.lattice_price(req, n, m).check()
+        if req.layer == "all":
+            answers.check_grid(n, m)  # the app's own limit first: its message says more
         return limits.relate_price(req, n, m, enc.n_layers, enc.n_heads).check()
 
     def encoder(self, name: Any) -> Encoder:
