@@ -18,10 +18,11 @@ and every route's batch of problems solved at once, at most ``serve_batch_bytes`
 float64 scores (the solver keeps several arrays of that size: this bounds its memory).
 
 A request then runs under a deadline (:func:`token`: the operator's, or a shorter one the
-client asks for; the solver polls it, 408 when it is spent) in one of two lanes (:class:`Lanes`): a light request (little work, a small answer)
-runs at once; a heavy one waits for one of a replica's :data:`HEAVY_SLOTS` (503 with
-Retry-After when none frees up within the deadline), so light requests never queue behind
-heavy ones and a replica holds one heavy answer at a time (its memory stays bounded).
+client asks for; the solver polls it, 408 when it is spent) in one of two lanes
+(:class:`Lanes`): a light request (little work, a small answer) runs at once; a heavy one
+waits for one of a replica's :data:`HEAVY_SLOTS` (503 with Retry-After when none frees up
+within the deadline), so light requests never queue behind heavy ones and a replica holds
+one heavy answer at a time (its memory stays bounded).
 
 Plain Python and asyncio: tested without Ray (``tests/test_limits.py``).
 """
