@@ -14,7 +14,8 @@ On one replica (a local Ray instance with 2 CPUs), in one run:
 - the replica's idle RSS and its peak over all of the above, less what it keeps by design
   (its encodings and measures, bounded by ``SINKSCOPE_CACHE_MB``), against idle + 2 × the
   largest answer it sent;
-- ``python -m engine align --engine URL`` against the embedded run: pairs per second;
+- ``python -m engine align --engine URL`` on two replicas (one per core) against the
+  embedded run: pairs per second;
 - the proxy → replica transport: slider moves per second over Ray's actor calls (Serve's
   default, this service's) against gRPC (Serve's throughput switch, its cap lifted).
 """
@@ -225,10 +226,14 @@ def run(url: str) -> None:
           f"measures it keeps (SINKSCOPE_CACHE_MB); largest answer sent {top:.0f} MB: "
           f"peak − kept = {peak - kept:.0f} MB against idle + 2 × largest = "
           f"{idle + 2 * top:.0f} MB ({'within' if peak - kept <= idle + 2 * top else 'OVER'})")
+    from engine.serving import runtime
+    from engine.serving.deployment import build
+
+    runtime.deploy(build(replicas=2))  # one per core: they share the corpus
     n, embedded, served = align_rows(url)
-    print(f"\nalign --method softmax-both on {n} pairs: embedded {embedded:.1f} pairs/s, "
-          f"--engine (one replica) {served:.1f} pairs/s ({served / embedded:.2f}×); same "
-          "links", flush=True)
+    print(f"\nalign --method softmax-both on {n} pairs: embedded (this process, both cores) "
+          f"{embedded:.1f} pairs/s, --engine (two replicas, one core each) {served:.1f} "
+          f"pairs/s ({served / embedded:.2f}×); same links", flush=True)
 
 
 def transport(requests: int = 128, clients: int = 16) -> tuple[float, float]:
