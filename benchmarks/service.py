@@ -10,8 +10,11 @@ Relations per second and p50/p95 latency for 1, 4 and 16 concurrent clients, thr
 
 on two workloads: *slider moves* (the texts are encoded already; each request is a new ε,
 one head, 100 half-steps — what a class moving sliders sends) and *new texts* (every request
-a pair nobody sent before: encode and relate — what batching is for). Then the service's
-memory, and, where CUDA is present, Sinkhorn on the GPU (float32) against the CPU.
+a pair nobody sent before: encode and relate — what batching is for). Then the service
+under real and hostile load (:mod:`benchmarks.service_limits`: light requests beside heavy
+ones, the largest answer of each route, hostile requests, the replica's idle and peak
+memory, ``align --engine`` beside the embedded run), the service's memory, and, where CUDA
+is present, Sinkhorn on the GPU (float32) against the CPU.
 
 ``python -m benchmarks.service --failover`` measures something else: 24 clients on two
 replicas, one replica killed mid-run (SIGKILL), every call through ``EngineClient``
@@ -343,6 +346,11 @@ def main(argv: list[str] | None = None) -> int:
               f"per relate batch {st['relate_batch_sizes']})")
         replica_mb = EngineClient(url).health()["memory_mb"]
         ray_mb = tree_rss_mb(os.getpid())
+        serve.delete("unbatched")  # one replica left, for the load of benchmarks.service_limits
+        from benchmarks import service_limits
+
+        service_limits.run(url)
+    service_limits.transport_rows()
     wire_rows(embedded)
     from tests.support.server import peak_rss_mb
 

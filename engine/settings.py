@@ -25,6 +25,9 @@ into :data:`CONFIG`; code reads ``settings.CONFIG`` at call time, so a test can 
 | ``SINKSCOPE_ENGINE`` | embedded | ``embedded``, or the URL of a served engine |
 | ``SINKSCOPE_MAX_BODY`` | 1000000 | largest request body the served engine reads, bytes |
 | ``SINKSCOPE_CACHE_MB`` | 512 | encodings a served engine's replica keeps (LRU), MB |
+| ``SINKSCOPE_SERVE_DEADLINE_S`` | 60 | seconds a served request may compute (then 408) |
+| ``SINKSCOPE_SERVE_WORK_*`` | see :data:`SERVE_WORK` | each served route's work budget (then 413) |
+| ``SINKSCOPE_SERVE_BATCH_BYTES`` | 16777216 | most bytes of problems a served request solves at once (413) |
 """
 
 from __future__ import annotations
@@ -53,6 +56,17 @@ HALF_STEPS_CAP = 100_000
 MAX_CANDIDATES = 50  # candidate texts the Sentences view ranks at once
 
 EMBEDDED = "embedded"
+
+# The served engine's work budget per route (Config.serve_work_<route>): what one request
+# may ask for, priced from its shape before anything is computed (engine.serving.limits).
+# Each default is the largest request the app itself sends, rounded up (docs/serving.md).
+SERVE_WORK = {
+    "relate": 2_000_000_000,      # token pairs × half-steps × heads (app: 160² × 1000 × 72)
+    "eps_path": 3_200_000_000,    # token pairs × half-steps × ε values (app: 256² × 4000 × 12)
+    "lattice": 48 * 2**20,        # frames × token pairs × 8 bytes (app: 41 × 28 × 64² × 8)
+    "rank": 100_000_000_000,      # Σ token pairs of 3 solves × 10,000 half-steps (app: 50 × 256²)
+    "align": 41_000_000,          # Σ word pairs (app: 256 pairs of 400 words)
+}
 
 # What the libraries underneath read: no network, no telemetry, no progress bars, and a
 # numba threading layer that survives UMAP fits from several threads.
@@ -113,6 +127,13 @@ class Config:
         engine: "embedded", or the URL of a served engine (``python -m engine serve``).
         max_body: the served engine answers 413 to a request body larger than this (bytes).
         cache_mb: megabytes of encodings each replica of the served engine keeps (LRU).
+        serve_deadline_s: seconds one served request may compute; then it is stopped and
+            answered 408 (the solver polls it between blocks of half-steps).
+        serve_work_relate, serve_work_eps_path, serve_work_lattice, serve_work_rank,
+            serve_work_align: each served route's work budget (:data:`SERVE_WORK`); a
+            request priced above it is answered 413 before any computation.
+        serve_batch_bytes: most bytes of float64 scores a served request solves at once
+            (the solver holds several arrays of that size); 413 above it.
     """
 
     models: str = ""
@@ -132,6 +153,13 @@ class Config:
     engine: str = EMBEDDED
     max_body: int = 1_000_000
     cache_mb: int = 512
+    serve_deadline_s: float = 60.0
+    serve_work_relate: int = SERVE_WORK["relate"]
+    serve_work_eps_path: int = SERVE_WORK["eps_path"]
+    serve_work_lattice: int = SERVE_WORK["lattice"]
+    serve_work_rank: int = SERVE_WORK["rank"]
+    serve_work_align: int = SERVE_WORK["align"]
+    serve_batch_bytes: int = 16 * 2**20
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Config":
@@ -159,6 +187,10 @@ class Config:
             engine=env.get("SINKSCOPE_ENGINE", "").strip() or EMBEDDED,
             max_body=_int(env, "SINKSCOPE_MAX_BODY", 1_000_000),
             cache_mb=_int(env, "SINKSCOPE_CACHE_MB", 512, lowest=0),
+            serve_deadline_s=_float(env, "SINKSCOPE_SERVE_DEADLINE_S", 60.0),
+            **{f"serve_work_{k}": _int(env, f"SINKSCOPE_SERVE_WORK_{k.upper()}", v)
+               for k, v in SERVE_WORK.items()},
+            serve_batch_bytes=_int(env, "SINKSCOPE_SERVE_BATCH_BYTES", 16 * 2**20),
         )
 
 

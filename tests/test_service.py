@@ -19,7 +19,7 @@ import json
 import os
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,10 +29,12 @@ from hypothesis import given, settings as hsettings, strategies as st
 os.environ["SINKSCOPE_WARM_UP"] = "0"
 
 from engine import relate, settings  # noqa: E402
-from engine.serving.client import EngineClient, EngineUnavailable, ServedModel  # noqa: E402
+from engine.serving.client import (EngineClient, EngineUnavailable,  # noqa: E402
+                                   RequestTooLarge, ServedModel)
 from engine.errors import ModelError, SettingsError, TextError  # noqa: E402
 from engine.io.export import relation_document, relation_from_dict  # noqa: E402
 from engine.serving import wire  # noqa: E402
+from tests.support.engine_server import scripted  # noqa: E402
 from tests.support.server import free_port  # noqa: E402
 from tests.support.apptest import data as component_data  # noqa: E402
 
@@ -163,40 +165,6 @@ def test_client_names_the_url_when_nothing_answers():
     assert f"127.0.0.1:{port}" in str(e.value) and "python -m engine serve" in str(e.value)
     assert "connection refused" in str(e.value) and c.retried > 0
     assert not isinstance(e.value, ValueError) and e.value.status is None
-
-
-@contextlib.contextmanager
-def scripted(*answers):
-    """A loopback HTTP server that answers its n-th request with ``answers[n]`` (status,
-    headers, body; the last one again after that). Yields (URL, the times requests came)."""
-    seen: list[float] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def answer(self):
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            seen.append(time.monotonic())
-            status, headers, body = answers[min(len(seen), len(answers)) - 1]
-            self.send_response(status)
-            for k, v in {"Content-Type": "application/json", **headers}.items():
-                self.send_header(k, v)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        do_GET = do_POST = answer
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", seen
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
 
 
 OK = (200, {}, json.dumps({"status": "ok", "replica": "r"}).encode())
@@ -523,6 +491,9 @@ BAD = [  # (body or raw bytes, status, error type, words in the message)
      "too many for the heads grid"),
     ({"text_a": "x", "text_b": "y", "text_c": "z" * 10_000}, 422, "SettingsError", "Unknown"),
     (b'{"text_a": "' + b"a" * 1_100_000 + b'"}', 413, "PayloadTooLarge", "limit"),
+    ({"text_a": LONG, "text_b": LONG, "half_steps": 100_000}, 413, "WorkTooLarge",
+     "172 × 172 token pairs × 100,000 half-steps); the served engine allows 2,000,000,000 "
+     "per /v1/relate (SINKSCOPE_SERVE_WORK_RELATE). Ask for fewer half-steps"),
 ]
 
 
@@ -653,6 +624,43 @@ def test_rank_served_equals_embedded(url, encoder):
     assert status == 422 and doc["error"]["type"] == "TextError"
 
 
+def test_concurrent_rankings_each_get_their_own(url, encoder):
+    """Eight rankings at once, each on candidates of its own: each equals the embedded
+    ranking; the measures they keep go to the replicas' caches (read and written on the
+    event loop, never by two worker threads at once)."""
+    from engine.relation.sentences import rank_texts
+
+    sets = [[f"The {x} crossed the river.", f"A {x} sat by the bank.", "Stocks fell."]
+            for x in "cat dog fox cow owl pig rat bee".split()]
+    before = cache_bytes(url)
+    start = threading.Barrier(len(sets))
+
+    def call(cands):
+        start.wait()
+        return EngineClient(url).rank(A, cands, eps=0.5)
+
+    with cf.ThreadPoolExecutor(len(sets)) as pool:
+        served = list(pool.map(call, sets))
+    for got, cands in zip(served, sets):
+        local = rank_texts(encoder, A, cands, eps=0.5)
+        assert got.candidates == local.candidates
+        np.testing.assert_allclose(got.divergence, local.divergence, atol=1e-12, rtol=0)
+    assert sum(cache_bytes(url).values()) > sum(before.values())
+
+
+def cache_bytes(url: str) -> dict[str, int]:
+    """Each replica's cached bytes (GET /v1/stats, four at a time until both answered)."""
+    seen: dict[str, int] = {}
+    with cf.ThreadPoolExecutor(4) as pool:
+        for _ in range(20):
+            for doc in pool.map(lambda _: json.loads(
+                    HTTP.request("GET", url + "/v1/stats").data), range(4)):
+                seen[doc["replica"]] = doc["cache"]["bytes"]
+            if len(seen) == REPLICAS:
+                break
+    return seen
+
+
 ALIGN_PAIRS = [("the river bank was steep", "the bank of the river was steep", "0-0 1-4 2-1"),
                ("she paid money into her account", "money was paid in by her", None)]
 
@@ -751,6 +759,146 @@ def test_app_with_no_engine_shows_a_notice(monkeypatch):
 
     c = engines.current().client  # the page's one client: one call's retries, not every call's
     assert 0 < c.retried <= c.retries
+
+
+# --------------------------------------------------------------------------- hostile load
+SIXTY = " ".join(["river bank money water loan quiet house morning light people"] * 6)
+T256 = " ".join(["river bank money water loan quiet house morning"] * 32)
+U256 = " ".join(["people walk talk city market bridge boat stone"] * 32)
+HEAVY = {"text_a": T256, "text_b": U256, "layer": 5, "head": 3, "eps": 0.001,
+         "half_steps": 25_000, "tol": 1e-300}  # 1.6e9 of 2e9: seconds to minutes of work
+
+
+def busy_after(pids, since: float) -> float:
+    """CPU seconds the replicas ``pids`` use in the second starting 1 s after ``since``
+    (a running solve uses about one per second)."""
+    from tests.support.server import cpu_seconds
+
+    time.sleep(max(0.0, since + 1.0 - time.monotonic()))
+    c0 = sum(cpu_seconds(p) for p in pids)
+    time.sleep(1.0)
+    return sum(cpu_seconds(p) for p in pids) - c0
+
+
+def test_every_listener_of_the_local_ray_is_on_loopback(service):
+    """GCS, raylet, object and node managers, workers, agents, Serve's proxy and the
+    replicas (their gRPC servers too): every socket Ray's processes listen on is
+    127.0.0.1."""
+    from tests.support.engine_server import listeners, loopback
+    from tests.support.server import descendants
+
+    found = listeners(descendants(os.getpid()))
+    assert len(found) >= 10, found  # Ray's whole set, not an empty match
+    assert [a for a, _ in found if not loopback(a)] == [], found
+
+
+def test_answers_over_four_mebibytes_arrive_in_npz_and_json(url, encoder):
+    """The heads grid of a 60-word pair (62 × 62 tokens): 11 MB as NPZ, 25 MB as JSON,
+    beyond the 4 MiB that gRPC between Serve's proxy and a replica carried; both equal
+    embedded, and the replica gives the memory back."""
+    from benchmarks.service import replica_pids
+    from tests.support.server import rss_mb
+
+    embedded = relate(SIXTY, SIXTY, encoder=encoder, layer="all", head="all")
+    assert_same(EngineClient(url).relate(SIXTY, SIXTY, layer="all", head="all"), embedded)
+    pids = replica_pids(url, REPLICAS)
+    before = {name: rss_mb(pid) for name, pid in pids.items()}
+    r = HTTP.request("POST", url + "/v1/relate", body=json.dumps(
+        {"text_a": SIXTY, "text_b": SIXTY, "layer": "all", "head": "all"}).encode(),
+        headers={"Content-Type": wire.JSON})
+    assert r.status == 200 and len(r.data) > 4 * 2**20
+    assert_same(relation_from_dict(json.loads(r.data)), embedded)
+    name = r.headers["X-Sinkscope-Replica"]
+    assert rss_mb(pids[name]) - before[name] < 40  # the answer's memory was given back
+
+
+@pytest.mark.parametrize("path, body, words", [
+    ("/v1/eps_path", {"text_a": T256, "text_b": U256, "layer": 5, "head": 3,
+                      "eps_values": [0.01] * 64, "half_steps": 100_000},
+     "× 100,000 half-steps × 64 ε values); the served engine allows 3,200,000,000"),
+    ("/v1/lattice", {"text_a": SIXTY, "text_b": SIXTY, "layer": 5, "head": 3,
+                     "eps_values": list(np.geomspace(0.01, 10, 128)),
+                     "steps": list(range(1, 129))}, "SINKSCOPE_SERVE_WORK_LATTICE")])
+def test_work_over_a_routes_budget_is_refused_before_computing(url, path, body, words):
+    t = time.monotonic()
+    status, _, doc = post(url, path, body)
+    assert status == 413 and doc["error"]["type"] == "WorkTooLarge", doc
+    assert words in doc["error"]["message"] and time.monotonic() - t < 2
+    if path == "/v1/eps_path":  # the client's error for it
+        with pytest.raises(RequestTooLarge, match="Ask for fewer"):
+            EngineClient(url).eps_path(**body)
+
+
+def test_a_post_without_content_type_is_refused(url):
+    r = HTTP.request("POST", url + "/v1/relate", body=json.dumps({"text_a": A}).encode())
+    doc = json.loads(r.data)
+    assert r.status == 415 and "Content-Type: application/json" in doc["error"]["message"]
+
+
+def test_a_late_or_abandoned_request_stops_computing_within_a_second(url):
+    """A heavy relate past its deadline (here the client's: it waits 2 s) is answered 408
+    with the engine's message; a client that leaves mid-computation: either way the
+    replicas stop computing within a second."""
+    from benchmarks.service import replica_pids
+
+    pids = replica_pids(url, REPLICAS).values()
+    t = time.monotonic()
+    status, _, doc = post(url, "/v1/relate", HEAVY, headers={"X-Sinkscope-Deadline": "2"})
+    assert status == 408 and doc["error"]["type"] == "DeadlineExceeded", doc
+    assert "deadline of 2 s (the client's X-Sinkscope-Deadline)" in doc["error"]["message"]
+    assert time.monotonic() - t < 8
+    assert busy_after(pids, time.monotonic()) < 0.3
+    with pytest.raises(urllib3.exceptions.ReadTimeoutError):
+        HTTP.request("POST", url + "/v1/relate", body=json.dumps(HEAVY).encode(),
+                     headers={"Content-Type": wire.JSON}, timeout=urllib3.Timeout(read=2))
+    assert busy_after(pids, time.monotonic()) < 0.3  # not the ~1 s/s of a running solve
+
+
+def test_light_requests_do_not_wait_behind_heavy_ones(url):
+    """Two heavy relates run (one per replica, or one waiting for its replica's heavy
+    slot); a slider move meanwhile takes at most max(1 s, 5×) its time alone."""
+    c = EngineClient(url)
+    c.relate(A, B, layer=5, head=3)
+
+    def light(k: int) -> float:
+        t = time.perf_counter()
+        c.relate(A, B, layer=5, head=3, eps=0.3 + 0.01 * k)
+        return time.perf_counter() - t
+
+    alone = float(np.median([light(k) for k in range(3)]))
+
+    def heavy(_):
+        with contextlib.suppress(urllib3.exceptions.HTTPError):
+            HTTP.request("POST", url + "/v1/relate", body=json.dumps(HEAVY).encode(),
+                         headers={"Content-Type": wire.JSON}, timeout=urllib3.Timeout(read=6))
+
+    with cf.ThreadPoolExecutor(2) as pool:
+        futures = [pool.submit(heavy, i) for i in range(2)]
+        time.sleep(1.5)
+        under = max(light(k) for k in range(3, 6))
+        for f in futures:
+            f.result()
+    assert under <= max(1.0, 5 * alone), (alone, under)
+
+
+def test_align_engine_links_equal_the_embedded_run(url, capsys, monkeypatch):
+    """``python -m engine align --engine URL``: the pairs in chunks (16 pairs each here,
+    two chunks), the same links and scores as the embedded run, a progress bar."""
+    from engine.alignment import remote
+    from engine.io.cli import main
+
+    pairs = str(Path(__file__).parent / "data" / "align" / "pairs.tsv")
+    argv = ["align", "--pairs", pairs, "--method", "softmax-both", "--bootstrap", "0",
+            "--json"]
+    assert main(argv) == 0
+    embedded = json.loads(capsys.readouterr().out)
+    monkeypatch.setattr(remote, "CHUNK", 16)
+    assert main(argv + ["--engine", url]) == 0
+    out = capsys.readouterr()
+    served = json.loads(out.out)
+    assert served["alignments"] == embedded["alignments"]
+    assert served["methods"] == embedded["methods"]
+    assert "40/40 texts" in out.err  # the progress bar
 
 
 def test_zy_a_replica_killed_mid_run_fails_no_call(url):

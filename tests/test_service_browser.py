@@ -117,3 +117,30 @@ def test_app_waits_for_the_engine_and_survives_an_outage(served_app, engine, bro
         no_errors(page)
     finally:
         ctx.close()
+
+
+def test_the_engine_listens_on_loopback_only(engine):
+    """``python -m engine serve`` with its defaults: every socket its process group
+    listens on (Ray's GCS, raylet, workers, agents, Serve's proxy and replicas) is on
+    127.0.0.1, and its HTTP port is the one given."""
+    from tests.support.engine_server import listeners, loopback
+    from tests.support.server import descendants
+
+    engine.process.wait_ready()
+    leader = engine.process.proc.pid
+    found = listeners(descendants(leader) | {leader} | group(leader))
+    assert len(found) >= 10, found  # Ray's whole set, not an empty match
+    assert [a for a, _ in found if not loopback(a)] == [], found
+    assert f"127.0.0.1:{engine.process.port}" in {a for a, _ in found}
+
+
+def group(pgid: int) -> set[int]:
+    """The processes of the process group ``pgid``."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[2]) == pgid:
+                found.add(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found

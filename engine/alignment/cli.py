@@ -68,6 +68,8 @@ def add_parser(sub) -> None:
     p.add_argument("--out", default=None, help="write the method's links here (Pharaoh, 0-based)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--engine", default=None, metavar="URL",
+                   help="align on a served engine (python -m engine serve), in chunks")
     p.set_defaults(run=run)
 
 
@@ -111,9 +113,15 @@ def run(args) -> int:
     (engine errors and unreadable files go up to ``engine.io.cli.main``: status 2)."""
     from dataclasses import replace
 
-    from . import api
+    from . import api, remote
     from .extract import Method
 
+    if args.out:  # before any work: a long run never ends failing to write
+        from ..io.paths import check_writable
+
+        check_writable(args.out, "--out")
+    if args.engine:
+        remote.check(args)
     pairs = _read(args, args.pairs, args.gold)
     dev = _read(args, args.dev) if args.dev else None
     if dev is not None and not all(p.has_gold for p in dev):
@@ -121,14 +129,17 @@ def run(args) -> int:
 
         raise SettingsError("the dev file needs gold links for every pair.")
     encoder = None
-    if args.model:
+    if args.model and not args.engine:
         from ..models.encoder import Encoder
 
         encoder = Encoder.load(args.model)
     source = api.source_of(args.source, args.layer, args.head, args.center or None)
     methods = [args.method] if args.method else list(METHOD_NAMES)
-    scored = api.score_corpus(pairs, encoder=encoder, source=source,
-                              progress=Progress("pairs", args.quiet))
+    scored = remote.Corpus(args.engine, pairs, source, model=args.model,
+                           progress=Progress("pairs", args.quiet)) if args.engine else \
+        api.score_corpus(pairs, encoder=encoder, source=source,
+                         progress=Progress("pairs", args.quiet))
+    links = scored.links if args.engine else lambda m: api.extract_links(scored, m)
     source = scored.source
     over = {"threshold": args.threshold, "tau": args.tau, "mass": args.mass,
             "eps": args.eps, "direction": args.direction}
@@ -144,13 +155,13 @@ def run(args) -> int:
     gold = all(p.has_gold for p in pairs)
     results = {}
     for name in methods:
-        al = api.extract_links(scored, settings[name])
+        al = links(settings[name])
         sc = api.score(al, pairs, bootstrap=args.bootstrap) if gold else None
         results[name] = (al, sc)
     out_method = args.method or api.DEFAULT_METHOD
     if args.out:
-        al = results[out_method][0] if out_method in results else api.extract_links(
-            scored, api.method_of(out_method, source.kind))
+        al = results[out_method][0] if out_method in results else links(
+            api.method_of(out_method, source.kind))
         with open(args.out, "w", encoding="utf-8") as fh:
             for a in al:
                 fh.write(a.pharaoh + "\n")

@@ -301,6 +301,9 @@ def read_table(text: str, *, name: str = "file", one_based: bool = False,
                 row = json.loads(line)
             except ValueError as e:
                 raise AlignFileError.of("not_json", where=where, reason=e.msg) from None
+            except RecursionError:
+                raise AlignFileError.of("not_json", where=where,
+                                        reason="nested too deeply") from None
             if not isinstance(row, dict) or "text_a" not in row or "text_b" not in row:
                 raise AlignFileError.of("json_fields", where=where)
             pairs.append(make_pair(row["text_a"], row["text_b"], row.get("gold"),

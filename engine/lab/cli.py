@@ -53,6 +53,10 @@ def run(args) -> int:
     errors go up to ``engine.io.cli.main``, which prints them and exits with status 2)."""
     from .training import LabSettings, save, train
 
+    if args.save:  # before training: a long run never ends failing to write
+        from ..io.paths import check_writable
+
+        check_writable(args.save, "--save")
     settings = LabSettings(target=args.target, model=args.model, width=args.width,
                            depth=args.depth, heads=args.heads, eps=args.eps,
                            half_steps=args.half_steps, points=args.points,

@@ -20,7 +20,7 @@ from ..models.encoder import Encoder
 from ..relation import frames
 from ..relation.lattice import relation_lattice
 from ..relation.relate import eps_path, relate_batch, relate_encodings
-from ..relation.sentences import rank
+from ..relation.sentences import parse_candidates, rank
 from ..settings import Settings
 from ..types import Encoding
 from . import wire
@@ -45,13 +45,17 @@ def relate_settings(encodings: tuple[Encoding, ...], req: RelateRequest) -> Sett
     ``SINKSCOPE_GRID_MAX_CELLS``)."""
     s = req.settings()
     if s.layer == "all":
-        n, m = token_counts(encodings, s.mode)
-        if n * m > settings.CONFIG.grid_max_cells:
-            raise SettingsError(
-                f"The texts have {n} × {m} tokens: too many for the heads grid (the limit is "
-                f"{settings.CONFIG.grid_max_cells:,} token pairs, SINKSCOPE_GRID_MAX_CELLS). "
-                "Shorten the texts or ask for one layer and head.")
+        check_grid(*token_counts(encodings, s.mode))
     return s
+
+
+def check_grid(n: int, m: int) -> None:
+    """A SettingsError for a heads grid of n × m tokens over ``SINKSCOPE_GRID_MAX_CELLS``."""
+    if n * m > settings.CONFIG.grid_max_cells:
+        raise SettingsError(
+            f"The texts have {n} × {m} tokens: too many for the heads grid (the limit is "
+            f"{settings.CONFIG.grid_max_cells:,} token pairs, SINKSCOPE_GRID_MAX_CELLS). "
+            "Shorten the texts or ask for one layer and head.")
 
 
 def relation_answer(encodings: tuple[Encoding, ...], req: RelateRequest, device) -> dict:
@@ -118,6 +122,14 @@ def rank_answer(enc: Encoder, req: RankRequest, measured) -> dict:
                                  mean_pooled=enc.mean_pooled, dropped=dropped))
 
 
+def candidate_lines(req: RankRequest) -> list[str]:
+    """The candidate texts of a rank request, as the ranking reads them (one per line of a
+    text, or the list's items; at most MAX_CANDIDATES)."""
+    c = req.candidates
+    text = c if isinstance(c, str) else "\n".join(str(x).replace("\n", " ") for x in c)
+    return parse_candidates(text)[0]
+
+
 def warm_up(enc: Encoder, device) -> None:
     """One small relation, heads grid and ε path, so that the first request does not pay
     for lazy imports (POT, the solver's kernels) and first calls (~1.5 s on a CPU)."""
@@ -155,10 +167,12 @@ def align_answer(enc: Encoder, req: AlignRequest, device=None) -> dict:
     pairs in padded batches), one alignment document per pair."""
     from ..alignment.api import align_pairs
 
+    from ..solver.cancel import poll
+
     pairs = [{"text_a": p.text_a, "text_b": p.text_b, "gold": p.gold} for p in req.pairs]
     out = align_pairs(pairs, method=req.method, source=req.source, layer=req.layer,
                       head=req.head, center=req.center, threshold=req.threshold, tau=req.tau,
                       mass=req.mass, eps=req.eps, lowercase=req.lowercase, encoder=enc,
-                      device=device)
+                      device=device, progress=lambda done, total: poll())
     return {"schema": ALIGN_SCHEMA, "model": enc.name,
             "alignments": [a.to_dict(values=req.values) for a in out]}

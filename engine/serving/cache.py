@@ -1,5 +1,6 @@
-"""What a replica keeps between requests: encodings, in a least-recently-used store
-bounded by bytes, keyed by the :class:`Job` that names them."""
+"""What a replica keeps between requests: encodings (and the Sentences view's measures),
+in one least-recently-used store bounded by bytes, keyed by the :class:`Job` that names
+them."""
 
 from __future__ import annotations
 
@@ -56,9 +57,12 @@ class EncodingCache:
         self.hits += 1
         return item[0]
 
-    def put(self, key: tuple, encodings: tuple[Encoding, ...]) -> None:
-        size = sum(x.nbytes for e in encodings for x in (e.hidden, e.q, e.k, e.attentions)
-                   if x is not None)
+    def put(self, key: tuple, encodings: tuple[Encoding, ...], size: int | None = None
+            ) -> None:
+        """Keep ``encodings`` (or any value whose ``size`` in bytes is given)."""
+        if size is None:
+            size = sum(x.nbytes for e in encodings for x in (e.hidden, e.q, e.k, e.attentions)
+                       if x is not None)
         if size > self.max_bytes or key in self._items:
             return
         self._items[key] = (encodings, size)

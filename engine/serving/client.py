@@ -11,9 +11,13 @@ eps, plans = engine.eps_path("text A", "text B", layer=5, head=3)
 ```
 
 Bad input raises the engine's own errors (``TextError``, ``SettingsError``, ``ModelError``:
-ValueErrors whose message says what to change), exactly as the embedded engine does. A
-service that cannot be reached, fails, or is not a sinkscope engine raises
-:class:`EngineUnavailable` (a RuntimeError: not bad input) naming the URL and what to check.
+ValueErrors whose message says what to change), exactly as the embedded engine does; a
+request over the service's limits raises :class:`RequestTooLarge` (413: its work budget or
+body size) or :class:`RequestTimedOut` (408: stopped at its deadline), both SettingsErrors
+saying what to ask for instead. A service that cannot be reached, fails, or is not a
+sinkscope engine raises :class:`EngineUnavailable` (a RuntimeError: not bad input) naming
+the URL and what to check; one that stays busy (503 after every retry) raises
+:class:`EngineBusy`, an EngineUnavailable.
 
 Every call is idempotent (an answer is a pure function of its request), so a call that
 meets a refused or dropped connection, or an answer 502, 503 or 504 (or a 500 that did not
@@ -43,6 +47,7 @@ import urllib3
 from .. import errors
 
 from . import wire
+from .limits import DEADLINE_HEADER
 from ..io.export import ranking_from_dict, relation_from_dict
 from ..settings import DEFAULT_MODEL, Settings
 from ..types import Ranking, Relation
@@ -65,6 +70,32 @@ class EngineUnavailable(RuntimeError):
             f"The sinkscope engine at {url} is not available ({reason}). Check that it is "
             f"running (`python -m engine serve` or `make engine`), that SINKSCOPE_ENGINE "
             f"names it, and that this machine can reach it.")
+
+
+class EngineBusy(EngineUnavailable):
+    """The served engine answered 503 to every try: overloaded, or busy with other large
+    requests (it computes a few at a time per replica). Try again later, or ask for less."""
+
+    def __init__(self, url: str, reason: str, status: int | None = 503):
+        self.url, self.reason, self.status = url, reason, status
+        RuntimeError.__init__(
+            self, f"The sinkscope engine at {url} is busy ({reason}): it is computing other "
+            "requests. Try again in a moment, ask for less (fewer half-steps, shorter texts), "
+            "or ask its operator for more replicas.")
+
+
+class RequestTooLarge(errors.SettingsError):
+    """HTTP 413: the request asks for more than the service allows (its route's work budget,
+    ``SINKSCOPE_SERVE_WORK_*``, or its body size); the message names the limit, the
+    request's figure and what to change."""
+
+    status = 413
+
+
+class RequestTimedOut(errors.SettingsError):
+    """HTTP 408: the service stopped the request at its deadline; ask for less work."""
+
+    status = 408
 
 
 RETRY_STATUSES = (502, 503, 504)
@@ -269,6 +300,9 @@ class EngineClient:
         deadline = time.monotonic() + budget
         for attempt in range(self.retries + 1):
             left = max(0.05, deadline - time.monotonic())
+            # The engine stops computing a little before this call gives up, so its 408
+            # arrives (RequestTimedOut) instead of nothing, and no work outlives the call.
+            headers[DEADLINE_HEADER] = f"{max(0.05, left - min(1.0, left / 10)):.3f}"
             try:
                 resp = self._pool.request(method, self.url + path, body=data, headers=headers,
                                           timeout=urllib3.Timeout(connect=min(5.0, left),
@@ -287,7 +321,8 @@ class EngineClient:
             delay = self._delay(attempt, wait)
             if timed_out or attempt == self.retries or time.monotonic() + delay >= deadline:
                 tries = f" after {attempt + 1} tries" if attempt else ""
-                raise EngineUnavailable(self.url, failure[0] + tries, failure[1])
+                raise (EngineBusy if failure[1] == 503 else EngineUnavailable)(
+                    self.url, failure[0] + tries, failure[1])
             with self._lock:
                 self.retried += 1
             time.sleep(delay)
@@ -325,6 +360,13 @@ class EngineClient:
         if resp.status == 200 and isinstance(doc, dict):
             return doc
         err = doc.get("error") if isinstance(doc, dict) else None
+        if resp.status == 408:  # the replica's deadline, or Serve's own timeout (plain text)
+            raise RequestTimedOut(str(err["message"]) if isinstance(err, dict) else
+                                  f"The engine at {self.url} stopped this request at its time "
+                                  "limit; ask for less: fewer half-steps, fewer ε values, a "
+                                  "larger ε, or shorter texts.")
+        if resp.status == 413 and isinstance(err, dict):
+            raise RequestTooLarge(str(err.get("message")))
         if not isinstance(err, dict) or "message" not in err:
             raise EngineUnavailable(self.url, f"{method} {path} answered HTTP {resp.status} "
                                     "without a sinkscope error: is this a sinkscope engine?",

@@ -19,9 +19,10 @@ import json
 import logging
 import os
 import time
+import weakref
 from typing import Any, Callable
 
-from fastapi.responses import Response
+from fastapi.responses import Response, StreamingResponse
 from ray import serve
 from ray.serve.config import BackpressureConfig
 
@@ -31,13 +32,14 @@ from ..models.encoder import Encoder, allowed_models
 from ..relation.sentences import measures
 from ..settings import DEFAULT_MODEL
 from ..types import Encoding
-from . import answers, batching, wire
+from ..solver.cancel import scope
+from . import answers, batching, limits, runtime, stream, wire
 from .batching import OVERLOAD, TUNING, Batcher
 from .cache import EncodingCache, Job
+from .schemas import EpsPathRequest, LatticeRequest
 
 log = logging.getLogger("ray.serve.sinkscope")
 
-MEASURES_KEPT = 16  # Sentences requests whose encoded texts a replica keeps
 # Overload (batching.Overload): each caller (an HTTP proxy) queues at most MAX_QUEUED
 # requests beyond what the replicas hold (MAX_ONGOING each); above it Serve answers 503
 # with Retry-After.
@@ -78,6 +80,7 @@ class Engine:
     def __init__(self) -> None:
         import torch
 
+        runtime.replica_setup()  # bounded malloc; loopback-only listeners on a local node
         if settings.CONFIG.torch_threads > 0:
             torch.set_num_threads(settings.CONFIG.torch_threads)
         self.encoders: dict[str, Encoder] = {}
@@ -100,7 +103,7 @@ class Engine:
                             if self.device.type == "cuda" else "")
         self.batching = Batcher(self.encoders, EncodingCache(settings.CONFIG.cache_mb * 2**20),
                                 max_batch_size=TUNING["max_batch_size"])
-        self.measures: dict[tuple, tuple] = {}  # the Sentences view's texts, newest last
+        self.lanes = limits.Lanes()
         self.requests = 0
         self.errors: collections.Counter[int] = collections.Counter()
         try:
@@ -156,48 +159,104 @@ class Engine:
     # ----------------------------------------------------------------------- answering
     async def answer(self, req, answer: Callable[[tuple[Encoding, ...], Any, Any], dict],
                      accept: str | None, *, batched: bool = False) -> Response:
-        """Check a request, get its encodings, compute ``answer`` off the event loop and
-        write its document as JSON or NPZ (``accept``); ``batched`` (relations): it may be
-        solved together with others (:meth:`Batcher.solve`)."""
+        """Check and price a request (:mod:`engine.serving.limits`: 413 over its budget,
+        before any computation), get its encodings, compute ``answer`` off the event loop
+        under the request's deadline, and write its document as JSON or NPZ (``accept``).
+        A light request runs at once (``batched``, relations: it may be solved together
+        with others, :meth:`Batcher.solve`); a heavy one waits for a heavy slot."""
         self.requests += 1
-        t0 = time.perf_counter()
-        encodings, batch = await self.batching.encodings(
-            self._job(req), lambda job: self._encode_batch(self._measured(job)))
-        t1 = time.perf_counter()
+        t0, since = time.perf_counter(), time.monotonic()
+        job = self._job(req)
+        price = self._price(req, job)
         media = wire.media_type(accept)
+        token = limits.token()
+        try:
+            encodings, batch = await self.batching.encodings(
+                job, lambda job: self._encode_batch(self._measured(job)))
+            t1 = time.perf_counter()
+            headers = {"X-Sinkscope-Replica": self.replica, "X-Sinkscope-Batch": str(batch)}
+            if not price.light:
+                return await self._heavy(lambda: answer(encodings, req, self.on_device),
+                                         media, headers, since)
 
-        def work() -> tuple[bytes, float]:  # one trip to a worker thread
-            doc = answer(encodings, req, self.on_device)
-            t = time.perf_counter()
-            return wire.dumps(doc, media), t
+            def work() -> tuple[bytes, float]:  # one trip to a worker thread
+                with scope(token):
+                    doc = answer(encodings, req, self.on_device)
+                t = time.perf_counter()
+                return stream.dumps(doc, media), t
 
-        body, t2, solved = await self.batching.solve(
-            (encodings, req, media), work, self._relate_batch if batched else None)
+            body, t2, solved = await self.batching.solve(
+                (encodings, req, media), work, self._relate_batch if batched else None)
+        except asyncio.CancelledError:  # the client went away, or Serve's timeout
+            token.cancel()
+            raise
         t3 = time.perf_counter()
         timing = ", ".join(f"{k};dur={v * 1e3:.1f}" for k, v in
                            (("encode", t1 - t0), ("compute", t2 - t1), ("write", t3 - t2)))
         return Response(body, media_type=media, headers={
-            "X-Sinkscope-Replica": self.replica, "X-Sinkscope-Batch": str(batch),
-            "X-Sinkscope-Solved-With": str(solved), "Server-Timing": timing})
+            **headers, "X-Sinkscope-Solved-With": str(solved), "Server-Timing": timing})
+
+    async def _heavy(self, compute: Callable[[], dict], media: str, headers: dict,
+                     since: float) -> Response:
+        """A heavy request (arrived at ``since``): wait for a heavy slot (503 after the
+        deadline), compute in a worker thread under the deadline (the operator's counted
+        from here: the wait had its own), and stream the answer in pieces while still
+        holding the slot (a replica holds one heavy answer at a time)."""
+        release = await self.lanes.acquire(limits.token(since).deadline_s)
+        token = limits.token(since)
+        try:
+            def work():
+                with scope(token):
+                    doc = compute()
+                return wire.dumps(doc, media) if media == wire.NPZ else doc
+
+            out = await asyncio.to_thread(work)
+        except BaseException as e:
+            release()
+            if isinstance(e, asyncio.CancelledError):
+                token.cancel()
+            raise
+        pieces = stream.slices(out) if media == wire.NPZ else stream.json_chunks(out)
+        del out
+
+        async def body():
+            try:
+                while True:
+                    piece = await asyncio.to_thread(next, pieces, None)
+                    if piece is None:
+                        return
+                    yield piece
+            finally:
+                release()
+                runtime.trim_memory()
+
+        chunks = body()
+        weakref.finalize(chunks, release)  # also when the client left before it started
+        return StreamingResponse(chunks, media_type=media,
+                                 headers={**headers, "X-Sinkscope-Solved-With": "1"})
 
     async def rank(self, req, accept: str | None) -> Response:
-        """POST /v1/rank: the texts' measures are kept, so an ε move does not re-encode."""
+        """POST /v1/rank: the texts' measures are kept in the replica's cache (read and
+        written here, on the event loop), so an ε move does not re-encode."""
         self.requests += 1
         enc = self.encoder(req.model)
         answers.check_request(req, enc)
-        media = wire.media_type(accept)
+        counts = self._count(enc.name)([req.text_a, *answers.candidate_lines(req)])
+        price = limits.rank_price(counts[0], counts[1:]).check()
+        key = ("measures", enc.name, req.text_a, json.dumps(req.candidates))
+        kept = self.batching.cache.get(key)
+        made: list = []
 
-        def work() -> bytes:
-            key = (enc.name, req.text_a, json.dumps(req.candidates))
-            measured = self.measures.get(key)
-            if measured is None:
-                measured = self.measures[key] = measures(enc, req.text_a, req.candidates)
-                while len(self.measures) > MEASURES_KEPT:
-                    self.measures.pop(next(iter(self.measures)))
-            return wire.dumps(answers.rank_answer(enc, req, measured), media)
+        def compute() -> dict:
+            measured = kept or measures(enc, req.text_a, req.candidates)
+            made.append(measured)
+            return answers.rank_answer(enc, req, measured)
 
-        return Response(await asyncio.to_thread(work), media_type=media,
-                        headers={"X-Sinkscope-Replica": self.replica})
+        answer = await self._run(compute, price, accept)
+        if kept is None and made:
+            self.batching.cache.put(key, made[0], size=sum(
+                x.nbytes for m in made[0][0] for x in (m.points, m.embedding, m.mean)))
+        return answer
 
     async def align(self, req, accept: str | None) -> Response:
         """POST /v1/align: every pair of the request aligned in padded batches, in a worker
@@ -205,10 +264,41 @@ class Engine:
         self.requests += 1
         enc = self.encoder(req.model)
         answers.check_request(req, enc)
-        media = wire.media_type(accept)
-        body = await asyncio.to_thread(
-            lambda: wire.dumps(answers.align_answer(enc, req, self.on_device), media))
-        return Response(body, media_type=media, headers={"X-Sinkscope-Replica": self.replica})
+        price = limits.align_price([(p.text_a, p.text_b) for p in req.pairs], req.values)
+        return await self._run(lambda: answers.align_answer(enc, req, self.on_device),
+                               price.check(), accept)
+
+    async def _run(self, compute: Callable[[], dict], price: limits.Price,
+                   accept: str | None) -> Response:
+        """A request without batching: at once when it is light, else in the heavy lane."""
+        media, token = wire.media_type(accept), limits.token()
+        headers = {"X-Sinkscope-Replica": self.replica}
+        if not price.light:
+            return await self._heavy(compute, media, headers, time.monotonic())
+
+        def work() -> bytes:
+            with scope(token):
+                return stream.dumps(compute(), media)
+
+        try:
+            return Response(await asyncio.to_thread(work), media_type=media, headers=headers)
+        except asyncio.CancelledError:
+            token.cancel()
+            raise
+
+    def _price(self, req, job: Job) -> limits.Price:
+        """The request's price from its token counts (tokenised here, no model call);
+        WorkTooLarge (413) when it is over its route's budget."""
+        enc = self.encoders[job.model]
+        counts = self._count(job.model)([t.text for t in job.texts])
+        n, m = counts[0], counts[-1]
+        if isinstance(req, EpsPathRequest):
+            return limits.eps_path_price(req, n, m).check()
+        if isinstance(req, LatticeRequest):
+            return limits.lattice_price(req, n, m).check()
+        if req.layer == "all":
+            answers.check_grid(n, m)  # the app's own limit first: its message says more
+        return limits.relate_price(req, n, m, enc.n_layers, enc.n_heads).check()
 
     def encoder(self, name: Any) -> Encoder:
         """The served model ``name``, or a ModelError naming the ones served."""
@@ -254,7 +344,7 @@ class Engine:
         (:func:`engine.serving.answers.relation_answers`)."""
         return await self.batching.relate(
             items, lambda pairs: answers.relation_answers(pairs, self.on_device),
-            wire.dumps, time.perf_counter)
+            stream.dumps, time.perf_counter)
 
 
 def build(*, replicas: int = 1, gpus_per_replica: float = 0.0, cpus_per_replica: float = 1.0,

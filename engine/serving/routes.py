@@ -7,8 +7,13 @@ replica (:class:`engine.serving.deployment.Engine`), which computes the answer
 - the engine's own errors (``engine.errors``: TextError, SettingsError, ModelError) → 422
   with their message, a body that does not fit its schema included (the message the
   embedded engine gives for the same value);
-- a body that is not JSON → 400; a body over ``SINKSCOPE_MAX_BODY`` bytes → 413, before it
-  is read whole; an unknown path → 404, a wrong method → 405;
+- a body that is not JSON → 400, one sent without ``Content-Type: application/json`` →
+  415; a body over ``SINKSCOPE_MAX_BODY`` bytes → 413, before it is read whole; a request
+  over its route's work budget → 413 (``WorkTooLarge``, :mod:`engine.serving.limits`);
+  an unknown path → 404, a wrong method → 405;
+- a computation past the deadline (the operator's, or a shorter one in the request's
+  ``X-Sinkscope-Deadline`` header) → 408 (``DeadlineExceeded``); no heavy slot free
+  within it → 503 (``Busy``, with ``Retry-After``);
 - anything unexpected → 500, logged on the replica, never a traceback on the wire.
 
 Under overload Ray Serve itself answers 503 with ``Retry-After`` (the deployment's
@@ -26,7 +31,9 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import SinkscopeError
-from . import answers, wire
+from ..solver.cancel import Cancelled, DeadlineExceeded
+from . import answers, limits, wire
+from .limits import Busy, WorkTooLarge
 from .schemas import (AlignmentsDocument, AlignRequest, EpsPathDocument, EpsPathRequest, ErrorResponse, HealthResponse,
                       LatticeDocument, LatticeRequest, ModelsResponse, RankingDocument,
                       RankRequest, RelateRequest, RelationDocument, StatsResponse,
@@ -40,11 +47,16 @@ BODIES = {"/v1/relate": RelateRequest, "/v1/eps_path": EpsPathRequest,
           "/v1/lattice": LatticeRequest, "/v1/rank": RankRequest, "/v1/align": AlignRequest}
 EXAMPLE = '{"text_a": "…", "text_b": "…"}'
 _ERRORS = {400: {"model": ErrorResponse, "description": "The body is not JSON."},
-           413: {"model": ErrorResponse, "description": "The body is over SINKSCOPE_MAX_BODY."},
+           408: {"model": ErrorResponse, "description": "The computation ran past "
+                 "SINKSCOPE_SERVE_DEADLINE_S and was stopped: ask for less."},
+           413: {"model": ErrorResponse, "description": "The body is over SINKSCOPE_MAX_BODY, "
+                 "or the request over its route's work budget (SINKSCOPE_SERVE_WORK_*)."},
+           415: {"model": ErrorResponse, "description": "The body is not sent as "
+                 "Content-Type: application/json."},
            422: {"model": ErrorResponse, "description": "The engine's own error "
                  "(TextError, SettingsError, ModelError): the message says what to change."},
-           503: {"model": None, "description": "Overloaded: try again after Retry-After "
-                 "seconds."}}
+           503: {"model": None, "description": "Overloaded or busy: try again after "
+                 "Retry-After seconds."}}
 _DOCUMENT = {200: {"content": {wire.NPZ: {}}, "description": "The document as JSON, or as "
                    f"NPZ with Accept: {wire.NPZ}."}}
 
@@ -84,6 +96,9 @@ class Guard:
                     self.count(message["status"])
             await send(message)
 
+        headers = dict(scope.get("headers") or [])
+        asked = limits.asked_deadline.set(limits.parse_deadline(
+            (headers.get(limits.DEADLINE_HEADER.lower().encode()) or b"").decode() or None))
         try:
             if scope["method"] in ("POST", "PUT", "PATCH"):
                 refused, receive = await self._read(scope, receive)
@@ -96,6 +111,8 @@ class Guard:
                 await error(500, "InternalError", "The engine failed on this request; the "
                             "operator's log has the details. Try again or change the "
                             "input.")(scope, receive, tracked)
+        finally:
+            limits.asked_deadline.reset(asked)
 
     @staticmethod
     async def _read(scope, receive):
@@ -138,8 +155,7 @@ def build_api(engine) -> FastAPI:
     :class:`engine.serving.deployment.Engine`, or None for the schema alone)."""
     api = FastAPI(title="sinkscope engine", version="1",
                   description="Softmax attention beside Sinkhorn couplings, served.",
-                  docs_url=None, redoc_url=None, openapi_url="/v1/openapi.json",
-                  strict_content_type=False)
+                  docs_url=None, redoc_url=None, openapi_url="/v1/openapi.json")
 
     def count(status: int) -> None:
         if engine is not None:
@@ -151,8 +167,14 @@ def build_api(engine) -> FastAPI:
     async def _engine_error(request: Request, e: SinkscopeError) -> JSONResponse:
         return error(422, type(e).__name__, str(e))
 
+    _limit_errors(api)
+
     @api.exception_handler(RequestValidationError)
     async def _invalid(request: Request, e: RequestValidationError) -> JSONResponse:
+        media = (request.headers.get("content-type") or "").split(";")[0].strip().lower()
+        if media != wire.JSON and not media.endswith("+json"):
+            return error(415, "UnsupportedMediaType", "Send the body as JSON with the header "
+                         f"Content-Type: {wire.JSON} (got {_short(media, 60) or 'none'}).")
         errors = list(e.errors())
         for err in errors:
             loc = tuple(err.get("loc") or ())
@@ -223,6 +245,30 @@ def build_api(engine) -> FastAPI:
     return api
 
 
+def _limit_errors(api: FastAPI) -> None:
+    """The answers of :mod:`engine.serving.limits`' refusals: over a budget 413, past the
+    deadline 408, no heavy slot 503 with Retry-After; a cancelled request (its client has
+    gone) 499, which nobody reads."""
+
+    @api.exception_handler(WorkTooLarge)
+    async def _too_much(request: Request, e: WorkTooLarge) -> JSONResponse:
+        return error(413, "WorkTooLarge", str(e))
+
+    @api.exception_handler(DeadlineExceeded)
+    async def _late(request: Request, e: DeadlineExceeded) -> JSONResponse:
+        return error(408, "DeadlineExceeded", str(e))
+
+    @api.exception_handler(Busy)
+    async def _busy(request: Request, e: Busy) -> JSONResponse:
+        answer = error(503, "Busy", str(e))
+        answer.headers["Retry-After"] = str(Busy.retry_after_s)
+        return answer
+
+    @api.exception_handler(Cancelled)
+    async def _gone(request: Request, e: Cancelled) -> JSONResponse:
+        return error(499, "Cancelled", "The request was cancelled.")
+
+
 def openapi() -> dict[str, Any]:
     """The API's OpenAPI document, without Ray or a model (docs/serving.md is checked
     against it)."""
@@ -277,15 +323,26 @@ def markdown() -> str:
             if ref:
                 bodies.append((f"`{method.upper()} {path}`", ref.rsplit("/", 1)[1]))
     nested = [("a pair of `POST /v1/align`", "AlignPair")] if "AlignPair" in schemas else []
+    seen: dict[str, tuple[str, str]] = {}  # a field's row → where it was first listed
     for where, name in bodies + nested:
         s = schemas[name]
-        lines += ["", f"{where} ({name}):", "",
-                  "| field | type | default | limits | meaning |", "|---|---|---|---|---|"]
+        rows, same = [], []
         for field, p in s["properties"].items():
             default = ("required" if field in s.get("required", [])
                        else f"`{json.dumps(p.get('default'), ensure_ascii=False)}`")
-            lines.append(f"| `{field}` | {kind(p)} | {default} | {limits(p)} | "
-                         f"{' '.join(p.get('description', '').split())} |")
+            row = (f"| `{field}` | {kind(p)} | {default} | {limits(p)} | "
+                   f"{' '.join(p.get('description', '').split())} |")
+            if row in seen:  # listed already, for an earlier endpoint
+                same.append((field, seen[row][0]))
+                continue
+            seen[row] = (where, field)
+            rows.append(row)
+        first = {w for _, w in same}
+        also = (f" {', '.join(f'`{f}`' for f, _ in same)} as for {' and '.join(sorted(first))}"
+                ", and:" if same else "")
+        lines += ["", f"{where} ({name}):{also}", "",
+                  "| field | type | default | limits | meaning |", "|---|---|---|---|---|",
+                  *rows]
     return "\n".join(lines) + "\n"
 
 

@@ -123,7 +123,9 @@ class RankRequest(_Request):
 # --------------------------------------------------------------------------- answers
 class ErrorBody(BaseModel):
     type: str = Field(description="TextError, SettingsError, ModelError (422), BadRequest "
-                      "(400), PayloadTooLarge (413), NotFound, MethodNotAllowed, InternalError.")
+                      "(400), DeadlineExceeded (408), PayloadTooLarge, WorkTooLarge (413), "
+                      "UnsupportedMediaType (415), Busy (503), NotFound, MethodNotAllowed, "
+                      "InternalError.")
     message: str = Field(description="What went wrong and what to change.")
 
 

@@ -21,6 +21,7 @@ KL-relaxed ones, with the scalings raised to the power ρ.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 from typing import Any, Callable
@@ -32,6 +33,7 @@ from ..errors import SettingsError
 from ..settings import EPS_MAX, EPS_MIN, HALF_STEPS_CAP, check_eps, check_half_steps  # noqa: F401
 from ..types import Coupling, History
 from . import references
+from .cancel import poll, scope
 
 
 def _as_tensor(x: Any, *, dtype: torch.dtype | None = None, device=None) -> torch.Tensor:
@@ -164,6 +166,7 @@ def sinkhorn(
     anneal: Any = None,
     anneal_half_steps: int = 10,
     check_inputs: bool = True,
+    cancel: Any = None,
 ) -> Coupling:
     """Entropic optimal transport between a and b for cost −S, by Sinkhorn half-steps.
 
@@ -215,6 +218,9 @@ def sinkhorn(
             None: no annealing.
         anneal_half_steps: half-steps at each annealing ε (even: each ends on the columns).
         check_inputs: validate ε, τ, a and b (disable only in tight loops on checked data).
+        cancel: a :class:`engine.solver.cancel.Token` polled between blocks of half-steps
+            (its deadline or a cancel stops the solve with an exception); None: the token
+            of the caller's ``cancel.scope``, if any.
 
     Returns:
         A :class:`Coupling` with the plan, potentials and per-half-step residuals. Balanced,
@@ -233,10 +239,11 @@ def sinkhorn(
     """
     if method not in ("auto", "log"):
         raise SettingsError(f"method must be 'auto' or 'log', got {method!r}.")
-    return _solve(S, a, b, eps, half_steps, tau=tau, mass=None, tol=tol, early_stop=early_stop,
-                  method=method, block=block, record=record, record_plans=record_plans,
-                  check_inputs=check_inputs, g_init=g_init, anneal=anneal,
-                  anneal_half_steps=anneal_half_steps)
+    with _polling(cancel):
+        return _solve(S, a, b, eps, half_steps, tau=tau, mass=None, tol=tol,
+                      early_stop=early_stop, method=method, block=block, record=record,
+                      record_plans=record_plans, check_inputs=check_inputs, g_init=g_init,
+                      anneal=anneal, anneal_half_steps=anneal_half_steps)
 
 
 def anneal_schedule(scale: float, eps: float, *, factor: float = 0.5) -> tuple[float, ...]:
@@ -305,6 +312,7 @@ def partial(
     record: Any = None,
     record_plans: bool = False,
     check_inputs: bool = True,
+    cancel: Any = None,
 ) -> Coupling:
     """Entropic partial transport: move only mass m between a and b for cost −S.
 
@@ -330,7 +338,7 @@ def partial(
         half_steps: how many half-steps to run (the most, with ``early_stop``).
         tol: tolerance on the final residuals for ``converged`` (and ``early_stop``).
         early_stop: stop once every problem in the batch is within ``tol``.
-        record, record_plans, check_inputs: as for :func:`sinkhorn`.
+        record, record_plans, check_inputs, cancel: as for :func:`sinkhorn`.
 
     Returns:
         A :class:`Coupling` (``mass`` set) whose plan has total mass m after every
@@ -345,9 +353,15 @@ def partial(
         Gasso, "Partial optimal transport with applications on positive-unlabeled
         learning", NeurIPS 2020.
     """
-    return _solve(S, a, b, eps, half_steps, tau=None, mass=mass, tol=tol, early_stop=early_stop,
-                  method="log", block=50, record=record, record_plans=record_plans,
-                  check_inputs=check_inputs, partial=True)
+    with _polling(cancel):
+        return _solve(S, a, b, eps, half_steps, tau=None, mass=mass, tol=tol,
+                      early_stop=early_stop, method="log", block=50, record=record,
+                      record_plans=record_plans, check_inputs=check_inputs, partial=True)
+
+
+def _polling(cancel: Any):
+    """The cancel scope of one solve: ``cancel`` when given, else the caller's own."""
+    return scope(cancel) if cancel is not None else contextlib.nullcontext()
 
 
 def _solve(S, a, b, eps, half_steps, *, tau, mass, tol, early_stop, method, block, record,
@@ -768,6 +782,7 @@ def _log_steps(P, st, tr, half_steps, tol, early_stop, block, keep_plans) -> Sta
         if tr.pending:
             nb = min(nb, tr.pending[0] - st.t)
         for _ in range(nb):
+            poll()  # a log step of a large batch can take a while: poll each one
             row = st.t % 2 == 0
             st, before, after = half_step(P, st)
             (tr.rows if row else tr.cols).append(torch.stack([before, after]))
@@ -794,6 +809,7 @@ def _kernel_steps(P, st, tr, half_steps, tol, early_stop, block, keep_plans) -> 
     alpha, beta, t = st.alpha, st.beta, st.t
     relax = None if P.is_balanced else _relaxation(P, alpha, beta)
     while t < half_steps:
+        poll()  # between blocks: a cancelled or late request stops here
         nb = min(block, half_steps - t)
         res = _kernel_block(K, Kt, P.a, P.b, u, v, t, nb, zeros, big, relax)
         if res is None:  # under- or overflow at this ε: log steps from here on

@@ -1,15 +1,19 @@
 """``python -m engine serve`` as a separate process, started and stopped by tests and
-benchmarks (the way an operator runs it)."""
+benchmarks (the way an operator runs it); and :func:`scripted`, a loopback stand-in that
+answers what a test tells it to."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from tests.support.server import ROOT, die_with_parent, kill_group
@@ -84,3 +88,74 @@ class EngineProcess:
         finally:
             kill_group(proc)
 
+
+class Seen(list):
+    """When requests came (a list of times), and their headers (``headers``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.headers: list[dict] = []
+
+
+@contextlib.contextmanager
+def scripted(*answers):
+    """A loopback HTTP server that answers its n-th request with ``answers[n]`` (status,
+    headers, body; the last one again after that). Yields (URL, the times requests came,
+    with ``.headers``: each request's headers)."""
+    seen = Seen()
+
+    class Handler(BaseHTTPRequestHandler):
+        def answer(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            seen.headers.append(dict(self.headers))
+            seen.append(time.monotonic())
+            status, headers, body = answers[min(len(seen), len(answers)) - 1]
+            self.send_response(status)
+            for k, v in {"Content-Type": "application/json", **headers}.items():
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = answer
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def listeners(pids: set[int]) -> list[tuple[str, int]]:
+    """(local address, pid) of every listening TCP socket the processes ``pids`` hold,
+    from ``ss -ltnp``."""
+    import re
+
+    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True, check=True).stdout
+    found = []
+    for line in out.splitlines():
+        for pid in map(int, re.findall(r"pid=(\d+)", line)):
+            if pid in pids:
+                found.append((line.split()[3], pid))
+                break
+    return found
+
+
+def loopback(address: str) -> bool:
+    """Whether a listening address (``ss``'s form: 127.0.0.1:P, [::ffff:127.0.0.1]:P,
+    [::1]:P) is on the loopback interface."""
+    host = address.rsplit(":", 1)[0].strip("[]")
+    return host in ("::1", "localhost") or host.removeprefix("::ffff:").startswith("127.")
+
+
+def reset_peak(pid: int) -> None:
+    """Reset a process's peak resident memory (VmHWM) to its current one (Linux:
+    ``clear_refs`` 5), so that the next peak read is of what comes after."""
+    Path(f"/proc/{pid}/clear_refs").write_text("5")

@@ -1,0 +1,265 @@
+"""What one served request may cost, and when it runs: prices, budgets, deadline, lanes.
+
+Every route prices its request from its shape before anything is computed (token counts
+come from the tokenizer, words from ``str.split``) and refuses what is over its budget
+(``settings.CONFIG.serve_work_<route>``, :data:`engine.settings.SERVE_WORK`) with
+:class:`WorkTooLarge` (HTTP 413), whose message names the limit, the request's figure and
+what to change:
+
+| route | work |
+|---|---|
+| relate | token pairs n·m × half-steps × problems (72 for the heads grid) |
+| eps_path | token pairs × half-steps × ε values |
+| lattice | frames (ε × half-step values) × token pairs × 8 bytes; its solve as relate's |
+| rank | Σ token pairs of its three batched solves × 10,000 half-steps |
+| align | Σ word pairs (words of A × words of B) |
+
+and every route's batch of problems solved at once, at most ``serve_batch_bytes`` of
+float64 scores (the solver keeps several arrays of that size: this bounds its memory).
+
+A request then runs under a deadline (:func:`token`: the operator's, or a shorter one the
+client asks for; the solver polls it, 408 when it is spent) in one of two lanes
+(:class:`Lanes`): a light request (little work, a small answer) runs at once; a heavy one
+waits for one of a replica's :data:`HEAVY_SLOTS` (503 with Retry-After when none frees up
+within the deadline), so light requests never queue behind heavy ones and a replica holds
+one heavy answer at a time (its memory stays bounded).
+
+Plain Python and asyncio: tested without Ray (``tests/test_limits.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from .. import settings
+from ..errors import SettingsError
+from ..solver.cancel import Token
+
+LIGHT_WORK = 20_000_000  # work units: a request at most this heavy runs in the light lane
+LIGHT_BYTES = 4 * 2**20  # ...if its answer is at most this large too
+HEAVY_SLOTS = 1  # heavy requests computed at once per replica
+RANK_HALF_STEPS = 10_000  # engine.relation.sentences.HALF_STEPS (each solve's most)
+DEFAULT_EPS_VALUES = 12  # engine.relation.relate.eps_path's default ε values
+ENV = "SINKSCOPE_SERVE_WORK_{}"
+DEADLINE_ENV = "SINKSCOPE_SERVE_DEADLINE_S"
+BATCH_ENV = "SINKSCOPE_SERVE_BATCH_BYTES"
+DEADLINE_HEADER = "X-Sinkscope-Deadline"  # seconds a client waits: a shorter deadline
+# The deadline the request being answered asked for (its header), set by the HTTP layer.
+asked_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "sinkscope_asked_deadline", default=None)
+
+
+class WorkTooLarge(SettingsError):
+    """A request priced over its route's work budget (HTTP 413).
+
+    Attributes:
+        code: "work". params: route, work (the request's figure), limit, env (the
+            variable that sets the limit), unit, change (what to ask for instead).
+    """
+
+    def __init__(self, message: str, *, params: dict):
+        super().__init__(message)
+        self.code, self.params = "work", dict(params)
+
+
+class Busy(RuntimeError):
+    """No heavy slot freed up within the request's deadline (HTTP 503, Retry-After)."""
+
+    retry_after_s = 5
+
+
+@dataclass(frozen=True)
+class Price:
+    """A request's price: ``work`` in its route's unit, against ``limit``.
+
+    Attributes:
+        route: "relate", "eps_path", "lattice", "rank" or "align".
+        work: the request's figure. unit: what it counts. figure: how it was priced.
+        change: what to ask for instead when it is too much.
+        bytes: the answer's size, roughly (bytes), for the lane.
+        extra: further (work, limit, unit, figure) checks (the lattice's solve).
+        batch: bytes of the largest batch of problems the solver holds at once (float64
+            scores; it keeps several arrays of that size), against
+            ``serve_batch_bytes``. batch_figure: how it was counted.
+    """
+
+    route: str
+    work: float
+    unit: str
+    figure: str
+    change: str
+    bytes: float = 0.0
+    extra: tuple = field(default=())
+    solve: float = 0.0  # cell half-steps, for the lane (work itself where that is the unit)
+    batch: float = 0.0  # bytes of the largest batch of problems solved at once (float64)
+    batch_figure: str = ""
+
+    @property
+    def limit(self) -> int:
+        return int(getattr(settings.CONFIG, f"serve_work_{self.route}"))
+
+    @property
+    def light(self) -> bool:
+        """Whether this request runs at once (little work, a small answer)."""
+        return self.solve <= LIGHT_WORK and self.bytes <= LIGHT_BYTES
+
+    def check(self) -> Price:
+        """This price, or :class:`WorkTooLarge` when it is over its budget."""
+        for work, limit, env, unit, figure in (
+                (self.work, self.limit, ENV.format(self.route.upper()), self.unit,
+                 self.figure), *self.extra):
+            if work > limit:
+                raise WorkTooLarge(
+                    f"This request needs {work:,.0f} {unit} ({figure}); the served engine "
+                    f"allows {limit:,} per /v1/{self.route} ({env}). {self.change}",
+                    params={"route": self.route, "work": work, "limit": limit, "env": env,
+                            "unit": unit, "change": self.change})
+        most = settings.CONFIG.serve_batch_bytes
+        if self.batch > most:
+            raise WorkTooLarge(
+                f"This request solves {self.batch / 2**20:,.1f} MiB of problems at once "
+                f"({self.batch_figure} × 8 bytes); the served engine allows "
+                f"{most / 2**20:,.1f} MiB ({BATCH_ENV}), as the solver holds several arrays "
+                f"of that size. {self.change}",
+                params={"route": self.route, "work": self.batch, "limit": most,
+                        "env": BATCH_ENV, "unit": "bytes", "change": self.change})
+        return self
+
+
+def _cells(n: int, m: int) -> str:
+    return f"{n} × {m} token pairs"
+
+
+def relate_price(req, n: int, m: int, n_layers: int, n_heads: int) -> Price:
+    """POST /v1/relate: n·m token pairs × half-steps × problems (the grid: every head)."""
+    grid = req.layer == "all"
+    problems = n_layers * n_heads if grid else 1
+    t = int(req.half_steps)
+    work = n * m * t * problems
+    heads = f" × {problems} heads" if grid else ""
+    change = ("Ask for fewer half-steps" + (", one layer and head instead of the grid"
+                                            if grid else "") + ", or shorter texts.")
+    return Price("relate", work, "token pairs × half-steps" + (" × heads" if grid else ""),
+                 f"{_cells(n, m)} × {t:,} half-steps{heads}", change,
+                 bytes=100.0 * n * m * problems, solve=work, batch=8.0 * n * m * problems,
+                 batch_figure=f"{problems} × {_cells(n, m)}")
+
+
+def eps_path_price(req, n: int, m: int) -> Price:
+    """POST /v1/eps_path: n·m token pairs × half-steps × ε values."""
+    k = DEFAULT_EPS_VALUES if req.eps_values is None else len(req.eps_values)
+    t = int(req.half_steps)
+    work = n * m * t * k
+    return Price("eps_path", work, "token pairs × half-steps × ε values",
+                 f"{_cells(n, m)} × {t:,} half-steps × {k} ε values",
+                 "Ask for fewer half-steps or ε values, or shorter texts.",
+                 bytes=20.0 * n * m * k, solve=work, batch=8.0 * n * m * k,
+                 batch_figure=f"{k} ε values × {_cells(n, m)}")
+
+
+def lattice_price(req, n: int, m: int) -> Price:
+    """POST /v1/lattice: its frames' bytes (ε values × half-step values × n·m × 8, held as
+    float64 while they are built), and its solve (ε values × the largest half-step count ×
+    n·m, against relate's budget)."""
+    e = len(set(float(x) for x in req.eps_values))
+    steps = {1} | {int(t) for t in req.steps}
+    frames = e * len(steps)
+    size = frames * n * m * 8
+    solve = e * max(steps) * n * m
+    extra = ((solve, settings.CONFIG.serve_work_relate, ENV.format("RELATE"),
+              "token pairs × half-steps × ε values",
+              f"{_cells(n, m)} × {max(steps):,} half-steps × {e} ε values"),)
+    return Price("lattice", size, "bytes of frames",
+                 f"{e} ε × {len(steps)} half-step values = {frames:,} frames of "
+                 f"{_cells(n, m)}, 8 bytes each",
+                 "Ask for fewer ε or half-step values, or shorter texts.",
+                 bytes=min(size, 2.5 * int(req.max_bytes)), extra=extra, solve=solve,
+                 batch=8.0 * e * n * m, batch_figure=f"{e} ε values × {_cells(n, m)}")
+
+
+def rank_price(n_a: int, n_candidates: Sequence[int]) -> Price:
+    """POST /v1/rank: the token pairs of its three batched solves (A with each candidate,
+    each candidate with itself, A with itself; padded to the longest candidate) × the most
+    half-steps each may run."""
+    k, m = len(n_candidates), max(n_candidates, default=0)
+    cells = k * n_a * m + k * m * m + n_a * n_a
+    work = cells * RANK_HALF_STEPS
+    return Price("rank", work, "token pairs × half-steps",
+                 f"{cells:,} token pairs over {k} candidates of up to {m} tokens × "
+                 f"{RANK_HALF_STEPS:,} half-steps",
+                 "Send fewer or shorter candidates, or a shorter text A.",
+                 bytes=8.0 * k * n_a * m, solve=work, batch=8.0 * max(k * n_a * m, k * m * m),
+                 batch_figure=f"{k} candidates × {max(n_a, m)} × {m} token pairs")
+
+
+def align_price(pairs: Sequence[tuple[str, str]], values: bool = True) -> Price:
+    """POST /v1/align: Σ word pairs (words of A × words of B); always the heavy lane (its
+    forward passes take seconds)."""
+    work = sum(len(a.split()) * len(b.split()) for a, b in pairs)
+    return Price("align", work, "word pairs",
+                 f"{len(pairs)} pairs, Σ words A × words B",
+                 "Send fewer pairs per request, or shorter texts.",
+                 bytes=(20.0 if values else 0.0) * work, solve=math.inf)
+
+
+def token(since: float | None = None) -> Token:
+    """A cancel token with the deadline of a computation starting now: the operator's
+    (``serve_deadline_s``), or what is left of the client's when that is shorter (its
+    :data:`DEADLINE_HEADER`, counted from ``since``, the request's arrival: the client will
+    not wait longer, so nothing is computed after it has gone)."""
+    asked, operator = asked_deadline.get(), settings.CONFIG.serve_deadline_s
+    if asked is not None:
+        left = asked - (time.monotonic() - since) if since is not None else asked
+        if left < operator:
+            return Token(max(left, 0.0), limit=f"the client's {DEADLINE_HEADER}",
+                         shown_s=asked)
+    return Token(operator, limit=DEADLINE_ENV)
+
+
+def parse_deadline(value: str | None) -> float | None:
+    """Seconds from a :data:`DEADLINE_HEADER` value (a number > 0), else None."""
+    try:
+        v = float(value) if value is not None else math.nan
+    except ValueError:
+        return None
+    return v if math.isfinite(v) and v > 0 else None
+
+
+class Lanes:
+    """Light requests run at once; heavy ones hold one of ``slots`` (per replica) while
+    they compute and send their answer, waiting at most ``wait_s`` seconds for one."""
+
+    def __init__(self, slots: int = HEAVY_SLOTS):
+        self.slots = slots
+        self.heavy = asyncio.Semaphore(slots)
+        self.waiting = 0
+        self.running = 0
+
+    async def acquire(self, wait_s: float | None) -> Callable[[], None]:
+        """Wait for a heavy slot; returns its release (call it once, when done: later
+        calls do nothing). Raises :class:`Busy` after ``wait_s`` seconds."""
+        self.waiting += 1
+        try:
+            await asyncio.wait_for(self.heavy.acquire(), timeout=wait_s)
+        except asyncio.TimeoutError:
+            raise Busy(f"The engine is busy with other large requests (it computes "
+                       f"{self.slots} at a time per replica) and none finished within "
+                       f"{wait_s:g} s; try again in a moment, or ask for less.") from None
+        finally:
+            self.waiting -= 1
+        self.running += 1
+        done = False
+
+        def release() -> None:
+            nonlocal done
+            if not done:
+                done = True
+                self.running -= 1
+                self.heavy.release()
+
+        return release
