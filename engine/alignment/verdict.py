@@ -156,10 +156,11 @@ def _compare(scores: Mapping[str, CorpusScore], wanted: Sequence[tuple[str, str]
 
 
 def settings_text(method: Method) -> str:
-    """A method's settings as ``key=value`` words ("threshold=0.42 tau=4.94 eps=0.1")."""
+    """A method's settings as ``key=value`` words to 3 significant digits ("threshold=0.42
+    tau=4.94 eps=0.1"); :func:`command_line` writes them in full."""
     d = method.to_dict()
     d.pop("method")
-    return " ".join(f"{k}={_number(v)}" if isinstance(v, float) else f"{k}={v}"
+    return " ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
                     for k, v in d.items())
 
 
