@@ -13,7 +13,12 @@ absent), lower-cased and split on whitespace. For each set:
 3. the unbalanced method's protocol run by a per-pair POT loop
    (``ot.unbalanced.sinkhorn_stabilized_unbalanced``, 1,000 iterations per pair per τ, as
    the published code does) and by the engine's batched solver on the same pairs, same
-   τ grid, same thresholds: time ratio and total F1 of both.
+   τ grid, same thresholds: time ratio and total F1 of both;
+4. ``python -m engine align`` on Edinburgh++ at its defaults (a process) against the Align
+   page's corpus path on the same file (in this process, the model loaded) plus a process
+   start (imports and model load); the page's path on MTRef; and ``engine align`` on MTRef
+   with every method tuned on Wiki dev, beside the POT loop of 3. on MTRef. ``--commands``
+   runs 4. alone, beside the POT loop on MTRef's first ``--pot-pairs`` pairs (100).
 
 ``--quick`` uses the first 60 pairs of each set (and 16 for the POT loop); otherwise the POT
 loop runs on every pair the protocol uses (``--pot-pairs N`` limits it to the first N).
@@ -177,8 +182,6 @@ def main(argv=None) -> int:
         return 0
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     torch.set_num_threads(args.threads)
-    from engine.alignment import extract
-    from engine.alignment.api import cross_validate, evaluate_grid
     from engine.alignment.readers import read_pairs
     from engine.io.bench import machine
     from engine.relation.relate import default_encoder
@@ -214,7 +217,19 @@ def main(argv=None) -> int:
     print(f"model load + encoding: {time.perf_counter() - t0:.1f} s "
           f"({', '.join(f'{n}: {len(p)} pairs {e:.1f} s' for n, p, _, _, e in sets)})")
 
-    # 1. layers
+    best = layers_section(sets)
+    methods_section(sets, best)
+    # 3. the POT loop
+    loops = pot_comparison(sets, best["hidden"], pot_n)
+    # 4. the command line and the page's corpus path, beside the POT loop on MTRef
+    commands(d, limit, encoder, loops.get("MTRef"))
+    print(f"\ntotal {time.perf_counter() - t0:.1f} s")
+    return 0
+
+
+def layers_section(sets) -> dict:
+    """1. Every layer of both sources, by CV total F1 of ``sinkhorn-threshold``; returns the
+    best (kind, layer, centred) of each source."""
     print("\n1. layer by layer: CV total F1 of sinkhorn-threshold")
     keys = list(sets[0][2])
     totals = {}
@@ -230,7 +245,13 @@ def main(argv=None) -> int:
     print("best: " + ", ".join(f"{k}: layer {v[1]}{' centred' if v[2] else ''}"
                                for k, v in best.items()))
 
-    # 2. every method
+    return best
+
+
+def methods_section(sets, best) -> None:
+    """2. Every method at the best layer of each source, tuned by CV within dev."""
+    from engine.alignment import extract
+
     print("\n2. every method, tuned by CV within dev (macro; settings: the fold picks' median)")
     t_protocol = time.perf_counter()
     n_pairs = 0
@@ -276,12 +297,6 @@ def main(argv=None) -> int:
     for (kind, method), rows in summary.items():
         print(f"  {kind:<10}{method:<21}{np.mean([r[0]['total_f1'] for r in rows]):.3f}")
 
-    # 3. the POT loop
-    loops = pot_comparison(sets, best["hidden"], pot_n)
-    # 4. the command line and the page's corpus path, beside the POT loop on MTRef
-    commands(d, limit, encoder, loops.get("MTRef"))
-    print(f"\ntotal {time.perf_counter() - t0:.1f} s")
-    return 0
 
 
 def pot_comparison(sets, key, pot_n) -> dict[str, tuple[float, int]]:

@@ -477,3 +477,41 @@ def test_the_pair_view_opens_at_the_tuned_settings():
     assert o == {"method": "unbalanced", "theta": 0.42, "tau": 4.94, "mass": 0.8, "eps": 0.1}
     assert o["tau"] == DEFAULTS["hidden"]["unbalanced"].tau
     assert opening("softmax-both")["theta"] == round(DEFAULTS["hidden"]["softmax-both"].theta, 2)
+
+
+@pytest.mark.model
+def test_one_layer_encoding_gives_the_vectors_of_the_whole_model(monkeypatch):
+    """The model run through a source's layer only, texts batched by length, gives the
+    vectors every layer's encoding gives (a cut text included); a model it cannot cut is
+    encoded whole."""
+    from engine.alignment import sources
+    from engine.alignment.sources import Source, encode_words, first_layers
+    from engine.relation.relate import default_encoder
+
+    enc = default_encoder()
+    texts = ["the cat sat on the mat", "a", "naïve café\x01owner, 3 km away",
+             "word " * 300, "he purchased a brand new vehicle yesterday"]
+    for src in (Source("hidden", 3), Source("hidden", 0), Source("attention", 2)):
+        fast = encode_words(texts, enc, keep=src, batch_size=2)
+        with monkeypatch.context() as m:
+            m.setattr(sources, "layer_words", lambda *a, **k: None)
+            whole = encode_words(texts, enc, keep=src, batch_size=2)
+        for x, y in zip(fast, whole):
+            assert x.words == y.words and (x.valid == y.valid).all()
+            for f in ("hidden", "q", "k"):
+                a, b = getattr(x, f), getattr(y, f)
+                assert (a is None) == (b is None)
+                if a is not None:
+                    np.testing.assert_allclose(a, b, atol=2e-5)
+    assert not fast[3].valid.all() and fast[3].valid[:200].all()  # cut at the token limit
+    assert first_layers(enc, 3) is first_layers(enc, 3)  # cut and checked once
+
+    class Plain:  # an encoder without a model to cut: encode_many as before
+        def __getattr__(self, name):
+            return getattr(enc, name) if name != "model" else None
+
+    assert first_layers(Plain(), 3) is None
+    plain = encode_words(texts[:2], Plain(), keep=Source("hidden", 3))
+    cut = encode_words(texts[:2], enc, keep=Source("hidden", 3))
+    for x, y in zip(plain, cut):
+        np.testing.assert_allclose(x.hidden, y.hidden, atol=2e-5)

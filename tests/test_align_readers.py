@@ -207,7 +207,8 @@ def test_headers_name_their_columns(tmp_path, header, roles):
      {"role": "text_a", "columns": ("source", "text_a")}),
     ("text_a\ttext_b\tgold\tsure\na\tb\t0-0\t0-0\n", "header_twice",
      {"role": "gold", "columns": ("gold", "sure")}),
-    ("source\talignment\na\t0-0\n", "header", {}),
+    ("source\talignment\na\t0-0\n", "header", {"unknown": ()}),
+    ("src_text\ttgt_text\tgold\na\tb\t0-0\n", "header", {"unknown": ("src_text", "tgt_text")}),
 ])
 def test_a_header_that_cannot_be_read_is_named(tmp_path, content, code, params):
     f = tmp_path / "bad.tsv"

@@ -20,7 +20,7 @@ from . import extract
 from .extract import GRID, MASS_GRID, METHODS, TAU_GRID, Method
 from .readers import Pair, links_text, make_pair
 from .score import COUNTS, METRICS, CorpusScore, corpus_score, macro_from_metrics, \
-    metrics_from_counts, pair_counts, score
+    metrics_from_counts, score
 from .sources import Source, corpus_mean, encode_words, scores as source_scores
 
 if TYPE_CHECKING:

@@ -409,24 +409,25 @@ def _header(row: list[str], where: tuple[str, int]) -> dict[str, int] | None:
     no column of :data:`COLUMNS` (a row of data).
 
     Raises:
-        AlignFileError: a header with a word it does not know, a role named twice, or no
-            text_a or text_b.
+        AlignFileError: a role named twice, no text_a or text_b (``unknown``: the header's
+            words it does not know), or a word it does not know.
     """
     words = [_word(c) for c in row]
     if not any(COLUMNS.get(w) for w in words):
         return None
     named: dict[str, list[int]] = {}
     for k, w in enumerate(words):
-        if w and w not in COLUMNS:
-            raise AlignFileError.of("header_column", where=where, column=row[k].strip()[:40])
-        if w and COLUMNS[w] is not None:
+        if COLUMNS.get(w):
             named.setdefault(COLUMNS[w], []).append(k)
+    unknown = tuple(row[k].strip()[:40] for k, w in enumerate(words) if w and w not in COLUMNS)
     for role, ks in named.items():
         if len(ks) > 1:
             raise AlignFileError.of("header_twice", where=where, role=role,
                                     columns=tuple(row[k].strip() for k in ks))
     if "text_a" not in named or "text_b" not in named:
-        raise AlignFileError.of("header", where=where)
+        raise AlignFileError.of("header", where=where, unknown=unknown)
+    if unknown:
+        raise AlignFileError.of("header_column", where=where, column=unknown[0])
     return {role: ks[0] for role, ks in named.items()}
 
 
