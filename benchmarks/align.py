@@ -13,7 +13,12 @@ absent), lower-cased and split on whitespace. For each set:
 3. the unbalanced method's protocol run by a per-pair POT loop
    (``ot.unbalanced.sinkhorn_stabilized_unbalanced``, 1,000 iterations per pair per τ, as
    the published code does) and by the engine's batched solver on the same pairs, same
-   τ grid, same thresholds: time ratio and total F1 of both.
+   τ grid, same thresholds: time ratio and total F1 of both;
+4. ``python -m engine align`` on Edinburgh++ at its defaults (a process) against the Align
+   page's corpus path on the same file (in this process, the model loaded) plus a process
+   start (imports and model load); the page's path on MTRef; and ``engine align`` on MTRef
+   with every method tuned on Wiki dev, beside the POT loop of 3. on MTRef. ``--commands``
+   runs 4. alone, beside the POT loop on MTRef's first ``--pot-pairs`` pairs (100).
 
 ``--quick`` uses the first 60 pairs of each set (and 16 for the POT loop); otherwise the POT
 loop runs on every pair the protocol uses (``--pot-pairs N`` limits it to the first N).
@@ -166,6 +171,9 @@ def main(argv=None) -> int:
                     help="pairs of each set in the POT comparison: N or 'all' (default 16 "
                          "with --quick, else all: the same pairs as the protocol)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    ap.add_argument("--commands", action="store_true",
+                    help="only 4.: the command line and the page's corpus path, beside the "
+                         "POT loop on MTRef's first --pot-pairs pairs (default 100)")
     args = ap.parse_args(argv)
     d = data_dir()
     if d is None:
@@ -174,8 +182,6 @@ def main(argv=None) -> int:
         return 0
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     torch.set_num_threads(args.threads)
-    from engine.alignment import extract
-    from engine.alignment.api import cross_validate, evaluate_grid
     from engine.alignment.readers import read_pairs
     from engine.io.bench import machine
     from engine.relation.relate import default_encoder
@@ -195,6 +201,10 @@ def main(argv=None) -> int:
           f" · lower-cased · {FOLDS}-fold cross-validation within dev · macro over pairs")
     t0 = time.perf_counter()
     encoder = default_encoder()
+    if args.commands:
+        commands(d, limit, encoder, mtref_loop(d, encoder, pot_n or 100))
+        print(f"\ntotal {time.perf_counter() - t0:.1f} s")
+        return 0
     sets = []
     for name, file, transpose in SETS:
         if not (d / file).is_file():
@@ -207,7 +217,19 @@ def main(argv=None) -> int:
     print(f"model load + encoding: {time.perf_counter() - t0:.1f} s "
           f"({', '.join(f'{n}: {len(p)} pairs {e:.1f} s' for n, p, _, _, e in sets)})")
 
-    # 1. layers
+    best = layers_section(sets)
+    methods_section(sets, best)
+    # 3. the POT loop
+    loops = pot_comparison(sets, best["hidden"], pot_n)
+    # 4. the command line and the page's corpus path, beside the POT loop on MTRef
+    commands(d, limit, encoder, loops.get("MTRef"))
+    print(f"\ntotal {time.perf_counter() - t0:.1f} s")
+    return 0
+
+
+def layers_section(sets) -> dict:
+    """1. Every layer of both sources, by CV total F1 of ``sinkhorn-threshold``; returns the
+    best (kind, layer, centred) of each source."""
     print("\n1. layer by layer: CV total F1 of sinkhorn-threshold")
     keys = list(sets[0][2])
     totals = {}
@@ -223,7 +245,13 @@ def main(argv=None) -> int:
     print("best: " + ", ".join(f"{k}: layer {v[1]}{' centred' if v[2] else ''}"
                                for k, v in best.items()))
 
-    # 2. every method
+    return best
+
+
+def methods_section(sets, best) -> None:
+    """2. Every method at the best layer of each source, tuned by CV within dev."""
+    from engine.alignment import extract
+
     print("\n2. every method, tuned by CV within dev (macro; settings: the fold picks' median)")
     t_protocol = time.perf_counter()
     n_pairs = 0
@@ -269,13 +297,20 @@ def main(argv=None) -> int:
     for (kind, method), rows in summary.items():
         print(f"  {kind:<10}{method:<21}{np.mean([r[0]['total_f1'] for r in rows]):.3f}")
 
-    # 3. the POT loop
+
+
+def pot_comparison(sets, key, pot_n) -> dict[str, tuple[float, int]]:
+    """3. The unbalanced protocol by the per-pair POT loop and by the engine, per set;
+    returns each set's (POT loop seconds, pairs)."""
+    from engine.alignment import extract
+    from engine.alignment.api import cross_validate, evaluate_grid
+
     which = "every pair" if pot_n is None else f"first {pot_n} pairs"
     print(f"\n3. unbalanced: per-pair POT loop vs batched engine ({which} of each "
-          f"set, {len(extract.TAU_GRID)} τ, source {best['hidden'][0]} layer "
-          f"{best['hidden'][1]}{' centred' if best['hidden'][2] else ''})")
-    key = best["hidden"]
+          f"set, {len(extract.TAU_GRID)} τ, source {key[0]} layer "
+          f"{key[1]}{' centred' if key[2] else ''})")
     t_pot = t_eng = 0.0
+    out = {}
     for name, p, S, v, _ in sets:
         sc = scored_of(p[:pot_n], S[key][:pot_n], v[:pot_n], key)
         folds = folds_of(len(sc.pairs))
@@ -289,13 +324,114 @@ def main(argv=None) -> int:
         dt_eng = time.perf_counter() - t
         t_pot += dt_pot
         t_eng += dt_eng
+        out[name] = (dt_pot, len(sc.pairs))
         print(f"  {name:<12} POT loop {dt_pot:7.1f} s total F1 {pot[0]['total_f1']:.3f} · "
               f"engine {dt_eng:6.1f} s total F1 {eng[0]['total_f1']:.3f} · "
               f"{dt_pot / dt_eng:5.1f}× faster (POT warned 'did not converge' on {warned} of "
               f"{len(sc.pairs) * len(extract.TAU_GRID)} solves)")
     print(f"  all sets: POT loop {t_pot:.1f} s, engine {t_eng:.1f} s: {t_pot / t_eng:.1f}× faster")
-    print(f"\ntotal {time.perf_counter() - t0:.1f} s")
-    return 0
+    return out
+
+
+def mtref_loop(d: Path, encoder, n: int) -> tuple[float, int] | None:
+    """Seconds of the per-pair POT loop of the unbalanced protocol (as 3.) on MTRef's first
+    ``n`` pairs at the default source, and n."""
+    from engine.alignment import extract
+    from engine.alignment.api import cross_validate, score_corpus
+    from engine.alignment.readers import read_pairs
+
+    if not (d / "mtref-dev.tsv").is_file():
+        return None
+    sc = score_corpus(read_pairs(d / "mtref-dev.tsv", lowercase=True, transpose=True)[:n],
+                      encoder=encoder)
+    t = time.perf_counter()
+    plans, _ = pot_loop_unbalanced(sc, extract.TAU_GRID, extract.Method("unbalanced").eps)
+    cross_validate(grid_from_plans(sc, plans, folds_of(len(sc.pairs))))
+    return time.perf_counter() - t, len(sc.pairs)
+
+
+#: A process that imports what ``engine align`` imports (torch, the model, POT) and loads the
+#: model: what any run pays before it reads a file.
+START = ("import ot; import engine.alignment.api; from engine.relation.relate import "
+         "default_encoder; default_encoder().encode('warm')")
+
+
+def _wall(argv: list[str]) -> float:
+    """Seconds one command takes, start to exit (its output dropped; it must succeed)."""
+    import subprocess
+
+    t = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+    return time.perf_counter() - t
+
+
+def page_corpus(pairs, encoder) -> float:
+    """Seconds of the Align page's Corpus view today (``align_page.align_corpus``'s engine
+    calls): word scores, every method's links at its defaults, scores with 1,000 resamples."""
+    from engine.alignment.api import extract_links, method_of, score_corpus
+    from engine.alignment.extract import METHODS
+    from engine.alignment.score import score
+
+    t = time.perf_counter()
+    scored = score_corpus(pairs, encoder=encoder)
+    als = {name: extract_links(scored, method_of(name)) for name in METHODS}
+    gold = [k for k, p in enumerate(pairs) if p.has_gold]
+    for name in METHODS:
+        score([als[name][k].links for k in gold], [pairs[k] for k in gold], bootstrap=1000)
+    return time.perf_counter() - t
+
+
+def engine_corpus(pairs, encoder) -> float:
+    """Seconds of the same by ``compare_methods`` (one batched pass, the verdict included)."""
+    from engine.alignment.api import compare_methods, score_corpus
+
+    t = time.perf_counter()
+    compare_methods(score_corpus(pairs, encoder=encoder), bootstrap=1000)
+    return time.perf_counter() - t
+
+
+def commands(d: Path, limit: int | None, encoder, peer: tuple[float, int] | None) -> None:
+    """4. ``python -m engine align`` end to end (a process each) and the Align page's corpus
+    path (in this process, the model loaded), beside the per-pair POT loop on MTRef."""
+    import tempfile
+
+    from engine.alignment.readers import read_pairs
+
+    py = [sys.executable]
+    files = {k: d / f for k, f in (("ed", "edinburgh-sure-and-possible-dev.txt"),
+                                   ("mtref", "mtref-dev.tsv"), ("wiki", "wiki-dev.tsv"))}
+    if not all(f.is_file() for f in files.values()):
+        print("\n4. commands: skipped (Edinburgh++, MTRef or Wiki dev missing)")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        if limit:  # one pair per line in these three formats
+            for k, f in files.items():
+                files[k] = Path(tmp) / f.name
+                lines = (d / f.name).read_text(encoding="utf-8").splitlines()[:limit]
+                files[k].write_text("\n".join(lines) + "\n", encoding="utf-8")
+        ed = read_pairs(files["ed"])
+        print(f"\n4. python -m engine align (a process each) and the Align page's corpus path "
+              f"(this process, model loaded; 1 torch thread)")
+        start = _wall(py + ["-c", START])
+        cli = _wall(py + ["-m", "engine", "align", "--pairs", str(files["ed"]), "--quiet"])
+        page, eng = page_corpus(ed, encoder), engine_corpus(ed, encoder)
+        print(f"  Edinburgh++, {len(ed)} pairs, defaults: engine align {cli:.1f} s · page's "
+              f"corpus path {page:.1f} s (compare_methods {eng:.1f} s) + process start "
+              f"{start:.1f} s = {page + start:.1f} s: {'within' if cli <= page + start else 'over'}")
+        mt = read_pairs(files["mtref"])
+        page, eng = page_corpus(mt, encoder), engine_corpus(mt, encoder)
+        print(f"  MTRef, {len(mt)} pairs, the page's corpus path {page:.1f} s "
+              f"(compare_methods {eng:.1f} s)")
+        argv = py + ["-m", "engine", "align", "--pairs", str(files["mtref"]), "--dev",
+                     str(files["wiki"]), "--lowercase", "--transpose", "--quiet"]
+        run = _wall(argv)
+        line = (f"  engine align --pairs {files['mtref'].name} --dev {files['wiki'].name} "
+                f"--lowercase --transpose: {run:.1f} s")
+        if peer:
+            line += (f" · per-pair POT loop of the unbalanced protocol on {peer[1]} MTRef pairs "
+                     f"(3.) {peer[0]:.1f} s: {run / peer[0]:.2f}× its time")
+        print(line)
 
 
 if __name__ == "__main__":

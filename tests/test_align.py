@@ -379,3 +379,139 @@ def test_control_characters_keep_words_in_place_and_unread_pairs_are_named():
 def test_method_refuses_booleans_for_numbers():
     with pytest.raises(SettingsError, match="tau must be a finite number"):
         Method("unbalanced", tau=True)
+
+
+# ------------------------------------------------- several methods in one pass, and the verdict
+def _corpus(seed=0, n_pairs=9, gold_every=1):
+    rng = np.random.default_rng(seed)
+    S, golds = [], []
+    for k in range(n_pairs):
+        n, m = rng.integers(2, 7, 2)
+        S.append(rng.normal(size=(n, m)))
+        links = {(int(i), int(rng.integers(0, m))) for i in range(n) if rng.random() < 0.7}
+        golds.append(" ".join(f"{i}-{j}" for i, j in sorted(links)) if k % gold_every == 0
+                     else None)
+    return _scored(S, golds)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.floats(0, 0.99))
+def test_link_counts_equal_counting_pair_by_pair(seed, theta):
+    from engine.alignment.score import mask_counts
+
+    sc = _corpus(seed)
+    rng = np.random.default_rng(seed)
+    batch = make_batch(sc.S, sc.valid_a, sc.valid_b, [(p.sure, p.possible) for p in sc.pairs])
+    V = torch.where(batch.valid, torch.from_numpy(rng.uniform(size=batch.S.shape)), -1.0)
+    got = extract.link_counts(V, theta, batch).numpy()
+    for k, p in enumerate(sc.pairs):
+        n, m = p.shape
+        S_, P_ = (batch.sure[k, :n, :m].numpy(), batch.possible[k, :n, :m].numpy())
+        want = mask_counts(V[k, :n, :m].numpy() > theta, S_, P_)
+        assert (got[k] == want).all()
+        assert {(i, j) for i, j in p.sure} == set(zip(*np.nonzero(S_)))
+
+
+def test_batched_costs_equal_each_pairs_cost():
+    rng = np.random.default_rng(3)
+    S = [rng.normal(size=s) for s in ((3, 4), (5, 2), (1, 1))]
+    va = [np.array([1, 0, 1], bool), np.ones(5, bool), np.ones(1, bool)]
+    vb = [np.ones(4, bool), np.array([0, 1], bool), np.ones(1, bool)]
+    batch = make_batch(S, va, vb)
+    C = transport.costs(batch.S, batch.valid)
+    for k, s in enumerate(S):
+        n, m = s.shape
+        want = transport.cost_of(s, va[k], vb[k])
+        np.testing.assert_array_equal(np.where(np.outer(va[k], vb[k]), C[k, :n, :m].numpy(), 1),
+                                      want)
+
+
+def test_compare_methods_equals_one_method_at_a_time_and_solves_shared_plans_once(monkeypatch):
+    sc = _corpus(4, n_pairs=12, gold_every=3)
+    settings_ = {name: method_of(name) for name in extract.METHODS}
+    calls = []
+    plans = extract.plans
+    monkeypatch.setattr(extract, "plans", lambda m, *a, **k: calls.append(m.name) or plans(
+        m, *a, **k))
+    res = api_compare(sc, settings_, bootstrap=100)
+    balanced = calls.count("sinkhorn-argmax") + calls.count("sinkhorn-threshold")
+    assert balanced == calls.count("exact") >= 1  # one balanced solve per batch for both
+    assert res.gold == (0, 3, 6, 9) and res.n_pairs == 12
+    for name, m in settings_.items():
+        alone = extract_links(sc, m)
+        assert [a.links for a in res.alignments[name]] == [a.links for a in alone]
+        assert [a.scores for a in res.alignments[name]] == [a.scores for a in alone]
+        want = score([alone[k] for k in res.gold], [sc.pairs[k] for k in res.gold],
+                     bootstrap=100)
+        assert res.scores[name].macro == pytest.approx(want.macro, abs=1e-12)
+        for k, ci in want.macro_ci.items():
+            assert res.scores[name].macro_ci[k] == pytest.approx(ci, abs=1e-12)
+        assert res.alignments[name][1].scores is None  # no gold, no scores
+    assert res.verdict.best == res.verdict.ranked[0].method
+    assert res.verdict.n_pairs == 4 and res.verdict.ranked[0].settings["method"]
+
+
+def api_compare(*a, **k):
+    from engine.alignment.api import compare_methods
+
+    return compare_methods(*a, **k)
+
+
+def test_tuning_scores_dev_at_the_picked_settings():
+    from engine.alignment.api import pick_settings
+
+    sc = _corpus(6, n_pairs=10)
+    picked = pick_settings(sc, ("sinkhorn-threshold", "softmax-argmax"))
+    t = tune_scored(sc, methods=("sinkhorn-threshold", "softmax-argmax"), bootstrap=0)
+    assert picked == t.settings
+    assert t.dev["sinkhorn-threshold"].macro == pytest.approx(
+        score(extract_links(sc, picked["sinkhorn-threshold"]), sc.pairs, bootstrap=0).macro)
+    with pytest.raises(SettingsError, match="gold for every dev pair"):
+        pick_settings(_corpus(1, gold_every=2))
+
+
+def test_the_pair_view_opens_at_the_tuned_settings():
+    from engine.alignment.api import DEFAULTS, opening
+
+    o = opening()
+    assert o == {"method": "unbalanced", "theta": 0.42, "tau": 4.94, "mass": 0.8, "eps": 0.1}
+    assert o["tau"] == DEFAULTS["hidden"]["unbalanced"].tau
+    assert opening("softmax-both")["theta"] == round(DEFAULTS["hidden"]["softmax-both"].theta, 2)
+
+
+@pytest.mark.model
+def test_one_layer_encoding_gives_the_vectors_of_the_whole_model(monkeypatch):
+    """The model run through a source's layer only, texts batched by length, gives the
+    vectors every layer's encoding gives (a cut text included); a model it cannot cut is
+    encoded whole."""
+    from engine.alignment import sources
+    from engine.alignment.sources import Source, encode_words, first_layers
+    from engine.relation.relate import default_encoder
+
+    enc = default_encoder()
+    texts = ["the cat sat on the mat", "a", "naïve café\x01owner, 3 km away",
+             "word " * 300, "he purchased a brand new vehicle yesterday"]
+    for src in (Source("hidden", 3), Source("hidden", 0), Source("attention", 2)):
+        fast = encode_words(texts, enc, keep=src, batch_size=2)
+        with monkeypatch.context() as m:
+            m.setattr(sources, "layer_words", lambda *a, **k: None)
+            whole = encode_words(texts, enc, keep=src, batch_size=2)
+        for x, y in zip(fast, whole):
+            assert x.words == y.words and (x.valid == y.valid).all()
+            for f in ("hidden", "q", "k"):
+                a, b = getattr(x, f), getattr(y, f)
+                assert (a is None) == (b is None)
+                if a is not None:
+                    np.testing.assert_allclose(a, b, atol=2e-5)
+    assert not fast[3].valid.all() and fast[3].valid[:200].all()  # cut at the token limit
+    assert first_layers(enc, 3) is first_layers(enc, 3)  # cut and checked once
+
+    class Plain:  # an encoder without a model to cut: encode_many as before
+        def __getattr__(self, name):
+            return getattr(enc, name) if name != "model" else None
+
+    assert first_layers(Plain(), 3) is None
+    plain = encode_words(texts[:2], Plain(), keep=Source("hidden", 3))
+    cut = encode_words(texts[:2], enc, keep=Source("hidden", 3))
+    for x, y in zip(plain, cut):
+        np.testing.assert_allclose(x.hidden, y.hidden, atol=2e-5)

@@ -128,3 +128,104 @@ def test_tune_on_dev_reports_test():
     assert t.dev["sinkhorn-threshold"].macro["total_f1"] == pytest.approx(best, abs=1e-9)
     assert json.loads(json.dumps(t.to_dict()))["settings"]["softmax-argmax"]["direction"] == \
         "intersection"
+
+
+# ------------------------------------------------ the verdict on the command line, no model
+def _fake_scores(monkeypatch):
+    """score_corpus without the model: scores that favour the gold links, with noise."""
+    from engine.alignment import api
+
+    def fake(pairs, *, encoder=None, source=api.DEFAULT_SOURCE, progress=None, **kw):
+        pairs = api.as_pairs(pairs)
+        rng = np.random.default_rng(0)
+        S = []
+        for p in pairs:
+            s = rng.normal(0, 0.3, p.shape)
+            for i, j in p.sure:
+                s[i, j] += 1.0
+            S.append(s)
+        return api.Scored(pairs, tuple(S), tuple(np.ones(p.shape[0], bool) for p in pairs),
+                          tuple(np.ones(p.shape[1], bool) for p in pairs), source)
+
+    monkeypatch.setattr(api, "score_corpus", fake)
+
+
+def test_json_carries_the_verdict_and_the_table_ranks(monkeypatch, capsys, tmp_path):
+    _fake_scores(monkeypatch)
+    rows = (DATA / "pairs.tsv").read_text().splitlines()
+    f = tmp_path / "p.tsv"
+    f.write_text("\n".join(rows[:9] + [rows[9].rsplit("\t", 1)[0] + "\t"]) + "\n")
+    assert main(["align", "--pairs", str(f), "--json", "--bootstrap", "200", "--quiet"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["n_pairs"] == 9 and doc["n_gold"] == 8  # an empty gold cell: no gold
+    assert doc["ranked"][0] == doc["best"]
+    totals = [doc["methods"][m]["scores"]["macro"]["total_f1"] for m in doc["ranked"]]
+    assert totals == sorted(totals, reverse=True)
+    best = doc["best"]
+    against = [p for p in doc["paired"] if p["vs"] == best]
+    assert [p["method"] for p in against] == doc["ranked"][1:]
+    transport = [p["method"] for p in doc["paired"] if p["vs"] == "softmax-argmax"]
+    assert set(transport) >= set(TRANSPORT) - {best} and "softmax-both" not in transport
+    for p in doc["paired"]:
+        assert set(p) == {"method", "vs", "delta_total_f1", "ci95", "p"}
+        lo, hi = p["ci95"]
+        assert lo <= p["delta_total_f1"] <= hi and 0 < p["p"] <= 1
+        want = (doc["methods"][p["method"]]["scores"]["macro"]["total_f1"]
+                - doc["methods"][p["vs"]]["scores"]["macro"]["total_f1"])
+        assert p["delta_total_f1"] == pytest.approx(want, abs=1e-12)
+    assert doc["methods"]["unbalanced"]["settings"] == {"method": "unbalanced",
+                                                        "threshold": 0.42, "tau": 4.94,
+                                                        "eps": 0.1}
+    assert doc["command"] == f"python -m engine align --pairs {f} --bootstrap 200"
+    assert main(["align", "--pairs", str(f), "--bootstrap", "200", "--quiet"]) == 0
+    table = capsys.readouterr().out
+    assert "9 pairs (8 with gold, scored)" in table
+    names = re.findall(r"^(\S+)\s+[01]\.\d{3}", table, re.M)
+    assert names == doc["ranked"]
+    assert re.search(rf"^{best}\s.*\s+best\s+\S", table, re.M)
+    for m in doc["ranked"][1:]:
+        delta = doc["methods"][m]["scores"]["macro"]["total_f1"] - doc["methods"][best][
+            "scores"]["macro"]["total_f1"]
+        assert re.search(rf"^{m}\s.*\s{delta:+.3f}\s+\S+=", table, re.M)
+    assert "threshold=0.42 tau=4.94 eps=0.1" in table
+    assert "Paired on the same 8 pairs" in table and "transport against softmax-argmax" in table
+
+
+TRANSPORT = ("sinkhorn-argmax", "sinkhorn-threshold", "exact", "partial", "unbalanced")
+
+
+@pytest.mark.parametrize("argv", [
+    ["--method", "unbalanced", "--threshold", "0.3", "--tau", "1"],
+    ["--set", "partial:mass=0.5,threshold=0.2", "--set", "softmax-argmax:direction=union",
+     "--lowercase", "--source", "attention", "--layer", "1", "--head", "4"],
+    ["--method", "softmax-both", "--set", "softmax-both:temperature=0.5", "--bootstrap", "0"],
+])
+def test_the_command_line_reproduces_the_settings(argv, monkeypatch, capsys, tmp_path):
+    """The JSON's command, run again, gives the same settings (and the same command)."""
+    import shlex
+
+    _fake_scores(monkeypatch)
+    f = tmp_path / "my pairs.tsv"
+    f.write_text((DATA / "pairs.tsv").read_text())
+    assert main(["align", "--pairs", str(f), "--json", "--quiet", *argv]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    again = shlex.split(doc["command"])
+    assert again[:4] == ["python", "-m", "engine", "align"]
+    assert main(again[3:] + ["--json", "--quiet"]) == 0
+    doc2 = json.loads(capsys.readouterr().out)
+    assert {k: v["settings"] for k, v in doc2["methods"].items()} == \
+        {k: v["settings"] for k, v in doc["methods"].items()}
+    assert doc2["source"] == doc["source"] and doc2["command"] == doc["command"]
+
+
+@pytest.mark.parametrize("value, message", [
+    ("partial", "METHOD:KEY=VALUE"), ("nope:tau=1", "METHOD:KEY=VALUE"),
+    ("unbalanced:tau", "not KEY=VALUE"), ("unbalanced:rho=1", "not KEY=VALUE"),
+    ("unbalanced:tau=big", "tau must be a number"), ("softmax-argmax:direction=up", "direction"),
+    ("unbalanced:tau=-1", "tau, eps and temperature must be > 0"),
+])
+def test_bad_settings_are_a_message(value, message, monkeypatch, capsys):
+    _fake_scores(monkeypatch)
+    assert main(["align", "--pairs", str(DATA / "pairs.tsv"), "--set", value, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err

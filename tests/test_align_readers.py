@@ -148,3 +148,94 @@ def test_pair_round_trip_and_links_text():
     p = readers.make_pair("a b", "c d", "1-1 0p0")
     assert p.to_dict() == {"text_a": "a b", "text_b": "c d", "gold": "1-1 0p0"}
     assert readers.links_text([(1, 0), (0, 1)], [(1, 1)]) == "0-1 1-0 1p1"
+
+
+# ------------------------------------------------------ gold cells and headers as a user writes
+def test_an_empty_gold_cell_is_no_gold_and_is_counted(tmp_path):
+    f = tmp_path / "p.tsv"
+    f.write_text("text_a\ttext_b\tgold\na b\tc d\t0-0 1-1\ne f\tg h\t\ni\tj\t  \n")
+    pairs = read_pairs(f)
+    assert [p.has_gold for p in pairs] == [True, False, False]
+    assert pairs.gold_column and pairs.n_gold == 1 and pairs.without_gold == (1, 2)
+    f.write_text("a b\tc d\t0-0\ne f\tg h\t\n")  # no header: the third column is gold
+    pairs = read_pairs(f, lowercase=True, transpose=True)
+    assert (pairs.n_gold, pairs.gold_column) == (1, True) and pairs[0].sure == {(0, 0)}
+    f.write_text("a b\tc d\n")
+    assert (read_pairs(f).n_gold, read_pairs(f).gold_column) == (0, False)
+    j = tmp_path / "p.jsonl"
+    j.write_text('{"text_a": "a", "text_b": "b", "gold": ""}\n'
+                 '{"text_a": "a", "text_b": "b", "gold": null}\n'
+                 '{"text_a": "a", "text_b": "b", "gold": "0-0"}\n')
+    assert [p.has_gold for p in read_pairs(j)] == [False, False, True]
+    # gold that is said to have no link stays gold: a blank line of a links file, ""
+    g = tmp_path / "g.txt"
+    g.write_text("0-0\n\n0-0\n")
+    assert read_links(g, read_pairs(j)).n_gold == 3
+    assert readers.make_pair("a", "b", "").has_gold
+
+
+@pytest.mark.parametrize("header, roles", [
+    ("source\ttarget\talignment", ("a", "b", "g")),
+    ("Source\tTarget", ("a", "b", None)),
+    ("src\ttgt\tlinks", ("a", "b", "g")),
+    ("id\tsentence1\tsentence2\tgold", (None, "a", "b", "g")),
+    ("target\tsource\tsure\tpossible", ("b", "a", "g", "p")),
+    ("text_a\ttext_b\tgold", ("a", "b", "g")),
+])
+def test_headers_name_their_columns(tmp_path, header, roles):
+    cells = {"a": "x y", "b": "u v w", "g": "0-0 1-2", "p": "1p1", None: "7"}
+    f = tmp_path / "h.tsv"
+    f.write_text(header + "\n" + "\t".join(cells[r] for r in roles) + "\n")
+    (p,) = read_pairs(f)
+    assert (p.text_a, p.text_b) == ("x y", "u v w")
+    assert p.has_gold == ("g" in roles)
+    if "g" in roles:
+        assert p.sure == {(0, 0), (1, 2)}
+        assert ((1, 1) in p.possible) == ("p" in roles) and (1, 1) not in p.sure
+    c = tmp_path / "h.csv"  # the same header in a CSV, and as JSONL keys
+    c.write_text(header.replace("\t", ",") + "\n" + ",".join(cells[r] for r in roles) + "\n")
+    assert read_pairs(c)[0] == p
+    names = header.split("\t")
+    j = tmp_path / "h.jsonl"
+    j.write_text(json.dumps({k: cells[r] for k, r in zip(names, roles)}) + "\n")
+    assert read_pairs(j)[0] == p
+
+
+@pytest.mark.parametrize("content, code, params", [
+    ("source\ttarget\tnotes\na\tb\tc\n", "header_column", {"column": "notes"}),
+    ("source\ttext_a\ttarget\na\tb\tc\n", "header_twice",
+     {"role": "text_a", "columns": ("source", "text_a")}),
+    ("text_a\ttext_b\tgold\tsure\na\tb\t0-0\t0-0\n", "header_twice",
+     {"role": "gold", "columns": ("gold", "sure")}),
+    ("source\talignment\na\t0-0\n", "header", {"unknown": ()}),
+    ("src_text\ttgt_text\tgold\na\tb\t0-0\n", "header", {"unknown": ("src_text", "tgt_text")}),
+])
+def test_a_header_that_cannot_be_read_is_named(tmp_path, content, code, params):
+    f = tmp_path / "bad.tsv"
+    f.write_text(content)
+    with pytest.raises(AlignFileError) as e:
+        read_pairs(f)
+    assert e.value.code == code and e.value.params["where"] == ("bad.tsv", 1)
+    assert {k: e.value.params[k] for k in params} == params
+    assert str(e.value).startswith("bad.tsv, line 1: ")
+    if code == "header_twice":
+        assert "(" + ", ".join(map(repr, params["columns"])) + ")" in str(e.value)
+    sentence = {**readers.MESSAGES, **readers.HEADER_MESSAGES}[code]
+    assert str(e.value) == str(AlignFileError.of(code, **e.value.params)) and sentence
+
+
+def test_the_header_no_longer_reads_as_a_pair_or_as_links(tmp_path):
+    f = tmp_path / "h.tsv"
+    f.write_text("source\ttarget\talignment\nthe cat\ta cat\t0-0 1-1\n")
+    (p,) = read_pairs(f)  # was: "line 1: 'alignment' is not a link"
+    assert p.sure == {(0, 0), (1, 1)}
+    f.write_text("source\ttarget\nthe cat\ta cat\n")
+    assert len(read_pairs(f)) == 1 and not read_pairs(f)[0].has_gold  # was: 2 pairs
+
+
+def test_a_caller_without_a_one_based_choice_gets_no_hint():
+    with pytest.raises(AlignFileError) as e:
+        readers.make_pair("a b", "c", "0-1", where="gold", one_based=None)
+    assert e.value.params["hint"] is False and "1-based" not in str(e.value)
+    with pytest.raises(AlignFileError, match="1-based flag"):
+        readers.make_pair("a b", "c", "0-1", where="gold")

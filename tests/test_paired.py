@@ -83,3 +83,84 @@ def test_bad_requests_say_what_to_change(kw, shapes):
     rng = np.random.default_rng(0)
     with pytest.raises(SettingsError):
         paired_bootstrap(_counts(rng, shapes[0]), _counts(rng, shapes[1]), **kw)
+
+
+# ------------------------------------------------------------------ the verdict of a corpus
+def _scores(counts_by_method, bootstrap=200):
+    from engine.alignment.score import corpus_score
+
+    return {k: corpus_score(c, bootstrap=bootstrap, seed=3) for k, c in counts_by_method.items()}
+
+
+def test_corpus_interval_is_the_percentile_of_a_direct_resample_loop():
+    from engine.alignment.score import corpus_score
+
+    c = _counts(np.random.default_rng(5), 30)
+    got = corpus_score(c, bootstrap=250, seed=9)
+    idx = np.random.default_rng(9).integers(0, 30, size=(250, 30))
+    macro = np.array([_total_f1(c[i]) for i in idx])
+    micro = np.array([metrics_from_counts(c[i].sum(0))["total_f1"] for i in idx])
+    assert got.macro_ci["total_f1"] == pytest.approx(tuple(np.percentile(macro, [2.5, 97.5])),
+                                                     abs=1e-12)
+    assert got.micro_ci["total_f1"] == pytest.approx(tuple(np.percentile(micro, [2.5, 97.5])),
+                                                     abs=1e-12)
+
+
+def test_resamples_in_blocks_draw_each_pair_n_times_in_all(monkeypatch):
+    from engine.alignment import score as sc
+
+    X = np.arange(12.0).reshape(6, 2)
+    one = sc.resample_sums(X, 50, seed=1)
+    monkeypatch.setattr(sc, "DRAWS_PER_BLOCK", 7)  # one resample per block
+    blocks = sc.resample_sums(X, 50, seed=1)
+    ones = sc.resample_sums(np.ones((6, 1)), 50, seed=1)
+    assert one.shape == blocks.shape == (50, 2) and (ones == 6).all()
+    assert np.allclose(blocks.mean(0), X.sum(0), rtol=0.2)  # E[Σ w_i x_i] = Σ x_i
+
+
+def test_verdict_ranks_and_compares_on_the_same_resamples():
+    from engine.alignment.verdict import verdict
+
+    rng = np.random.default_rng(11)
+    base = _counts(rng, 50)
+    better = base.copy()
+    better[:, 1] = better[:, 2] = np.maximum(better[:, 1], better[:, 0])
+    better[:, 3] = np.maximum(better[:, 3], better[:, 1])
+    counts = {"softmax-argmax": base, "unbalanced": better, "similarity-threshold":
+              _counts(rng, 50), "exact": base}
+    v = verdict(_scores(counts), bootstrap=300, seed=4)
+    values = {k: _total_f1(c) for k, c in counts.items()}
+    order = sorted(counts, key=lambda k: (-values[k], list(counts).index(k)))
+    assert [r.method for r in v.ranked] == order and v.best == order[0] == "unbalanced"
+    assert [r.rank for r in v.ranked] == [1, 2, 3, 4] and v.ranked[0].best
+    for r in v.ranked:
+        assert r.value == pytest.approx(values[r.method], abs=1e-12)
+        assert r.delta == pytest.approx(values[r.method] - values[v.best], abs=1e-12)
+    # every method against the best, then each transport method against softmax-argmax
+    want = [(k, "unbalanced") for k in order[1:]] + [("unbalanced", "softmax-argmax"),
+                                                     ("exact", "softmax-argmax")]
+    assert [(p.method, p.vs) for p in v.paired] == want
+    for p in v.paired:  # the same as comparing the two alone with the same resamples
+        alone = paired_bootstrap(counts[p.method], counts[p.vs], bootstrap=300, seed=4)
+        assert (p.delta, p.p) == pytest.approx((alone.delta, alone.p), abs=1e-12)
+        assert p.ci95 == pytest.approx(alone.ci95, abs=1e-12)
+        assert set(p.to_dict()) == {"method", "vs", "delta_total_f1", "ci95", "p"}
+    assert [p.method for p in v.against_baseline()] == ["unbalanced", "exact"]
+    assert v.against_best()[0].ci95[1] < 0  # softmax-argmax loses on every pair
+
+
+def test_verdict_without_resamples_and_refusals():
+    from engine.alignment.score import corpus_score
+    from engine.alignment.verdict import verdict
+
+    c = _counts(np.random.default_rng(2), 10)
+    v = verdict({"a": corpus_score(c, bootstrap=0), "b": corpus_score(c[::-1], bootstrap=0)},
+                bootstrap=0)
+    assert v.paired[0].p == 1.0 and v.paired[0].ci95 == (v.paired[0].delta,) * 2
+    assert v.ranked[0].ci95 is None and len(v.paired) == 1
+    with pytest.raises(SettingsError, match="same pairs"):
+        verdict({"a": corpus_score(c), "b": corpus_score(c[:5])})
+    with pytest.raises(SettingsError, match="nothing to rank"):
+        verdict({})
+    with pytest.raises(SettingsError, match="metric"):
+        verdict({"a": corpus_score(c)}, metric="bleu")

@@ -11,7 +11,7 @@ dimension of the solver.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -19,9 +19,12 @@ from ..errors import SettingsError, TextError
 from . import extract
 from .extract import GRID, MASS_GRID, METHODS, TAU_GRID, Method
 from .readers import Pair, links_text, make_pair
-from .score import COUNTS, METRICS, CorpusScore, macro_from_metrics, \
+from .score import COUNTS, METRICS, CorpusScore, corpus_score, macro_from_metrics, \
     metrics_from_counts, pair_counts, score
 from .sources import Source, corpus_mean, encode_words, scores as source_scores
+
+if TYPE_CHECKING:
+    from .verdict import Verdict
 
 #: Defaults found best by ``python -m benchmarks.align`` on the development sets
 #: (see docs/align.md): the source, its layer, and each method's settings.
@@ -55,6 +58,8 @@ DEFAULTS: dict[str, dict[str, Method]] = {
 #: the hidden-state methods other than similarity-threshold, exact and sinkhorn-argmax lie
 #: within 0.004 of it).
 DEFAULT_METHOD = "softmax-both"
+#: The method a view of one pair opens with, at its tuned settings (:func:`opening`).
+PAIR_METHOD = "unbalanced"
 #: Entries (τ values × pairs × n × m) per solver call: on this CPU a call of ~150k entries
 #: ran about 3× faster per entry than one of 720k (it stays in cache).
 MAX_CHUNK_ELEMENTS = 150_000
@@ -184,6 +189,16 @@ def method_of(method: str | Method, kind: str = "hidden", **overrides) -> Method
     return replace(m, **over) if over else m
 
 
+def opening(method: str = PAIR_METHOD, kind: str = "hidden") -> dict:
+    """Where a view of one pair starts: the method and its tuned settings (:data:`DEFAULTS`)
+    as sliders read them, ``{"method", "theta", "tau", "mass", "eps"}`` with θ the
+    threshold on V (:attr:`Method.theta`) to two decimals: ``unbalanced`` at θ 0.42,
+    τ 4.94 on hidden states."""
+    m = method_of(method, kind)
+    return {"method": m.name, "theta": round(m.theta, 2), "tau": m.tau, "mass": m.mass,
+            "eps": m.eps}
+
+
 def score_corpus(pairs: Sequence, *, encoder=None, source: Source = DEFAULT_SOURCE,
                  lowercase: bool = False, batch_size: int = 32,
                  progress: Callable[[int, int], None] | None = None) -> Scored:
@@ -236,32 +251,69 @@ def _batch(scored: Scored, idx: Sequence[int], gold: bool = True) -> extract.Bat
                                if gold and scored.pairs[k].has_gold else None for k in idx])
 
 
+@dataclass(frozen=True)
+class Extracted:
+    """One method's links on a corpus.
+
+    Attributes:
+        method: its settings. alignments: one :class:`Alignment` per pair, in input order.
+        counts: (N, 7) per-pair counts against gold (:data:`~engine.alignment.score.COUNTS`;
+            meaningful for the pairs with gold only).
+    """
+
+    method: Method
+    alignments: tuple[Alignment, ...]
+    counts: np.ndarray = field(repr=False)
+
+
+def extract_methods(scored: Scored, settings: dict[str, Method], *, values: bool = True,
+                    null_gold: str = "sure", device=None) -> dict[str, Extracted]:
+    """Links of every pair by several methods (label → :class:`Method`), in input order.
+
+    Pairs are solved in padded batches of similar size; each batch is built once for all
+    the methods, methods that share a plan solve it once (``sinkhorn-argmax`` and
+    ``sinkhorn-threshold``), and every pair's counts against its gold come from the batch
+    at once. ``values=False`` leaves out each pair's value matrix (less memory).
+    """
+    N = len(scored.pairs)
+    out = {k: ([None] * N, np.zeros((N, len(COUNTS)), np.int64)) for k in settings}
+    shapes = [s.shape for s in scored.S]
+    for idx in _chunks(shapes):
+        batch = _batch(scored, idx)
+        cache: dict = {}
+        for label, method in settings.items():
+            V = extract.values(method, batch, device=device, cache=cache)[0]
+            links = extract.links_of(V, method.theta, batch.shapes)
+            counts = extract.link_counts(V, method.theta, batch, null_gold).numpy()
+            per = metrics_from_counts(counts)
+            rows = np.stack([per[name] for name in METRICS], -1).tolist()
+            als, cs = out[label]
+            cs[idx] = counts
+            for pos, k in enumerate(idx):
+                als[k] = _alignment(scored, k, method, links[pos],
+                                    V[pos] if values else None,
+                                    dict(zip(METRICS, rows[pos]))
+                                    if scored.pairs[k].has_gold else None)
+    return {k: Extracted(settings[k], tuple(als), cs) for k, (als, cs) in out.items()}
+
+
+def _alignment(scored: Scored, k: int, method: Method, links, V, scores) -> Alignment:
+    p = scored.pairs[k]
+    n, m = scored.S[k].shape
+    la, lb = {i for i, _ in links}, {j for _, j in links}
+    return Alignment(tuple(p.words_a), tuple(p.words_b), links,
+                     tuple(i for i in range(n) if i not in la),
+                     tuple(j for j in range(m) if j not in lb),
+                     method.to_dict(), scored.source.to_dict(),
+                     None if V is None else V[:n, :m].numpy().copy(), scores)
+
+
 def extract_links(scored: Scored, method: Method, *, null_gold: str = "sure",
                   device=None) -> list[Alignment]:
     """Links of every pair by one method, in input order (pairs solved in batches on
     ``device``, the CPU by default)."""
-    out: list[Alignment | None] = [None] * len(scored.pairs)
-    shapes = [s.shape for s in scored.S]
-    for idx in _chunks(shapes):
-        batch = _batch(scored, idx, gold=False)
-        V = extract.values(method, batch, device=device)[0]
-        links = extract.links_of(V, method.theta, batch.shapes)
-        for pos, k in enumerate(idx):
-            p = scored.pairs[k]
-            n, m = shapes[k]
-            lk = links[pos]
-            la = {i for i, _ in lk}
-            lb = {j for _, j in lk}
-            sc = None
-            if p.has_gold:
-                per = metrics_from_counts(pair_counts(lk, p, null_gold))
-                sc = {name: float(per[name]) for name in METRICS}
-            out[k] = Alignment(tuple(p.words_a), tuple(p.words_b), lk,
-                               tuple(i for i in range(n) if i not in la),
-                               tuple(j for j in range(m) if j not in lb),
-                               method.to_dict(), scored.source.to_dict(),
-                               V[pos, :n, :m].numpy().copy(), sc)
-    return out  # type: ignore[return-value]
+    return list(extract_methods(scored, {method.name: method}, null_gold=null_gold,
+                                device=device)[method.name].alignments)
 
 
 def align_pairs(pairs: Sequence, *, method: str | Method = DEFAULT_METHOD,
@@ -457,15 +509,95 @@ def tune_scored(dev: Scored, test: Scored | None = None, *, methods: Sequence[st
     ``grids``: method name → its τ or m values, replacing :data:`TAU_GRID` or
     :data:`MASS_GRID`.
     """
-    settings, dev_s, test_s = {}, {}, {} if test is not None else None
+    settings = pick_settings(dev, methods, null_gold=null_gold, grids=grids)
+    dev_s = compare_methods(dev, settings, null_gold=null_gold, bootstrap=bootstrap,
+                            ranked=False).scores
+    test_s = None if test is None else compare_methods(
+        test, settings, null_gold=null_gold, bootstrap=bootstrap, ranked=False).scores
+    return Tuning(settings, dev_s, test_s, dev.source)
+
+
+def pick_settings(dev: Scored, methods: Sequence[str] = METHODS, *, null_gold: str = "sure",
+                  grids: dict | None = None) -> dict[str, Method]:
+    """Each method's setting with the best macro total F1 on ``dev`` (every pair with gold):
+    θ, and τ or m, over the grids of :func:`tune`."""
+    if not all(p.has_gold for p in dev.pairs):
+        raise SettingsError("Tuning needs gold for every dev pair.")
+    settings = {}
     for name in methods:
         res = evaluate_grid(dev, name, null_gold=null_gold, grid=(grids or {}).get(name))
         t, g = _best(res.metric_sums[0], int(res.n_pairs[0]), res.method)
-        m = setting_at(res, t, g)
-        settings[name] = m
-        dev_s[name] = score(extract_links(dev, m), dev.pairs, null_gold=null_gold,
-                            bootstrap=bootstrap)
-        if test is not None:
-            test_s[name] = score(extract_links(test, m), test.pairs, null_gold=null_gold,
-                                 bootstrap=bootstrap)
-    return Tuning(settings, dev_s, test_s, dev.source)
+        settings[name] = setting_at(res, t, g)
+    return settings
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Several methods on one corpus: links, scores over the pairs with gold, the verdict.
+
+    Attributes:
+        source: the :class:`Source`. settings: label → :class:`Method`.
+        alignments: label → one :class:`Alignment` per pair, in input order.
+        gold: indices of the pairs with gold (the scored ones).
+        scores: label → :class:`CorpusScore` over those pairs (empty when none has gold).
+        verdict: the methods ranked by total F1 with paired comparisons
+            (:func:`~engine.alignment.verdict.verdict`); None without gold.
+    """
+
+    source: Source
+    settings: dict
+    alignments: dict
+    gold: tuple[int, ...]
+    scores: dict
+    verdict: "Verdict | None"
+
+    @property
+    def n_pairs(self) -> int:
+        return len(next(iter(self.alignments.values()), ()))
+
+
+def compare_methods(scored: Scored, settings: dict[str, Method] | Sequence[str] | None = None,
+                    *, bootstrap: int = 1000, seed: int = 0, null_gold: str = "sure",
+                    values: bool = False, ranked: bool = True, device=None) -> Comparison:
+    """Every method (or those given) on a corpus, scored on its pairs with gold and ranked.
+
+    Args:
+        scored: the corpus' word scores (:func:`score_corpus`).
+        settings: label → :class:`Method`, or method names (their defaults for the
+            source); every method at its defaults when None.
+        bootstrap: resamples for the 95 % intervals and the paired comparisons (0: none).
+        values: keep each pair's value matrix in its :class:`Alignment`.
+        ranked: compute the verdict (paired comparisons) too.
+
+    Returns:
+        A :class:`Comparison`: the links of one batched pass over the pairs
+        (:func:`extract_methods`), scores from its counts, the verdict from the same
+        resamples for every method.
+    """
+    if settings is None or not isinstance(settings, dict):
+        settings = {name: method_of(name, scored.source.kind)
+                    for name in (METHODS if settings is None else settings)}
+    ext = extract_methods(scored, settings, values=values, null_gold=null_gold, device=device)
+    return comparison_of(scored.source, scored.pairs, settings,
+                         {k: e.alignments for k, e in ext.items()},
+                         {k: e.counts for k, e in ext.items()},
+                         bootstrap=bootstrap, seed=seed, ranked=ranked)
+
+
+def comparison_of(source: Source, pairs: Sequence, settings: dict, alignments: dict,
+                  counts: dict | None = None, *, bootstrap: int = 1000, seed: int = 0,
+                  null_gold: str = "sure", ranked: bool = True) -> Comparison:
+    """A :class:`Comparison` from links already extracted (label → one Alignment per pair),
+    with each pair's (7,) counts against gold (label → (N, 7); computed here when None)."""
+    from .verdict import verdict
+
+    gold = tuple(k for k, p in enumerate(pairs) if p.has_gold)
+    if counts is None:
+        counts = {k: np.array([pair_counts(al.links, p, null_gold)
+                               for al, p in zip(als, pairs)]).reshape(len(pairs), -1)
+                  for k, als in alignments.items()}
+    scores = {k: corpus_score(c[list(gold)], bootstrap=bootstrap, seed=seed)
+              for k, c in counts.items()} if gold else {}
+    v = verdict(scores, settings, bootstrap=bootstrap, seed=seed) if scores and ranked \
+        else None
+    return Comparison(source, dict(settings), alignments, gold, scores, v)

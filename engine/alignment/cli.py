@@ -63,8 +63,13 @@ def add_parser(sub) -> None:
     p.add_argument("--format", default="auto", choices=("auto", "table", "multimwa", "awesome"),
                    help="file format (default: guessed)")
     p.add_argument("--model", default=None, help="an allowed model (default: the packaged one)")
+    p.add_argument("--set", action="append", default=[], metavar="METHOD:KEY=VALUE[,...]",
+                   help="one method's settings, e.g. unbalanced:threshold=0.42,tau=4.94 "
+                        "(KEY: threshold, tau, mass, eps, direction, temperature); repeat "
+                        "for other methods")
     p.add_argument("--bootstrap", type=int, default=1000,
-                   help="bootstrap resamples for the 95 %% intervals (0: none)")
+                   help="bootstrap resamples for the 95 %% intervals and the paired "
+                        "comparisons (0: none)")
     p.add_argument("--out", default=None, help="write the method's links here (Pharaoh, 0-based)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -111,10 +116,7 @@ def _read(args, path, gold=None):
 def run(args) -> int:
     """Align and score as the arguments say; print the result. Returns the exit status
     (engine errors and unreadable files go up to ``engine.io.cli.main``: status 2)."""
-    from dataclasses import replace
-
     from . import api, remote
-    from .extract import Method
 
     if args.out:  # before any work: a long run never ends failing to write
         from ..io.paths import check_writable
@@ -122,6 +124,7 @@ def run(args) -> int:
         check_writable(args.out, "--out")
     if args.engine:
         remote.check(args)
+    _threads()
     pairs = _read(args, args.pairs, args.gold)
     dev = _read(args, args.dev) if args.dev else None
     if dev is not None and not all(p.has_gold for p in dev):
@@ -139,78 +142,148 @@ def run(args) -> int:
                            progress=Progress("pairs", args.quiet)) if args.engine else \
         api.score_corpus(pairs, encoder=encoder, source=source,
                          progress=Progress("pairs", args.quiet))
-    links = scored.links if args.engine else lambda m: api.extract_links(scored, m)
     source = scored.source
-    over = {"threshold": args.threshold, "tau": args.tau, "mass": args.mass,
-            "eps": args.eps, "direction": args.direction}
-    settings: dict[str, Method] = {}
+    tuned = None
     if dev is not None:
         sd = api.score_corpus(dev, encoder=encoder, source=source,
                               progress=Progress("dev", args.quiet))
-        tuned = api.tune_scored(sd, methods=methods, bootstrap=0)
-        settings = dict(tuned.settings)
-    for name in methods:
-        m = settings.get(name) or api.method_of(name, source.kind)
-        settings[name] = replace(m, **{k: v for k, v in over.items() if v is not None})
-    gold = all(p.has_gold for p in pairs)
-    results = {}
-    for name in methods:
-        al = links(settings[name])
-        sc = api.score(al, pairs, bootstrap=args.bootstrap) if gold else None
-        results[name] = (al, sc)
+        tuned = api.pick_settings(sd, methods)
+    settings = _settings(args, methods, source.kind, tuned)
+    result = scored.compare(settings, bootstrap=args.bootstrap) if args.engine else \
+        api.compare_methods(scored, settings, bootstrap=args.bootstrap)
     out_method = args.method or api.DEFAULT_METHOD
+    alignments = result.alignments.get(out_method) or api.extract_links(
+        scored, api.method_of(out_method, source.kind))
     if args.out:
-        al = results[out_method][0] if out_method in results else links(
-            api.method_of(out_method, source.kind))
         with open(args.out, "w", encoding="utf-8") as fh:
-            for a in al:
+            for a in alignments:
                 fh.write(a.pharaoh + "\n")
     if args.json:
-        doc = {"source": source.to_dict(), "n_pairs": len(pairs), "tuned_on_dev": dev is not None,
-               "methods": {name: {"settings": settings[name].to_dict(),
-                                  "scores": None if sc is None else sc.to_dict()}
-                           for name, (al, sc) in results.items()},
-               "alignments": {"method": out_method,
-                              "pairs": [a.to_dict(values=False)
-                                        for a in results.get(out_method, (None,))[0] or []]}}
+        doc = _document(args, result, dev is not None, out_method, alignments)
         json.dump(doc, sys.stdout, ensure_ascii=False, allow_nan=False)
         print()
         return 0
-    print(_table(source, pairs, settings, results, dev is not None))
+    print(_table(result, dev is not None))
     return 0
 
 
-def _table(source, pairs, settings, results, tuned: bool) -> str:
+def _threads() -> None:
+    """torch's threads for this run (``SINKSCOPE_TORCH_THREADS``, 1 by default, as the app):
+    with other work on the cores, two threads made the encoder and the solves several
+    times slower than one."""
+    from ..settings import CONFIG
+
+    if CONFIG.torch_threads > 0:
+        import torch
+
+        torch.set_num_threads(CONFIG.torch_threads)
+
+
+def _settings(args, methods: list[str], kind: str, tuned: dict | None) -> dict:
+    """Each method's settings: tuned on dev (or its defaults for the source ``kind``), then
+    --threshold, --tau, --mass, --eps, --direction for all, then --set for one."""
+    from dataclasses import replace
+
+    from . import api
+    from .verdict import parse_setting
+
+    over = {k: v for k, v in (("threshold", args.threshold), ("tau", args.tau),
+                              ("mass", args.mass), ("eps", args.eps),
+                              ("direction", args.direction)) if v is not None}
+    settings = {name: replace((tuned or {}).get(name) or api.method_of(name, kind), **over)
+                for name in methods}
+    for text in args.set:
+        name, changes = parse_setting(text, METHOD_NAMES)
+        if name not in settings:
+            from ..errors import SettingsError
+
+            raise SettingsError(f"--set names {name}, which this run does not score "
+                                f"(--method {args.method}).")
+        settings[name] = replace(settings[name], **changes)
+    return settings
+
+
+def _document(args, result, tuned: bool, out_method: str, alignments) -> dict:
+    """The ``--json`` document: settings and scores per method, the verdict (``best``,
+    ``ranked``, ``paired``), the command that reproduces the table, the alignments."""
+    v = result.verdict
+    return {"source": result.source.to_dict(), "n_pairs": result.n_pairs,
+            "n_gold": len(result.gold), "tuned_on_dev": tuned,
+            "methods": {name: {"settings": result.settings[name].to_dict(),
+                               "scores": None if name not in result.scores else
+                               result.scores[name].to_dict()}
+                        for name in result.settings},
+            "best": None if v is None else v.best,
+            "ranked": [] if v is None else [r.method for r in v.ranked],
+            "paired": [] if v is None else [p.to_dict() for p in v.paired],
+            "command": _command(args, result),
+            "alignments": {"method": out_method,
+                           "pairs": [a.to_dict(values=False) for a in alignments]}}
+
+
+def _command(args, result) -> str:
+    """The command that prints this table with its settings written out (no --dev)."""
+    from .verdict import command_line
+
+    return command_line(args.pairs, settings=result.settings, source=result.source,
+                        gold=args.gold, lowercase=args.lowercase, one_based=args.one_based,
+                        transpose=args.transpose, fmt=args.format, model=args.model,
+                        bootstrap=args.bootstrap)
+
+
+def _table(result, tuned: bool) -> str:
+    """The printed table: one row per method, best first, with its difference from the best,
+    then the paired comparisons (without gold: link counts)."""
+    from .verdict import settings_text
+
+    source, v = result.source, result.verdict
     src = f"source {source.kind}, layer {source.layer}"
     if source.kind == "attention":
         src += f", head {source.head}"
     if source.center:
         src += ", centred"
-    lines = [f"{len(pairs)} pairs · {src} · settings "
-             f"{'tuned on dev' if tuned else 'defaults'} · macro over pairs (OTAlign); "
-             "micro in brackets", ""]
-    head = f"{'method':<21} {'P':>5} {'R':>5} {'F1':>13} {'AER':>13} {'null F1':>7} " \
-           f"{'total F1':>15}  settings"
-    lines.append(head)
-    for name, (al, sc) in results.items():
-        st = settings[name].to_dict()
-        st.pop("method")
-        sets = " ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
-                        for k, v in st.items())
-        if sc is None:
-            n_links = sum(len(a.links) for a in al)
-            nulls = sum(len(a.null_a) + len(a.null_b) for a in al)
-            words = sum(len(a.words_a) + len(a.words_b) for a in al)
-            lines.append(f"{name:<21} {n_links:>6} links, {nulls / max(words, 1):.1%} words "
-                         f"unaligned  {sets}")
-            continue
+    n, k = result.n_pairs, len(result.gold)
+    gold = "" if k in (0, n) else f" ({k} with gold, scored)"
+    lines = [f"{n} pairs{gold} · {src} · settings {'tuned on dev' if tuned else 'defaults'} · "
+             "macro over pairs (OTAlign); micro in brackets"
+             + ("; best total F1 first" if v else ""), ""]
+    if v is None:
+        lines.append(f"{'method':<21} {'links':>6} {'unaligned':>9}  settings")
+        for name, als in result.alignments.items():
+            n_links = sum(len(a.links) for a in als)
+            nulls = sum(len(a.null_a) + len(a.null_b) for a in als)
+            words = sum(len(a.words_a) + len(a.words_b) for a in als)
+            lines.append(f"{name:<21} {n_links:>6} {nulls / max(words, 1):>9.1%}  "
+                         f"{settings_text(result.settings[name])}")
+        return "\n".join(lines + ["", "No gold given: link counts only (give --gold or a "
+                                   "file with a gold column to score)."])
+    lines.append(f"{'method':<21} {'P':>5} {'R':>5} {'F1':>13} {'AER':>13} {'null F1':>7} "
+                 f"{'total F1':>15} {'Δ best':>7}  settings")
+    for r in v.ranked:
+        sc = result.scores[r.method]
         M, U = sc.macro, sc.micro
         ci = sc.macro_ci.get("total_f1")
         ci_s = f" ±{(ci[1] - ci[0]) / 2:.3f}" if ci else ""
-        lines.append(f"{name:<21} {M['precision']:5.3f} {M['recall']:5.3f} "
+        lines.append(f"{r.method:<21} {M['precision']:5.3f} {M['recall']:5.3f} "
                      f"{M['f1']:5.3f} ({U['f1']:5.3f}) {M['aer']:5.3f} ({U['aer']:5.3f}) "
-                     f"{M['null_f1']:7.3f} {M['total_f1']:7.3f}{ci_s:>8}  {sets}")
-    if not all(p.has_gold for p in pairs):
-        lines += ["", "No gold given: link counts only (give --gold or a file with a gold "
-                  "column to score)."]
-    return "\n".join(lines)
+                     f"{M['null_f1']:7.3f} {M['total_f1']:7.3f}{ci_s:>8} "
+                     f"{'best' if r.best else f'{r.delta:+.3f}':>7}  "
+                     f"{settings_text(result.settings[r.method])}")
+    return "\n".join(lines + _paired_lines(v))
+
+
+def _paired_lines(v) -> list[str]:
+    """The paired comparisons under the table: against the best, transport against softmax."""
+    if not v.paired:
+        return []
+    lines = ["", f"Paired on the same {v.n_pairs} pairs: difference in total F1, its 95 % "
+             f"paired-bootstrap interval ({v.bootstrap} resamples) and p of no difference"]
+    for title, group in ((f"against the best, {v.best}:", v.against_best()),
+                         ("transport against softmax-argmax:", v.against_baseline())):
+        if group:
+            lines.append("  " + title)
+        for p in group:
+            pv = "p<0.001" if p.p < 0.001 else f"p {p.p:.3f}"
+            lines.append(f"    {p.method:<21} {p.delta:+.3f}  [{p.ci95[0]:+.3f}, "
+                         f"{p.ci95[1]:+.3f}]  {pv}")
+    return lines

@@ -175,11 +175,11 @@ def make_batch(S_list: Sequence[np.ndarray], valid_a: Sequence[np.ndarray],
         rb[k, :mk] = True
         va[k, :nk] = torch.from_numpy(np.asarray(valid_a[k], dtype=bool))
         vb[k, :mk] = torch.from_numpy(np.asarray(valid_b[k], dtype=bool))
-        if gold is not None and gold[k] is not None:
-            for i, j in gold[k][0]:
-                sure[k, i, j] = True
-            for i, j in gold[k][1]:
-                poss[k, i, j] = True
+    for mask, side in ((sure, 0), (poss, 1)):
+        links = [(k, i, j) for k in range(N) if gold is not None and gold[k] is not None
+                 for i, j in gold[k][side]]
+        if links:
+            mask[tuple(torch.tensor(links, dtype=torch.long).T)] = True
     return Batch(S, ra, rb, va, vb, sure, poss | sure,
                  tuple((int(s.shape[0]), int(s.shape[1])) for s in S_list))
 
@@ -226,10 +226,7 @@ def plans(method: Method, batch: Batch, grid: Sequence[float] | None = None, *,
 def _plans(method, batch, grid, dtype, device=None):
     valid = batch.valid
     dt = dtype or transport.DTYPE
-    C = torch.stack([torch.from_numpy(transport.cost_of(
-        batch.S[k].numpy(), batch.valid_a[k].numpy(), batch.valid_b[k].numpy()))
-        for k in range(len(batch.S))])
-    C = torch.where(valid, C, 0.0)
+    C = torch.where(valid, transport.costs(batch.S, valid), 0.0)
     if method.name == "exact":
         dt = torch.float64
     C = C.to(dtype=dt, device=device)
@@ -255,11 +252,34 @@ def _plans(method, batch, grid, dtype, device=None):
     raise SettingsError(f"{method.name} does not come from a plan.")
 
 
+def plan_key(method: Method, grid: Sequence[float] | None = None) -> tuple | None:
+    """What a method's plans depend on besides the batch (None: it has no plan): methods with
+    the same key share their plans (``sinkhorn-argmax`` and ``sinkhorn-threshold`` at one ε)."""
+    if method.name in ("sinkhorn-argmax", "sinkhorn-threshold"):
+        return ("balanced", method.eps)
+    if method.name == "exact":
+        return ("exact",)
+    if method.name in ("partial", "unbalanced"):
+        own = method.mass if method.name == "partial" else method.tau
+        return (method.name, method.eps, tuple(grid) if grid is not None else (own,))
+    return None
+
+
 def values(method: Method, batch: Batch, grid: Sequence[float] | None = None, *,
-           device=None) -> torch.Tensor:
+           device=None, cache: dict | None = None) -> torch.Tensor:
     """V (T, N, n, m): links are V > θ; −1 where a word takes no part (see the module
-    docstring for each method's V)."""
+    docstring for each method's V). ``cache``: a dict kept across the methods run on one
+    batch, so methods with the same :func:`plan_key` solve once."""
     valid = batch.valid
+
+    def plans_of(m: Method, g=None) -> torch.Tensor:
+        key = plan_key(m, g)
+        if cache is None:
+            return plans(m, batch, g, device=device)
+        if key not in cache:
+            cache[key] = plans(m, batch, g, device=device)
+        return cache[key]
+
     S = batch.S
     name = method.name
     if name == "softmax-argmax":
@@ -274,10 +294,10 @@ def values(method: Method, batch: Batch, grid: Sequence[float] | None = None, *,
     elif name == "similarity-threshold":
         V = _minmax(S, valid)
     elif name == "sinkhorn-argmax":
-        P = plans(method, batch, device=device)[0]
+        P = plans_of(method)[0]
         V = (_argmax_mask(P, valid, -1) & _argmax_mask(P, valid, -2)).to(torch.float64)
     else:
-        return _minmax(plans(method, batch, grid, device=device), valid.unsqueeze(0))
+        return _minmax(plans_of(method, grid), valid.unsqueeze(0))
     return torch.where(valid, V, -1.0).unsqueeze(0)
 
 
@@ -290,6 +310,23 @@ def links_of(V: torch.Tensor, theta: float, shapes: Sequence[tuple[int, int]]
         ii, jj = np.nonzero(M[k, :n, :m])
         out.append(tuple((int(i), int(j)) for i, j in zip(ii, jj)))
     return out
+
+
+def link_counts(V: torch.Tensor, theta: float, batch: Batch,
+                null_gold: str = "sure") -> torch.Tensor:
+    """Counts (:data:`~engine.alignment.score.COUNTS`) of the links V > θ of every pair in a
+    batch against its gold masks: V (..., N, n, m) → (..., N, 7) int64, as
+    :func:`~engine.alignment.score.mask_counts` gives pair by pair."""
+    pred = V > theta
+    gold = batch.sure if null_gold == "sure" else batch.possible
+    null_a, null_b = batch.real_a & ~pred.any(-1), batch.real_b & ~pred.any(-2)
+    gna, gnb = batch.real_a & ~gold.any(-1), batch.real_b & ~gold.any(-2)
+    shape = pred.shape[:-2]
+    return torch.stack([
+        pred.sum((-1, -2)), (pred & batch.sure).sum((-1, -2)),
+        (pred & batch.possible).sum((-1, -2)), batch.sure.sum((-1, -2)).expand(shape),
+        null_a.sum(-1) + null_b.sum(-1), (gna.sum(-1) + gnb.sum(-1)).expand(shape),
+        (null_a & gna).sum(-1) + (null_b & gnb).sum(-1)], -1).to(torch.int64)
 
 
 def grid_counts(V: torch.Tensor, batch: Batch, null_gold: str = "sure",

@@ -8,8 +8,11 @@ over :data:`MAX_BYTES`, with more than :data:`MAX_PAIRS` pairs or a text over
 Formats (``read_pairs(path, fmt="auto")`` picks one by the file's name and first line):
 
 - ``table``: TSV, CSV or JSONL with the fields ``text_a``, ``text_b`` and an optional
-  ``gold`` (Pharaoh links); a TSV or CSV without a header row holds ``text_a, text_b[, gold]``
-  (the layout of the Edinburgh++ files).
+  ``gold`` (Pharaoh links), or ``sure`` and ``possible``; a header may also call them
+  source, target, alignment and the other names of :data:`COLUMNS`, and one it cannot read
+  is refused naming the column. A TSV or CSV without a header row holds
+  ``text_a, text_b[, gold]`` (the layout of the Edinburgh++ files). An empty gold cell means
+  that pair has no gold (:class:`Pairs` counts them).
 - ``multimwa``: the MultiMWA TSV: ``id, sent1, N/A, sent2, N/A, 1, 1, sure, possible``.
 - ``awesome``: awesome-align's ``src ||| tgt`` file, with gold links in a separate file
   (``gold=``), one line per pair.
@@ -81,8 +84,30 @@ MESSAGES: dict[str, str] = {
     "links_lines": "{file} has {lines} lines but there are {pairs} pairs; give one line of "
                    "links per pair.",
 }
+# Mistakes in a table's header row, worded the same way (a page words them from ``code``
+# and ``params`` as it words MESSAGES): ``column`` the header's word as written, ``role``
+# "text_a", "text_b" or "gold", ``columns`` the header's words that name it.
+HEADER_MESSAGES: dict[str, str] = {
+    "header_column": "{where}: the header's column {column!r} is not one sinkscope reads; "
+                     "call the columns text_a (or source), text_b (or target) and gold (or "
+                     "alignment, or sure and possible), and id one to skip.",
+    "header_twice": "{where}: the header names {role} more than once ({columns}); keep one "
+                    "of them.",
+}
 ENGLISH_PARTS = {"hint": " (are the links 1-based? say so with the 1-based flag)",
                  "gold": " and gold"}
+#: Header words of a table (lower case, spaces and hyphens as "_") → the column they name;
+#: ``None`` marks a column read past (an id).
+COLUMNS: dict[str, str | None] = {
+    **dict.fromkeys(("text_a", "source", "src", "source_text", "sentence1", "sentence_1",
+                     "sent1", "text1", "sentence_a"), "text_a"),
+    **dict.fromkeys(("text_b", "target", "tgt", "target_text", "sentence2", "sentence_2",
+                     "sent2", "text2", "sentence_b"), "text_b"),
+    **dict.fromkeys(("gold", "alignment", "alignments", "links", "gold_links", "align"),
+                    "gold"),
+    "sure": "gold", "possible": "possible",
+    **dict.fromkeys(("id", "pair_id", "index", "#"), None),
+}
 
 
 class AlignFileError(SinkscopeError):
@@ -99,11 +124,14 @@ class AlignFileError(SinkscopeError):
 
     @classmethod
     def of(cls, code: str, **params) -> AlignFileError:
-        """The error ``code`` with ``params``, its message :data:`MESSAGES`'s sentence."""
+        """The error ``code`` with ``params``, its message the sentence of :data:`MESSAGES`
+        (or :data:`HEADER_MESSAGES`)."""
         english = {k: ENGLISH_PARTS[k] if v is True else "" if v is False else
-                   f"{v[0]}, line {v[1]}" if k == "where" and isinstance(v, tuple) else v
+                   f"{v[0]}, line {v[1]}" if k == "where" and isinstance(v, tuple) else
+                   ", ".join(map(repr, v)) if k == "columns" else v
                    for k, v in params.items()}
-        return cls(MESSAGES[code].format(**english), code=code, params=params)
+        sentence = MESSAGES.get(code) or HEADER_MESSAGES[code]
+        return cls(sentence.format(**english), code=code, params=params)
 
 
 Link = tuple[int, int]
@@ -156,9 +184,42 @@ class Pair:
         return d
 
 
+class Pairs(tuple):
+    """The pairs a file holds (a tuple of :class:`Pair`), and whether it gives gold.
+
+    Attributes:
+        gold_column: the file has gold links (a gold, sure or possible column, a gold
+            file, MultiMWA's links); a pair whose gold cell is empty has none
+            (``Pair.has_gold`` False) and is left out of the scores.
+    """
+
+    gold_column: bool
+
+    def __new__(cls, pairs: Iterable[Pair] = (), gold_column: bool = False) -> "Pairs":
+        out = super().__new__(cls, pairs)
+        out.gold_column = bool(gold_column)
+        return out
+
+    @property
+    def n_gold(self) -> int:
+        """How many pairs have gold ("3 pairs, 2 with gold")."""
+        return sum(p.has_gold for p in self)
+
+    @property
+    def without_gold(self) -> tuple[int, ...]:
+        """0-based indices of the pairs without gold."""
+        return tuple(k for k, p in enumerate(self) if not p.has_gold)
+
+
 def make_pair(text_a: str, text_b: str, gold: str | None = None, *,
-              one_based: bool = False, where: str | tuple[str, int] = "pair") -> Pair:
+              possible: str | None = None, one_based: bool | None = False,
+              where: str | tuple[str, int] = "pair") -> Pair:
     """A :class:`Pair` from two texts and optional Pharaoh gold, checked.
+
+    ``gold``: sure links ``i-j`` (and possible ``ipj``); ``possible``: more links, all
+    possible. Both None: no gold (``has_gold`` False); "" is gold with no link.
+    ``one_based``: links count words from 1; None: from 0, and the caller offers no 1-based
+    choice (an index one past the end then gets no hint about it).
 
     Raises:
         AlignFileError: an empty or too long text, a malformed link or one out of range.
@@ -169,16 +230,18 @@ def make_pair(text_a: str, text_b: str, gold: str | None = None, *,
         if len(t.split()) > MAX_WORDS:
             raise AlignFileError.of("text_too_long", where=where, field=name,
                                     words=len(t.split()), max_words=MAX_WORDS)
-    if gold is None:
+    for g in (gold, possible):
+        if g is not None and not isinstance(g, str):
+            raise AlignFileError.of("gold_not_text", where=where, type=type(g).__name__)
+    if gold is None and possible is None:
         return Pair(text_a, text_b)
-    if not isinstance(gold, str):
-        raise AlignFileError.of("gold_not_text", where=where, type=type(gold).__name__)
     n, m = len(text_a.split()), len(text_b.split())
-    sure, possible = parse_links(gold, n, m, one_based=one_based, where=where)
-    return Pair(text_a, text_b, sure, possible, True)
+    sure, poss = parse_links(gold or "", n, m, one_based=one_based, where=where,
+                             possible_text=possible or "")
+    return Pair(text_a, text_b, sure, poss, True)
 
 
-def parse_links(text: str, n: int, m: int, *, one_based: bool = False,
+def parse_links(text: str, n: int, m: int, *, one_based: bool | None = False,
                 where: str | tuple[str, int] = "links",
                 possible_text: str = "") -> tuple[frozenset, frozenset]:
     """Pharaoh links ``"0-0 1-2 3p4"`` → (sure, possible) sets of 0-based (i, j).
@@ -202,7 +265,7 @@ def parse_links(text: str, n: int, m: int, *, one_based: bool = False,
                 raise AlignFileError.of("link_index_zero", where=where, token=tok)
             if i >= n or j >= m:
                 raise AlignFileError.of("link_out_of_range", where=where, token=tok, n=n, m=m,
-                                        hint=not one_based and (i == n or j == m))
+                                        hint=one_based is False and (i == n or j == m))
             (possible if (mt.group(2) == "p" or force_possible) else sure).add((i, j))
     possible |= sure
     return frozenset(sure), frozenset(possible)
@@ -259,7 +322,7 @@ def _check_count(pairs: list, name: str) -> None:
         raise AlignFileError.of("too_many_pairs", file=name, max_pairs=MAX_PAIRS)
 
 
-def read_multimwa(text: str, *, name: str = "file", one_based: bool = False) -> tuple[Pair, ...]:
+def read_multimwa(text: str, *, name: str = "file", one_based: bool = False) -> Pairs:
     """MultiMWA TSV: ``id, sent1, N/A, sent2, N/A, 1, 1, sure, possible`` per line."""
     pairs = []
     for k, line in enumerate(_lines(text), 1):
@@ -276,54 +339,36 @@ def read_multimwa(text: str, *, name: str = "file", one_based: bool = False) -> 
                                      possible_text=cols[8] if len(cols) > 8 else "")
         pairs.append(Pair(a, b, sure, possible, True))
         _check_count(pairs, name)
-    return tuple(pairs)
+    return Pairs(pairs, True)
 
 
 def read_table(text: str, *, name: str = "file", one_based: bool = False,
-               kind: str | None = None) -> tuple[Pair, ...]:
-    """TSV, CSV or JSONL with ``text_a``, ``text_b`` and optional ``gold``.
+               kind: str | None = None) -> Pairs:
+    """TSV, CSV or JSONL with ``text_a``, ``text_b`` and optional ``gold`` (or ``sure`` and
+    ``possible``); the header may name them as :data:`COLUMNS` does (source, target,
+    alignment, …).
 
     ``kind``: "tsv", "csv" or "jsonl" (guessed from the first line when None). A TSV or CSV
-    whose first row is not the header ``text_a, text_b[, gold]`` is read as that layout.
+    whose first row names no column is read as ``text_a, text_b[, gold]``. An empty gold
+    cell means that pair has no gold.
     """
     lines = _lines(text)
     if not lines:
         raise AlignFileError.of("empty_file", file=name)
     first = lines[0].lstrip()
     kind = kind or ("jsonl" if first.startswith("{") else "tsv" if "\t" in first else "csv")
-    pairs: list[Pair] = []
     if kind == "jsonl":
-        for k, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            where = (name, k)
-            try:
-                row = json.loads(line)
-            except ValueError as e:
-                raise AlignFileError.of("not_json", where=where, reason=e.msg) from None
-            except RecursionError:
-                raise AlignFileError.of("not_json", where=where,
-                                        reason="nested too deeply") from None
-            if not isinstance(row, dict) or "text_a" not in row or "text_b" not in row:
-                raise AlignFileError.of("json_fields", where=where)
-            pairs.append(make_pair(row["text_a"], row["text_b"], row.get("gold"),
-                                   one_based=one_based, where=where))
-            _check_count(pairs, name)
-        return tuple(pairs)
+        return _read_jsonl(lines, name, one_based)
     delim = "\t" if kind == "tsv" else ","
     try:
         rows = list(csv.reader(io.StringIO("\n".join(lines)), delimiter=delim,
                                quoting=csv.QUOTE_NONE if delim == "\t" else csv.QUOTE_MINIMAL))
     except csv.Error as e:
         raise AlignFileError.of("not_csv", file=name, kind=kind.upper(), reason=str(e)) from None
-    header = [c.strip().lower() for c in rows[0]]
-    cols = {"text_a": 0, "text_b": 1, "gold": 2}
-    start = 0
-    if "text_a" in header or "text_b" in header:
-        if "text_a" not in header or "text_b" not in header:
-            raise AlignFileError.of("header", where=(name, 1))
-        cols = {c: header.index(c) for c in ("text_a", "text_b", "gold") if c in header}
-        start = 1
+    cols = _header(rows[0], (name, 1))
+    start = 0 if cols is None else 1
+    cols = cols or {"text_a": 0, "text_b": 1, "gold": 2}
+    pairs: list[Pair] = []
     for k, row in enumerate(rows[start:], start + 1):
         if not any(c.strip() for c in row):
             continue
@@ -335,18 +380,88 @@ def read_table(text: str, *, name: str = "file", one_based: bool = False,
                                     sep="tabs" if delim == "\t" else "commas")
         if len(row) > max(cols.values()) + 1 and start == 0:
             raise AlignFileError.of("too_many_fields", where=where, fields=len(row))
-        gold = row[cols["gold"]] if "gold" in cols and cols["gold"] < len(row) else None
-        pairs.append(make_pair(row[cols["text_a"]], row[cols["text_b"]], gold,
-                               one_based=one_based, where=where))
+        gold, possible = (row[cols[c]] if c in cols and cols[c] < len(row) else None
+                          for c in ("gold", "possible"))
+        pairs.append(make_pair(row[cols["text_a"]], row[cols["text_b"]],
+                               **_cells(gold, possible), one_based=one_based, where=where))
         _check_count(pairs, name)
     if not pairs:
         raise AlignFileError.of("no_pairs", file=name)
-    return tuple(pairs)
+    has_gold = "gold" in cols if start else any(len(r) > 2 for r in rows)
+    return Pairs(pairs, has_gold or "possible" in cols)
+
+
+def _cells(gold, possible) -> dict:
+    """A row's gold and possible cells as :func:`make_pair` takes them: both blank or
+    missing is no gold (None); a blank one beside links is ""."""
+    blank = [g is None or (isinstance(g, str) and not g.strip()) for g in (gold, possible)]
+    if all(blank):
+        return {"gold": None, "possible": None}
+    return {k: "" if b else g for k, g, b in zip(("gold", "possible"), (gold, possible), blank)}
+
+
+def _word(column: str) -> str:
+    return re.sub(r"[\s-]+", "_", column.strip().lower())
+
+
+def _header(row: list[str], where: tuple[str, int]) -> dict[str, int] | None:
+    """Which column holds what (role → index) when ``row`` is a header; None when it names
+    no column of :data:`COLUMNS` (a row of data).
+
+    Raises:
+        AlignFileError: a role named twice, no text_a or text_b (``unknown``: the header's
+            words it does not know), or a word it does not know.
+    """
+    words = [_word(c) for c in row]
+    if not any(COLUMNS.get(w) for w in words):
+        return None
+    named: dict[str, list[int]] = {}
+    for k, w in enumerate(words):
+        if COLUMNS.get(w):
+            named.setdefault(COLUMNS[w], []).append(k)
+    unknown = tuple(row[k].strip()[:40] for k, w in enumerate(words) if w and w not in COLUMNS)
+    for role, ks in named.items():
+        if len(ks) > 1:
+            raise AlignFileError.of("header_twice", where=where, role=role,
+                                    columns=tuple(row[k].strip() for k in ks))
+    if "text_a" not in named or "text_b" not in named:
+        raise AlignFileError.of("header", where=where, unknown=unknown)
+    if unknown:
+        raise AlignFileError.of("header_column", where=where, column=unknown[0])
+    return {role: ks[0] for role, ks in named.items()}
+
+
+def _read_jsonl(lines: list[str], name: str, one_based: bool) -> Pairs:
+    """JSON Lines: one object per pair, its keys named as a header's (:data:`COLUMNS`)."""
+    pairs: list[Pair] = []
+    gold_column = False
+    for k, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = (name, k)
+        try:
+            row = json.loads(line)
+        except ValueError as e:
+            raise AlignFileError.of("not_json", where=where, reason=e.msg) from None
+        except RecursionError:
+            raise AlignFileError.of("not_json", where=where,
+                                    reason="nested too deeply") from None
+        if isinstance(row, dict):
+            row = {COLUMNS.get(_word(str(key))) or key: v for key, v in row.items()}
+        if not isinstance(row, dict) or "text_a" not in row or "text_b" not in row:
+            raise AlignFileError.of("json_fields", where=where)
+        gold_column = gold_column or "gold" in row or "possible" in row
+        pairs.append(make_pair(row["text_a"], row["text_b"],
+                               **_cells(row.get("gold"), row.get("possible")),
+                               one_based=one_based, where=where))
+        _check_count(pairs, name)
+    return Pairs(pairs, gold_column)
 
 
 def read_awesome(text: str, gold_text: str | None = None, *, name: str = "file",
-                 gold_name: str = "gold file", one_based: bool = False) -> tuple[Pair, ...]:
-    """awesome-align's ``src ||| tgt`` lines, with optional gold links, one line each."""
+                 gold_name: str = "gold file", one_based: bool = False) -> Pairs:
+    """awesome-align's ``src ||| tgt`` lines, with optional gold links, one line each (a
+    blank line of the gold file: gold with no link)."""
     lines = _lines(text)
     gold_lines = _lines(gold_text) if gold_text is not None else None
     if gold_lines is not None and len(gold_lines) != len(lines):
@@ -364,7 +479,7 @@ def read_awesome(text: str, gold_text: str | None = None, *, name: str = "file",
         _check_count(pairs, name)
     if not pairs:
         raise AlignFileError.of("no_pairs", file=name)
-    return tuple(pairs)
+    return Pairs(pairs, gold_lines is not None)
 
 
 def sniff(text: str, name: str = "") -> str:
@@ -380,7 +495,7 @@ def sniff(text: str, name: str = "") -> str:
 
 def parse_pairs(text: str, *, fmt: str = "auto", name: str = "file", gold_text: str | None = None,
                 one_based: bool = False, lowercase: bool = False,
-                transpose: bool = False) -> tuple[Pair, ...]:
+                transpose: bool = False) -> Pairs:
     """Pairs from a file's text (see the module docstring for the formats).
 
     Args:
@@ -404,15 +519,15 @@ def parse_pairs(text: str, *, fmt: str = "auto", name: str = "file", gold_text: 
             ".csv") else None
         pairs = read_table(text, name=name, one_based=one_based, kind=kind)
     if lowercase:
-        pairs = tuple(p.lower() for p in pairs)
+        pairs = Pairs((p.lower() for p in pairs), pairs.gold_column)
     if transpose:
-        pairs = tuple(p.transposed() for p in pairs)
+        pairs = Pairs((p.transposed() for p in pairs), pairs.gold_column)
     return pairs
 
 
 def read_pairs(path: str | Path, *, fmt: str = "auto", gold: str | Path | None = None,
                one_based: bool = False, lowercase: bool = False,
-               transpose: bool = False) -> tuple[Pair, ...]:
+               transpose: bool = False) -> Pairs:
     """Read pairs (and gold) from a file; ``gold`` names awesome-align's links file.
 
     Raises:
@@ -428,11 +543,12 @@ def read_pairs(path: str | Path, *, fmt: str = "auto", gold: str | Path | None =
 
 
 def read_links(path: str | Path, pairs: tuple[Pair, ...], *,
-               one_based: bool = False) -> tuple[Pair, ...]:
-    """Attach gold links from a Pharaoh file (one line per pair) to pairs read without them."""
+               one_based: bool = False) -> Pairs:
+    """Attach gold links from a Pharaoh file (one line per pair) to pairs read without them
+    (a blank line: gold with no link)."""
     lines = _lines(_read_text(path, "gold file"))
     name = Path(path).name
     if len(lines) != len(pairs):
         raise AlignFileError.of("links_lines", file=name, lines=len(lines), pairs=len(pairs))
-    return tuple(make_pair(p.text_a, p.text_b, g, one_based=one_based, where=(name, k))
-                 for k, (p, g) in enumerate(zip(pairs, lines), 1))
+    return Pairs((make_pair(p.text_a, p.text_b, g, one_based=one_based, where=(name, k))
+                  for k, (p, g) in enumerate(zip(pairs, lines), 1)), True)

@@ -94,6 +94,15 @@ class Corpus:
                 f.result()
         return out
 
+    def compare(self, settings: dict, *, bootstrap: int = 1000, seed: int = 0):
+        """Every method's links from the service, scored and ranked here: a
+        :class:`~engine.alignment.api.Comparison` as ``compare_methods`` gives."""
+        from .api import comparison_of
+
+        alignments = {label: self.links(m) for label, m in settings.items()}
+        return comparison_of(self.source, self.pairs, settings, alignments,
+                             bootstrap=bootstrap, seed=seed)
+
     def _send(self, chunk: list, settings: dict, start: int) -> list:
         """One chunk, tried again after the service failed it; its alignments in order."""
         from ..serving.client import EngineUnavailable

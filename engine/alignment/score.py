@@ -153,6 +153,51 @@ class CorpusScore:
                 "micro_ci": {k: list(v) for k, v in self.micro_ci.items()}}
 
 
+def _check_bootstrap(bootstrap) -> None:
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, (int, np.integer)) \
+            or bootstrap < 0:
+        raise SettingsError(f"bootstrap must be a whole number ≥ 0, got {bootstrap!r}.")
+
+
+#: Resample draws per block (B × N indices at a time), so a large corpus never holds all.
+DRAWS_PER_BLOCK = 2**22
+
+
+def resample_sums(X: np.ndarray, bootstrap: int, seed: int = 0) -> np.ndarray:
+    """Column sums of X (N, K) over ``bootstrap`` resamples of its N rows with replacement:
+    (B, K), Σ_i w_bi X_i with w_bi how often resample b drew row i.
+
+    Resample b draws N row indices uniformly (``default_rng(seed).integers(0, N, (B, N))``),
+    so every corpus metric of a seed and N sees the same resamples: what two methods share
+    cancels out of their difference. One matrix product per block of resamples.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    N = len(X)
+    rng = np.random.default_rng(seed)
+    rows = max(1, DRAWS_PER_BLOCK // max(N, 1))
+    out = []
+    for start in range(0, int(bootstrap), rows):
+        b = min(rows, int(bootstrap) - start)
+        idx = rng.integers(0, N, size=(b, N))
+        W = np.bincount((np.arange(b)[:, None] * N + idx).ravel(), minlength=b * N)
+        out.append(W.reshape(b, N).astype(np.float64) @ X)
+    return np.concatenate(out) if out else np.zeros((0, X.shape[1]))
+
+
+def macro_of_means(means: np.ndarray) -> dict[str, np.ndarray]:
+    """:func:`macro_from_metrics` from per-pair metrics already averaged, (..., 10) in the
+    order of :data:`METRICS`: F1s from the averaged precision and recall."""
+    out = {k: means[..., i] for i, k in enumerate(METRICS)}
+    for pre in ("", "null_", "total_"):
+        out[pre + "f1"] = _f1(out[pre + "precision"], out[pre + "recall"])
+    return out
+
+
+def per_pair_matrix(per: dict[str, np.ndarray]) -> np.ndarray:
+    """Per-pair metrics as one (N, 10) matrix, columns in the order of :data:`METRICS`."""
+    return np.stack([np.asarray(per[k], dtype=np.float64) for k in METRICS], -1)
+
+
 def corpus_score(counts: np.ndarray, *, bootstrap: int = 1000, seed: int = 0) -> CorpusScore:
     """Corpus scores from per-pair counts (N, 7), with bootstrap 95 % intervals.
 
@@ -163,17 +208,16 @@ def corpus_score(counts: np.ndarray, *, bootstrap: int = 1000, seed: int = 0) ->
     N = len(counts)
     if N == 0:
         raise SettingsError("There are no pairs to score; give at least one pair with gold.")
-    if not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
-        raise SettingsError(f"bootstrap must be a whole number ≥ 0, got {bootstrap!r}.")
+    _check_bootstrap(bootstrap)
     per = metrics_from_counts(counts)
     macro = {k: float(v) for k, v in macro_from_metrics(per).items()}
     micro = {k: float(v) for k, v in metrics_from_counts(counts.sum(0)).items()}
     macro_ci, micro_ci = {}, {}
     if bootstrap:
-        rng = np.random.default_rng(seed)
-        idx = rng.integers(0, N, size=(int(bootstrap), N))
-        bm = macro_from_metrics({k: v[idx] for k, v in per.items()})
-        bu = metrics_from_counts(counts[idx].sum(1))
+        sums = resample_sums(np.concatenate([per_pair_matrix(per), counts], -1), bootstrap,
+                             seed)
+        bm = macro_of_means(sums[:, :len(METRICS)] / N)
+        bu = metrics_from_counts(sums[:, len(METRICS):])
         for k in METRICS:
             macro_ci[k] = tuple(float(x) for x in np.percentile(bm[k], [2.5, 97.5]))
             micro_ci[k] = tuple(float(x) for x in np.percentile(bu[k], [2.5, 97.5]))
@@ -265,15 +309,20 @@ def paired_bootstrap(counts_x: np.ndarray, counts_y: np.ndarray, *, method: str 
                             f"{len(x)} and {len(y)}.")
     if metric not in METRICS:
         raise SettingsError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}.")
-    if not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
-        raise SettingsError(f"bootstrap must be a whole number ≥ 0, got {bootstrap!r}.")
+    _check_bootstrap(bootstrap)
     px, py = metrics_from_counts(x), metrics_from_counts(y)
     delta = float(macro_from_metrics(px)[metric] - macro_from_metrics(py)[metric])
     if not bootstrap:
         return Paired(method, vs, metric, delta, (delta, delta), 1.0)
-    idx = np.random.default_rng(seed).integers(0, len(x), size=(int(bootstrap), len(x)))
-    d = (macro_from_metrics({k: v[idx] for k, v in px.items()})[metric]
-         - macro_from_metrics({k: v[idx] for k, v in py.items()})[metric])
+    k = len(METRICS)
+    sums = resample_sums(np.concatenate([per_pair_matrix(px), per_pair_matrix(py)], -1),
+                         bootstrap, seed) / len(x)
+    d = macro_of_means(sums[:, :k])[metric] - macro_of_means(sums[:, k:])[metric]
+    return _paired(method, vs, metric, delta, d)
+
+
+def _paired(method: str, vs: str, metric: str, delta: float, d: np.ndarray) -> Paired:
+    """A :class:`Paired` from the corpus difference δ and its resampled differences d (B,)."""
     lo, hi = (float(v) for v in np.percentile(d, [2.5, 97.5]))
-    p = float((1 + np.count_nonzero(np.abs(d - delta) >= abs(delta) - 1e-12)) / (bootstrap + 1))
+    p = float((1 + np.count_nonzero(np.abs(d - delta) >= abs(delta) - 1e-12)) / (len(d) + 1))
     return Paired(method, vs, metric, delta, (lo, hi), min(p, 1.0))

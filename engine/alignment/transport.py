@@ -68,6 +68,17 @@ def cost_of(S: np.ndarray, valid_a: np.ndarray, valid_b: np.ndarray) -> np.ndarr
     return C
 
 
+def costs(S: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """:func:`cost_of` of a batch at once: S (N, n, m) scores, valid (N, n, m) the pairs of
+    words that take part → C (N, n, m), (max S − S)/(max S − min S) over each valid block,
+    1 elsewhere."""
+    big = torch.finfo(S.dtype).max
+    lo = torch.where(valid, S, big).amin((-2, -1), keepdim=True)
+    hi = torch.where(valid, S, -big).amax((-2, -1), keepdim=True)
+    span = torch.where(hi > lo, hi - lo, 1.0)
+    return torch.where(valid, (hi - S) / span, 1.0)
+
+
 def _solver():
     """The engine's solver functions (``sinkhorn``, ``partial``), imported on first use."""
     from .. import solver
