@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import sys
 
+from ..aligner import cli as aligner_cli
+
 METHOD_NAMES = ("softmax-argmax", "softmax-both", "similarity-threshold", "sinkhorn-argmax",
                 "sinkhorn-threshold", "exact", "partial", "unbalanced")
 
@@ -68,6 +70,7 @@ def add_parser(sub) -> None:
     p.add_argument("--out", default=None, help="write the method's links here (Pharaoh, 0-based)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    aligner_cli.add_align_arguments(p)
     p.set_defaults(run=run)
 
 
@@ -125,6 +128,7 @@ def run(args) -> int:
         from ..models.encoder import Encoder
 
         encoder = Encoder.load(args.model)
+    aligner = aligner_cli.load_for_align(args, encoder)
     source = api.source_of(args.source, args.layer, args.head, args.center or None)
     methods = [args.method] if args.method else list(METHOD_NAMES)
     scored = api.score_corpus(pairs, encoder=encoder, source=source,
@@ -147,7 +151,9 @@ def run(args) -> int:
         al = api.extract_links(scored, settings[name])
         sc = api.score(al, pairs, bootstrap=args.bootstrap) if gold else None
         results[name] = (al, sc)
-    out_method = args.method or api.DEFAULT_METHOD
+    if aligner is not None:
+        aligner_cli.add_trained(aligner, pairs, dev, args, settings, results)
+    out_method = args.method or ("trained" if aligner is not None else api.DEFAULT_METHOD)
     if args.out:
         al = results[out_method][0] if out_method in results else api.extract_links(
             scored, api.method_of(out_method, source.kind))

@@ -172,7 +172,7 @@ def predict(model: CouplingModel, pairs: Pairs) -> np.ndarray:
     """The model's plans π (B, n, m) for the pairs, as float64 numpy."""
     dtype = next(model.parameters()).dtype
     with torch.no_grad():
-        return torch.exp(model(*_tensors(pairs, dtype))).double().numpy()
+        return model(*_tensors(pairs, dtype)).double().numpy()
 
 
 def plan_errors(P: np.ndarray, target: np.ndarray, pairs: Pairs) -> tuple[float, float, float]:
@@ -260,7 +260,7 @@ def _train(settings, data, callback, should_stop, model) -> Run:
             break
         idx = torch.as_tensor(rng.choice(n_train, size=min(settings.batch, n_train),
                                          replace=False))
-        P = torch.exp(model(*(v[idx] for v in X)))
+        P = model(*(v[idx] for v in X))
         loss = (P - T[idx]).abs().sum((-1, -2)).mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
