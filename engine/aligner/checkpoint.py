@@ -1,7 +1,7 @@
 """Saving and loading trained aligners, and the operator's allow-list of them.
 
 An aligner's folder holds ``model.safetensors`` (the fine-tuned layers, the heads, the
-scale, the dustbin and θ) and ``config.json``::
+scale and the dustbin) and ``config.json``::
 
     {"format": "sinkscope-aligner", "version": 1, "settings": {...}, "theta": 0.16,
      "base_model": "all-MiniLM-L6-v2", "base_sha256": "…", "dev_total_f1": 0.83,
@@ -143,7 +143,7 @@ def load(folder, *, encoder=None, device: str | None = None, name: str | None = 
     except Exception as e:  # truncated file, wrong tensors or shapes: say so
         raise AlignerError.of("bad_checkpoint", path=str(path),
                               reason=f"{type(e).__name__}: {str(e)[:200]}")
-    aligner.theta.fill_(float(doc["theta"]))
+    aligner.theta = float(doc["theta"])
     aligner.name = name or path.name
     return aligner.eval()
 

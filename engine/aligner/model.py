@@ -51,7 +51,7 @@ class Aligner(nn.Module):
         settings: :class:`AlignerSettings` (its ``layer`` and ``top`` must fit the model).
 
     The module's parameters are the fine-tuned layers (copies), the heads, the scale and
-    the dustbin; ``theta`` (a buffer) is the link threshold tuned on dev.
+    the dustbin; ``theta`` (a float) is the link threshold tuned on dev.
     """
 
     def __init__(self, encoder, settings: AlignerSettings) -> None:
@@ -76,7 +76,7 @@ class Aligner(nn.Module):
             self.ub.weight.zero_()
         self.log_scale = nn.Parameter(torch.tensor(math.log(SCALE)))
         self.null = nn.Parameter(torch.tensor(NULL))
-        self.register_buffer("theta", torch.tensor(0.5))
+        self.theta = 0.5
         self.to(device=encoder.device, dtype=encoder.dtype)
 
     @property

@@ -195,7 +195,7 @@ def _train(train_pairs, dev_pairs, settings, encoder, progress, should_stop) -> 
             stopped = "early"
             break
     aligner.load_state_dict(best[2])
-    aligner.theta.fill_(best[1])
+    aligner.theta = float(best[1])
     aligner.eval()
     return Trained(aligner, settings, best[0], best[1], best[3], len(history),
                    time.perf_counter() - w0, time.process_time() - c0, stopped, tuple(history))
