@@ -153,7 +153,7 @@ def run(args) -> int:
         results[name] = (al, sc)
     if aligner is not None:
         aligner_cli.add_trained(aligner, pairs, dev, args, settings, results)
-    out_method = args.method or ("trained" if aligner is not None else api.DEFAULT_METHOD)
+    out_method = "trained" if aligner is not None else args.method or api.DEFAULT_METHOD
     if args.out:
         al = results[out_method][0] if out_method in results else api.extract_links(
             scored, api.method_of(out_method, source.kind))
