@@ -111,7 +111,10 @@ def run(args) -> int:
     from .checkpoint import save
     from .training import train
 
-    r = train(train_pairs, dev_pairs, settings, device=args.device, progress=Bar(args.quiet))
+    from .. import settings as engine_settings
+
+    r = train(train_pairs, dev_pairs, settings, device=args.device, progress=Bar(args.quiet),
+              threads=engine_settings.CONFIG.torch_threads or None)
     save(r, args.out)
     if args.json:
         json.dump(r.summary(), sys.stdout, allow_nan=False)

@@ -131,18 +131,14 @@ def evaluate(aligner, pairs: Sequence, *, against: dict[str, CorpusScore] | None
         bootstrap, seed: resamples for the 95 % intervals and their seed.
 
     Returns:
-        (the aligner's scores, name → :class:`~engine.alignment.score.Paired`, the trained
+        (the aligner's scores, name → :class:`~engine.alignment.score.Paired`: the trained
         aligner minus that method, with its 95 % interval).
     """
-    al = align(aligner, pairs, theta=theta)
-    sc = score(al, [a for a in _pairs(pairs)], bootstrap=bootstrap, seed=seed)
+    from ..alignment.api import as_pairs
+
+    pairs = as_pairs(pairs)
+    sc = score(align(aligner, pairs, theta=theta), pairs, bootstrap=bootstrap, seed=seed)
     paired = {name: paired_bootstrap(sc.counts, other.counts, method="trained", vs=name,
                                      bootstrap=bootstrap, seed=seed)
               for name, other in (against or {}).items()}
     return sc, paired
-
-
-def _pairs(pairs):
-    from ..alignment.api import as_pairs
-
-    return as_pairs(pairs)

@@ -136,9 +136,9 @@ def train(train_pairs: Sequence, dev_pairs: Sequence,
     old = torch.get_num_threads()
     if threads:
         torch.set_num_threads(threads)
-    devices = [] if device is None or str(device) == "cpu" else None
+    where = torch.device(device or "cpu")
     try:
-        with torch.random.fork_rng(devices=devices or []):
+        with torch.random.fork_rng(devices=[where.index or 0] if where.type == "cuda" else []):
             torch.manual_seed(settings.seed)
             encoder = encoder or load_encoder(settings, device)
             return _train(train_pairs, dev_pairs, settings, encoder, progress, should_stop)
@@ -162,12 +162,14 @@ def _train(train_pairs, dev_pairs, settings, encoder, progress, should_stop) -> 
     E = settings.epochs
     aligner = Aligner(encoder, settings)
 
-    def reading(done: int, total: int) -> None:
+    total, first = 2 * (len(train_pairs) + len(dev_pairs)), 2 * len(train_pairs)
+
+    def reading(done: int) -> None:
         say(Progress("read", 0, E, done, total, float("nan"), None, None,
                      time.perf_counter() - w0))
 
-    train_c = prepare(train_pairs, aligner, progress=reading)
-    dev_c = prepare(dev_pairs, aligner)
+    train_c = prepare(train_pairs, aligner, progress=lambda d, _: reading(d))
+    dev_c = prepare(dev_pairs, aligner, progress=lambda d, _: reading(first + d))
     rng = np.random.default_rng(settings.seed)
     per_epoch = -(-len(train_c) // settings.batch)
     opt, sched = _optimiser(aligner, settings, E * per_epoch)

@@ -14,9 +14,11 @@ measure encoders, cost C = −⟨Q, K⟩, and Sinkhorn as the final layer,
 
     π = diag(e^{f/ε}) (a ⊗ b ⊙ e^{⟨Q, K⟩/ε}) diag(e^{g/ε}) ∈ Π(a, b),
 
-unrolled for a fixed number of log-domain half-steps and differentiated by autograd (as
-in SuperGlue). Its first half-step alone is the softmax final layer,
-πᵢⱼ = aᵢ softmaxⱼ(⟨Qᵢ, Kⱼ⟩/ε + log bⱼ): the first marginal is a, the second is not b.
+unrolled for a fixed number of log-domain half-steps, then rounded onto Π(a, b)
+(:func:`round_to_coupling`), so its output is a coupling however few the half-steps, and
+differentiated by autograd through both (as in SuperGlue). Its first half-step alone is
+the softmax final layer, πᵢⱼ = aᵢ softmaxⱼ(⟨Qᵢ, Kⱼ⟩/ε + log bⱼ): the first marginal is a,
+the second is not b.
 """
 
 from __future__ import annotations
@@ -184,7 +186,7 @@ class CouplingModel(nn.Module):
     """
 
     def __init__(self, kind: str = "sinkhorn", *, width: int = 16, depth: int = 2,
-                 heads: int = 2, eps: float = 0.5, half_steps: int = 40) -> None:
+                 heads: int = 2, eps: float = 0.5, half_steps: int = 100) -> None:
         super().__init__()
         check_model(kind, width, depth, heads, eps, half_steps)
         self.kind = kind
@@ -209,7 +211,7 @@ class SinkhornTransformer(CouplingModel):
     """The Sinkhorn Transformer: measure encoders Q, K, cost −⟨Q, K⟩, Sinkhorn final layer."""
 
     def __init__(self, *, width: int = 16, depth: int = 2, heads: int = 2, eps: float = 0.5,
-                 half_steps: int = 40) -> None:
+                 half_steps: int = 100) -> None:
         super().__init__("sinkhorn", width=width, depth=depth, heads=heads, eps=eps,
                          half_steps=half_steps)
 

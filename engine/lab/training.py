@@ -51,7 +51,7 @@ class LabSettings:
     depth: int = 2
     heads: int = 2
     eps: float = 0.5
-    half_steps: int = 40
+    half_steps: int = 100
     steps: int = 400
     batch: int = 64
     lr: float = 6e-3
@@ -216,7 +216,8 @@ def train(settings: LabSettings = LabSettings(), *, target: "Target | None" = No
 
     Returns:
         A :class:`Run`. If the held-out error stalls, try more steps, a larger width or
-        a smaller lr; if the row error stays high, more half-steps or a larger ε.
+        a smaller lr; if the Sinkhorn models stay far from the target, more half-steps or
+        a larger ε (their plans are couplings after any number of half-steps).
     """
     data = make_data(settings, target)
     old_threads = torch.get_num_threads()
