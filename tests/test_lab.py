@@ -20,7 +20,7 @@ from engine.lab.targets import NAMES, TARGETS, custom_target, round_to_marginals
 from engine.lab.training import LabSettings, load, predict, save, train
 
 # Test-sized runs: small sets, few steps, so the whole file stays well under 30 s.
-TINY = dict(points=5, train_pairs=96, heldout_pairs=16, batch=32, eval_every=5,
+TINY = dict(points=5, train_pairs=96, heldout_pairs=16, batch=32, eval_every=5, half_steps=40,
             width=8, depth=1)
 
 
@@ -277,8 +277,8 @@ def test_the_sinkhorn_models_output_couplings_after_any_half_steps(model):
     half-steps, untrained and trained, on random weights; the softmax model's are not."""
     pairs = draw_pairs(Family(points=6, weights="random"), 16, seed=4, points_b=7)
     for half_steps in (1, 3, 40):
-        r = train(LabSettings(model=model, half_steps=half_steps, target="quantile", steps=5,
-                              **TINY))
+        r = train(LabSettings(model=model, target="quantile", steps=5,
+                              **{**TINY, "half_steps": half_steps}))
         assert r.row_err <= 1e-6 and r.col_err <= 1e-6
         P = predict(r.model, pairs)
         assert (P >= 0).all()
