@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,13 +30,20 @@ FORMAT, VERSION = "sinkscope-aligner", 1
 WEIGHTS, CONFIG = "model.safetensors", "config.json"
 
 
+_HASHES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
 def weights_hash(encoder) -> str:
-    """SHA-256 of a loaded model's weights (names, dtypes, shapes and bytes, in order)."""
-    h = hashlib.sha256()
-    for name, t in sorted(encoder.model.state_dict().items()):
-        h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
-        h.update(t.detach().cpu().contiguous().numpy().tobytes())
-    return h.hexdigest()
+    """SHA-256 of a loaded model's weights (names, dtypes, shapes and bytes, in order),
+    computed once per loaded model (a shared encoder's weights never change)."""
+    model = encoder.model
+    if model not in _HASHES:
+        h = hashlib.sha256()
+        for name, t in sorted(model.state_dict().items()):
+            h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
+            h.update(t.detach().cpu().contiguous().numpy().tobytes())
+        _HASHES[model] = h.hexdigest()
+    return _HASHES[model]
 
 
 def check_out(folder) -> Path:

@@ -77,6 +77,7 @@ class Aligner(nn.Module):
         self.log_scale = nn.Parameter(torch.tensor(math.log(SCALE)))
         self.null = nn.Parameter(torch.tensor(NULL))
         self.theta = 0.5
+        self.name = ""  # what its alignments call it (the folder or allow-list name)
         self.to(device=encoder.device, dtype=encoder.dtype)
 
     @property
