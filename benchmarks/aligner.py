@@ -1,4 +1,4 @@
-"""Trained aligners on MTRef: ``python -m benchmarks.aligner [--quick] [--seeds N]``.
+"""Trained aligners on MTRef: ``python -m benchmarks.aligner [--quick] [--seeds 0 1 2]``.
 
 Trains the Sinkhorn (dustbin) aligner and the softmax (null column) aligner with the
 default settings on the 2,398 MTRef training pairs, θ and the best epoch chosen on the 800
@@ -66,8 +66,11 @@ def verdict(p, target: float) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="one seed instead of three")
-    ap.add_argument("--seeds", type=int, default=None, help="how many seeds (default 3)")
+    ap.add_argument("--seeds", type=int, nargs="+", default=None,
+                    help="the seeds to train (default 0 1 2; --quick: 0)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    ap.add_argument("--pairs", type=int, default=None, help="first N pairs of each file (a "
+                    "smoke test; the targets are for all pairs)")
     args = ap.parse_args(argv)
     d = data_dir()
     if d is None or not (d / "mtref-train.tsv").is_file():
@@ -82,11 +85,11 @@ def main(argv=None) -> int:
     from engine.io.bench import machine
     from engine.models.encoder import Encoder
 
-    seeds = range(args.seeds or (1 if args.quick else 3))
+    seeds = args.seeds or ([0] if args.quick else [0, 1, 2])
     print(f"benchmarks.aligner · {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} · "
           f"{machine()}")
-    train_p = read_pairs(d / "mtref-train.tsv", lowercase=True, transpose=True)
-    dev = read_pairs(d / "mtref-dev.tsv", lowercase=True, transpose=True)
+    train_p = read_pairs(d / "mtref-train.tsv", lowercase=True, transpose=True)[:args.pairs]
+    dev = read_pairs(d / "mtref-dev.tsv", lowercase=True, transpose=True)[:args.pairs]
     enc = Encoder.default(device="cpu")
     base = AlignerSettings(lowercase=True, transpose=True)
     print(f"MTRef: {len(train_p)} training pairs, {len(dev)} dev pairs · {base}")
@@ -124,24 +127,24 @@ def main(argv=None) -> int:
     print(f"   training (target ≤ {TARGETS['train_s']:.0f} s): "
           + ", ".join(f"{k[1]} seed {k[0]} {v[0].seconds:.0f} s ({v[0].cpu_seconds:.0f} s CPU)"
                       for k, v in runs.items()))
-    transfer(d, r0, method, name, enc)
+    transfer(d, r0, method, name, enc, args.pairs)
     print(f"\ntargets met: {'yes' if ok else 'NO'}")
     return 0
 
 
-def transfer(d, r0, method, name: str, enc) -> None:
+def transfer(d, r0, method, name: str, enc, limit: int | None = None) -> None:
     """The MTRef-trained aligner on other sets, beside the untrained best at its settings."""
     from engine.aligner import align
     from engine.alignment import api
     from engine.alignment.readers import read_pairs
 
-    print(f"\n3. transfer, no tuning (Sinkhorn seed 0, θ = {r0.theta:.2f}; {name} at its "
-          "MTRef settings)")
+    print(f"\n3. transfer, no tuning (Sinkhorn seed {r0.settings.seed}, θ = {r0.theta:.2f}; "
+          f"{name} at its MTRef settings)")
     for label, file, transpose in TRANSFER:
         if not (d / file).is_file():
             print(f"{label}: {file} missing, skipped")
             continue
-        pairs = read_pairs(d / file, lowercase=True, transpose=transpose)
+        pairs = read_pairs(d / file, lowercase=True, transpose=transpose)[:limit]
         tr = api.score(align(r0.aligner, pairs), pairs, bootstrap=0)
         un = api.score(api.align_pairs(pairs, method=method, encoder=enc), pairs, bootstrap=0)
         p = paired(tr, un, "trained", name)
