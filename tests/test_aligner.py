@@ -261,7 +261,8 @@ def test_the_operators_allow_list(tiny, trained, tmp_path, monkeypatch):
 @pytest.mark.parametrize("kind", ["bert", "roberta", "distilbert", "mpnet"])
 def test_cached_states_through_the_fine_tuned_layers_are_the_models_own(kind, tiny_models):
     """The frozen layers once, the copied top layers per step: the same word states as
-    the model's own forward pass, for every architecture sinkscope reads."""
+    the model's own forward pass, for every architecture sinkscope reads (in training
+    too: the fine-tuned layers have no dropout)."""
     from engine.aligner.data import batch, prepare
     from engine.alignment.sources import Source, encode_words
     from engine.aligner.model import Aligner
@@ -274,6 +275,7 @@ def test_cached_states_through_the_fine_tuned_layers_are_the_models_own(kind, ti
     b = batch(corpus, [0, 1, 2])
     with torch.no_grad():
         w = aligner.words(b.h, b.mask, b.pool)
+        assert torch.equal(aligner.train().words(b.h, b.mask, b.pool), w)  # no dropout
     ref = encode_words([t for p in pairs for t in (p.text_a, p.text_b)], enc,
                        keep=Source("hidden", layer=2))
     for k in range(3):
