@@ -66,6 +66,7 @@ bench: install chromium
 	$(PY) -m benchmarks.scrub
 	$(PY) -m benchmarks.align
 	$(PY) -m benchmarks.lab
+	$(PY) -m benchmarks.aligner
 
 fuzz: install
 	SINKSCOPE_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q tests/test_sinkhorn.py -k hypothesis

@@ -12,6 +12,7 @@ into :data:`CONFIG`; code reads ``settings.CONFIG`` at call time, so a test can 
 |---|---|---|
 | ``SINKSCOPE_MODELS`` | — | extra allowed sentence-transformers folders, ``name=/path;name2=/path2`` |
 | ``SINKSCOPE_MODELS_FILE`` | — | a JSON file ``{"name": "/path"}`` with more models |
+| ``SINKSCOPE_ALIGNERS`` | — | allowed trained aligners, ``name=/dir;name2=/dir2`` |
 | ``SINKSCOPE_DEVICE`` | auto | ``cpu``, ``cuda``, ``cuda:1``, ``mps`` |
 | ``SINKSCOPE_MAX_CHARS`` | 20000 | characters kept per text |
 | ``SINKSCOPE_MAX_HALF_STEPS`` | 1000 | end of the half-step slider |
@@ -108,6 +109,8 @@ class Config:
         models: ``SINKSCOPE_MODELS``, ``name=path`` pairs separated by ``;`` (unparsed);
             each path a local sentence-transformers folder (``modules.json``).
         models_file: ``SINKSCOPE_MODELS_FILE``, a JSON object of name → path, or "".
+        aligners: ``SINKSCOPE_ALIGNERS``, ``name=dir`` pairs separated by ``;`` (unparsed);
+            each dir a trained aligner (``python -m engine train-aligner``).
         device: ``SINKSCOPE_DEVICE``, or "" for auto (CUDA, then MPS, then CPU).
         max_chars: characters kept per text; longer text is cut with a notice.
         max_half_steps: the half-step slider's end (at most :data:`HALF_STEPS_CAP`).
@@ -138,6 +141,7 @@ class Config:
 
     models: str = ""
     models_file: str = ""
+    aligners: str = ""
     device: str = ""
     max_chars: int = 20000
     max_half_steps: int = 1000
@@ -172,6 +176,7 @@ class Config:
         return cls(
             models=env.get("SINKSCOPE_MODELS", ""),
             models_file=env.get("SINKSCOPE_MODELS_FILE", ""),
+            aligners=env.get("SINKSCOPE_ALIGNERS", ""),
             device=env.get("SINKSCOPE_DEVICE", "").strip(),
             max_chars=_int(env, "SINKSCOPE_MAX_CHARS", 20000),
             max_half_steps=min(_int(env, "SINKSCOPE_MAX_HALF_STEPS", 1000), HALF_STEPS_CAP),
@@ -394,3 +399,21 @@ def check_setting(name: str, value):
         raise _settings_error(f"Unknown setting {name!r}: the settings are "
                               f"{', '.join(Settings.names())}.")
     return _CHECKS[name](value)
+
+
+# --------------------------------------------------------------------- trained aligners
+# A trained aligner's settings (``python -m engine train-aligner``, :mod:`engine.aligner`):
+# name → (default, lowest, highest). The command line, ``AlignerSettings`` and a page read
+# these; the defaults are ``python -m benchmarks.aligner``'s choices on MTRef.
+ALIGNER_FINALS = ("sinkhorn", "softmax")
+ALIGNER_WHOLE = {
+    "layer": (3, 1, 64),  # the hidden state read (index 0 … L; the untrained methods read 3)
+    "top": (2, 0, 64),  # layers fine-tuned: the last ``top`` of the ``layer`` read
+    "epochs": (3, 1, 50),
+    "batch": (16, 1, 512),  # pairs per step
+    "half_steps": (21, 1, 1000),  # of the dustbin Sinkhorn layer
+    "patience": (1, 0, 50),  # epochs without a better dev total F1 before stopping
+    "seed": (0, 0, 2**31 - 1),
+}
+ALIGNER_RATES = {"lr": (6e-5, 1e-7, 1e-2), "head_lr": (1e-3, 1e-6, 1.0)}
+ALIGNER_MAX_PAIRS = 20_000  # training or dev pairs one run reads

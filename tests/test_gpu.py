@@ -138,3 +138,27 @@ def test_encoder_on_cuda_matches_cpu():
     g = Encoder.default(device="cuda").encode(text)
     c = Encoder.default(device="cpu").encode(text)
     assert np.abs(g.q - c.q).max() < 1e-3 and np.abs(g.attentions - c.attentions).max() < 1e-4
+
+
+@cuda
+def test_an_aligner_trains_on_cuda_and_its_plans_match_the_cpus(tiny_models, tmp_path):
+    """--device cuda: the fine-tuned layers, the cache and the dustbin layer run on the GPU;
+    the same weights give the same plans on both devices (float32)."""
+    from engine.aligner import checkpoint
+    from engine.aligner.data import prepare
+    from engine.aligner.extract import align, plans
+    from engine.aligner.training import train
+    from tests.test_aligner import synthetic_pairs, tiny_settings
+
+    s = tiny_settings(str(tiny_models["bert"]), epochs=2)
+    tr, dv = synthetic_pairs(96, 0), synthetic_pairs(32, 1)
+    gpu = train(tr, dv, s, device="cuda")
+    assert next(gpu.aligner.parameters()).device.type == "cuda"
+    assert gpu.dev_total_f1 > 0.8
+    d = checkpoint.save(gpu, tmp_path / "al")
+    cpu = checkpoint.load(d, device="cpu")
+    Vg = plans(gpu.aligner, prepare(dv, gpu.aligner))
+    Vc = plans(cpu, prepare(dv, cpu))
+    assert max(float(np.abs(g - c).max()) for g, c in zip(Vg, Vc)) < 1e-4
+    same = [a.links == b.links for a, b in zip(align(gpu.aligner, dv), align(cpu, dv))]
+    assert sum(same) >= len(same) - 1

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import sys
 
+from ..aligner import cli as aligner_cli
+
 METHOD_NAMES = ("softmax-argmax", "softmax-both", "similarity-threshold", "sinkhorn-argmax",
                 "sinkhorn-threshold", "exact", "partial", "unbalanced")
 
@@ -75,6 +77,7 @@ def add_parser(sub) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--engine", default=None, metavar="URL",
                    help="align on a served engine (python -m engine serve), in chunks")
+    aligner_cli.add_align_arguments(p)
     p.set_defaults(run=run)
 
 
@@ -136,6 +139,7 @@ def run(args) -> int:
         from ..models.encoder import Encoder
 
         encoder = Encoder.load(args.model)
+    aligner = aligner_cli.load_for_align(args, encoder)
     source = api.source_of(args.source, args.layer, args.head, args.center or None)
     methods = [args.method] if args.method else list(METHOD_NAMES)
     scored = remote.Corpus(args.engine, pairs, source, model=args.model,
@@ -149,9 +153,15 @@ def run(args) -> int:
                               progress=Progress("dev", args.quiet))
         tuned = api.pick_settings(sd, methods)
     settings = _settings(args, methods, source.kind, tuned)
-    result = scored.compare(settings, bootstrap=args.bootstrap) if args.engine else \
-        api.compare_methods(scored, settings, bootstrap=args.bootstrap)
-    out_method = args.method or api.DEFAULT_METHOD
+    boot = 0 if aligner is not None else args.bootstrap  # scored once, with trained
+    result = scored.compare(settings, bootstrap=boot) if args.engine else \
+        api.compare_methods(scored, settings, bootstrap=boot)
+    if aligner is not None:
+        m, al = aligner_cli.trained(aligner, pairs, dev)
+        result = api.comparison_of(result.source, pairs, {**result.settings, "trained": m},
+                                   {**result.alignments, "trained": al},
+                                   bootstrap=args.bootstrap, aligner=args.aligner)
+    out_method = "trained" if aligner is not None else args.method or api.DEFAULT_METHOD
     alignments = result.alignments.get(out_method) or api.extract_links(
         scored, api.method_of(out_method, source.kind))
     if args.out:

@@ -176,7 +176,8 @@ def command_line(pairs: str, *, settings: Mapping[str, Method] | None = None,
                  source=None, gold: str | None = None, dev: str | None = None,
                  lowercase: bool = False, one_based: bool = False, transpose: bool = False,
                  fmt: str = "auto", model: str | None = None, bootstrap: int | None = None,
-                 json: bool = False, program: str = PROGRAM) -> str:
+                 json: bool = False, aligner: str | None = None,
+                 program: str = PROGRAM) -> str:
     """The ``python -m engine align`` command that prints this table, ready to copy.
 
     Args:
@@ -190,6 +191,7 @@ def command_line(pairs: str, *, settings: Mapping[str, Method] | None = None,
         source: the :class:`~engine.alignment.sources.Source` (the default one when None).
         lowercase, one_based, transpose, fmt, model, bootstrap, json: the reading and
             output flags (left out at their defaults; ``bootstrap`` None: the default).
+        aligner: a trained aligner's folder (``--aligner``; its row is not a Method).
 
     Returns:
         One line, each argument quoted for a POSIX shell where it needs it.
@@ -208,7 +210,8 @@ def command_line(pairs: str, *, settings: Mapping[str, Method] | None = None,
                                     ("--transpose", transpose)) if on]
     words += ["--format", fmt] if fmt != "auto" else []
     words += ["--model", model] if model else []
-    methods = list((settings or {}).values())
+    methods = [m for m in (settings or {}).values() if isinstance(m, Method)]
+    words += ["--aligner", aligner] if aligner else []
     if len(methods) == 1:
         words += ["--method", methods[0].name]
     for m in methods if not dev else ():

@@ -1,5 +1,6 @@
 """Command line: ``python -m engine relate "text A" "text B" [--json]``, ``serve``,
-``warmup``, and the commands of the sub-packages that have one (``align``, ``lab``).
+``warmup``, and the commands of the sub-packages that have one (``align``, ``lab``,
+``train-aligner``).
 
 A sub-package adds a command with a ``cli`` module of its own holding
 ``add_parser(sub)``, which registers its sub-parser and sets ``run=`` (a function of the
@@ -25,7 +26,7 @@ from ..settings import MODES, WEIGHTS, Settings
 from ..relation.summary import half_steps_text, rows
 
 # Sub-packages whose ``cli`` module adds a command (see the module docstring).
-COMMANDS = ("engine.alignment.cli", "engine.lab.cli")
+COMMANDS = ("engine.alignment.cli", "engine.lab.cli", "engine.aligner.cli")
 
 
 def _layer_or_all(x: str) -> int | str:

@@ -18,7 +18,7 @@ _WHERE = {
     "Target": "targets", "TARGETS": "targets", "custom_target": "targets",
     "get_target": "targets", "round_to_marginals": "targets",
     "MeasureEncoder": "nets", "PointEncoder": "nets", "CouplingModel": "nets",
-    "SinkhornTransformer": "nets", "sinkhorn_log_plan": "nets",
+    "SinkhornTransformer": "nets", "sinkhorn_log_plan": "nets", "round_to_coupling": "nets",
     "LabSettings": "training", "Progress": "training", "Run": "training",
     "train": "training", "predict": "training", "plan_errors": "training",
     "make_data": "training", "save": "training", "load": "training",

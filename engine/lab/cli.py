@@ -16,7 +16,7 @@ import sys
 # The page's defaults (engine.lab.training.LabSettings), repeated here so --help stays fast;
 # tests check that they agree.
 DEFAULTS = {"target": "whitened", "model": "sinkhorn", "width": 16, "depth": 2, "heads": 2,
-            "eps": 0.5, "half_steps": 40, "points": 8, "steps": 400, "seed": 0}
+            "eps": 0.5, "half_steps": 100, "points": 8, "steps": 400, "seed": 0}
 TARGET_NAMES = ("sq-euclid", "exact", "whitened", "quantile")
 MODEL_NAMES = ("sinkhorn", "softmax", "context-free")
 

@@ -14,9 +14,11 @@ measure encoders, cost C = −⟨Q, K⟩, and Sinkhorn as the final layer,
 
     π = diag(e^{f/ε}) (a ⊗ b ⊙ e^{⟨Q, K⟩/ε}) diag(e^{g/ε}) ∈ Π(a, b),
 
-unrolled for a fixed number of log-domain half-steps and differentiated by autograd (as
-in SuperGlue). Its first half-step alone is the softmax final layer,
-πᵢⱼ = aᵢ softmaxⱼ(⟨Qᵢ, Kⱼ⟩/ε + log bⱼ): the first marginal is a, the second is not b.
+unrolled for a fixed number of log-domain half-steps, then rounded onto Π(a, b)
+(:func:`round_to_coupling`), so its output is a coupling however few the half-steps, and
+differentiated by autograd through both (as in SuperGlue). Its first half-step alone is
+the softmax final layer, πᵢⱼ = aᵢ softmaxⱼ(⟨Qᵢ, Kⱼ⟩/ε + log bⱼ): the first marginal is a,
+the second is not b.
 """
 
 from __future__ import annotations
@@ -142,6 +144,31 @@ def sinkhorn_log_plan(S: torch.Tensor, a: torch.Tensor, b: torch.Tensor, eps: fl
     return log_plan(S, a, b, eps, half_steps, start="b")
 
 
+def round_to_coupling(P: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Round nonnegative plans onto Π(a, b) (Altschuler–Weed–Rigollet, Algorithm 2).
+
+    Rows above aᵢ, then columns above bⱼ, are scaled down, and the missing mass
+    r ⊗ c / ‖r‖₁ is added back, so π1 = a and πᵀ1 = b to rounding error. Torch
+    operations throughout, so a final layer can be trained through it; the L1 distance
+    to the input is at most twice its marginal errors.
+
+    Args:
+        P: (..., n, m) plans ≥ 0 (negative entries count as 0). a: (..., n). b: (..., m).
+
+    Returns:
+        (..., n, m) couplings with both marginals exact.
+    """
+    P = P.clamp_min(0)
+    r = P.sum(-1)
+    P = P * torch.where(r > 0, a / torch.where(r > 0, r, 1), 1).clamp(max=1)[..., :, None]
+    c = P.sum(-2)
+    P = P * torch.where(c > 0, b / torch.where(c > 0, c, 1), 1).clamp(max=1)[..., None, :]
+    er = (a - P.sum(-1)).clamp_min(0)  # ≥ 0 but for rounding
+    ec = (b - P.sum(-2)).clamp_min(0)
+    s = er.sum(-1)[..., None, None]
+    return P + er[..., :, None] * ec[..., None, :] / torch.where(s > 0, s, 1)
+
+
 class CouplingModel(nn.Module):
     """(μ, ν) ↦ π: Q over μ, K over ν, scores ⟨Q, K⟩, then a Sinkhorn or softmax layer.
 
@@ -152,11 +179,14 @@ class CouplingModel(nn.Module):
         width, depth, heads: the encoders' sizes. eps: ε of the final layer.
         half_steps: Sinkhorn half-steps of the final layer (1 for softmax).
 
-    Shapes: x (B, n, 2), a (B, n), y (B, m, 2), b (B, m) → log π (B, n, m).
+    Shapes: x (B, n, 2), a (B, n), y (B, m, 2), b (B, m) → π (B, n, m). The Sinkhorn
+    models' plans are rounded onto Π(a, b) (:func:`round_to_coupling`), so they are
+    couplings to rounding error after any number of half-steps; the softmax model's rows
+    sum to a and its columns are what they are.
     """
 
     def __init__(self, kind: str = "sinkhorn", *, width: int = 16, depth: int = 2,
-                 heads: int = 2, eps: float = 0.5, half_steps: int = 40) -> None:
+                 heads: int = 2, eps: float = 0.5, half_steps: int = 100) -> None:
         super().__init__()
         check_model(kind, width, depth, heads, eps, half_steps)
         self.kind = kind
@@ -173,14 +203,15 @@ class CouplingModel(nn.Module):
         return self.encoder_q(x, a) @ self.encoder_k(y, b).transpose(-1, -2)
 
     def forward(self, x, a, y, b) -> torch.Tensor:
-        return sinkhorn_log_plan(self.scores(x, a, y, b), a, b, self.eps, self.half_steps)
+        P = sinkhorn_log_plan(self.scores(x, a, y, b), a, b, self.eps, self.half_steps).exp()
+        return P if self.kind == "softmax" else round_to_coupling(P, a, b)
 
 
 class SinkhornTransformer(CouplingModel):
     """The Sinkhorn Transformer: measure encoders Q, K, cost −⟨Q, K⟩, Sinkhorn final layer."""
 
     def __init__(self, *, width: int = 16, depth: int = 2, heads: int = 2, eps: float = 0.5,
-                 half_steps: int = 40) -> None:
+                 half_steps: int = 100) -> None:
         super().__init__("sinkhorn", width=width, depth=depth, heads=heads, eps=eps,
                          half_steps=half_steps)
 

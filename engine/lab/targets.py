@@ -54,10 +54,8 @@ def sq_cost(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def round_to_marginals(P: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Round nonnegative plans onto Π(a, b) (Altschuler–Weed–Rigollet, Algorithm 2).
-
-    Rows above aᵢ and then columns above bⱼ are scaled down, and the missing mass
-    r ⊗ c / ‖r‖₁ is added back, so π1 = a and πᵀ1 = b to rounding error.
+    """Round nonnegative plans onto Π(a, b) in float64 (Altschuler–Weed–Rigollet,
+    Algorithm 2; :func:`engine.lab.nets.round_to_coupling`).
 
     Args:
         P: (B, n, m) plans ≥ 0, already close to Π(a, b). a: (B, n). b: (B, m).
@@ -65,16 +63,12 @@ def round_to_marginals(P: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarra
     Returns:
         (B, n, m) couplings with both marginals exact.
     """
-    P = np.maximum(np.asarray(P, dtype=np.float64), 0.0)
-    r = P.sum(-1)
-    P = P * np.minimum(1.0, np.divide(a, r, out=np.ones_like(r), where=r > 0))[..., :, None]
-    c = P.sum(-2)
-    P = P * np.minimum(1.0, np.divide(b, c, out=np.ones_like(c), where=c > 0))[..., None, :]
-    er = np.maximum(a - P.sum(-1), 0.0)  # ≥ 0 but for rounding
-    ec = np.maximum(b - P.sum(-2), 0.0)
-    s = er.sum(-1)[..., None, None]
-    return P + np.divide(er[..., :, None] * ec[..., None, :], s, out=np.zeros_like(P),
-                         where=s > 0)
+    import torch
+
+    from .nets import round_to_coupling
+
+    t = [torch.as_tensor(np.asarray(x, dtype=np.float64)) for x in (P, a, b)]
+    return round_to_coupling(*t).numpy()
 
 
 def entropic_plans(C: np.ndarray, a: np.ndarray, b: np.ndarray, eps: float, *,

@@ -1,0 +1,138 @@
+"""``python -m engine train-aligner`` and ``align --aligner``: outputs, exit statuses, messages.
+
+Everything runs in-process through ``engine.io.cli.main`` on the tiny BERT and the
+synthetic relation of tests/test_aligner.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine.io.cli import main
+from tests.test_aligner import synthetic_pairs
+
+
+def write_pairs(path, pairs, gold: bool = True):
+    rows = ["text_a\ttext_b" + ("\tgold" if gold else "")]
+    for p in pairs:
+        links = " ".join(f"{i}-{j}" for i, j in sorted(p.sure))
+        rows.append(f"{p.text_a}\t{p.text_b}" + (f"\t{links}" if gold else ""))
+    path.write_text("\n".join(rows) + "\n")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def files(tiny_models, tmp_path_factory):
+    d = tmp_path_factory.mktemp("aligner-cli")
+    return {"model": str(tiny_models["bert"]),
+            "train": write_pairs(d / "train.tsv", synthetic_pairs(32, 0)),
+            "dev": write_pairs(d / "dev.tsv", synthetic_pairs(16, 1)),
+            "nogold": write_pairs(d / "nogold.tsv", synthetic_pairs(4, 2), gold=False),
+            "dir": d}
+
+
+def train_args(files, out, *extra):
+    return ["train-aligner", "--train", files["train"], "--dev", files["dev"], "--out", str(out),
+            "--model", files["model"], "--layer", "2", "--top", "1", "--epochs", "1",
+            *extra]
+
+
+@pytest.fixture(scope="module")
+def trained_dir(files):
+    out = files["dir"] / "aligner"
+    assert main(train_args(files, out, "--quiet")) == 0
+    return out
+
+
+def test_train_aligner_prints_exactly_the_documented_json(files, tmp_path, capsys):
+    out = tmp_path / "new"
+    assert main(train_args(files, out, "--json", "--final", "softmax", "--seed", "3")) == 0
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert set(doc) == {"dev_total_f1", "theta", "epochs", "seconds"}
+    assert 0 <= doc["dev_total_f1"] <= 1 and doc["epochs"] == 1 and doc["seconds"] > 0
+    assert "epoch 1/1 [" in captured.err and "dev total F1" in captured.err  # the progress bar
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "model.safetensors"]
+    config = json.loads((out / "config.json").read_text())
+    assert config["settings"]["final"] == "softmax" and config["settings"]["seed"] == 3
+    assert config["theta"] == doc["theta"] and config["base_model"] == files["model"]
+
+
+def test_the_table_names_the_kept_epoch(files, tmp_path, capsys):
+    assert main(train_args(files, tmp_path / "t", "--quiet")) == 0
+    out = capsys.readouterr().out
+    assert "epoch 1: loss" in out and "(kept)" in out and "written to" in out
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--top", "3"], "top (3) cannot exceed layer (2)"),
+    (["--epochs", "0"], "epochs must be a whole number from 1 to 50, got 0"),
+    (["--batch", "100000"], "batch must be a whole number from 1 to 512"),
+    (["--device", "tpu"], "--device must be one of cpu, cuda"),
+])
+def test_settings_out_of_range_fail_before_any_work(files, tmp_path, capsys, extra, message):
+    args = train_args(files, tmp_path / "x", *extra)
+    args[args.index("--train") + 1] = str(tmp_path / "no-such-file.tsv")  # never read
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and "Traceback" not in err
+    assert not (tmp_path / "x").exists()
+
+
+def test_an_unwritable_out_fails_before_reading_the_files(files, tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    for out, message in ((tmp_path / "file", "exists and is not a folder"),
+                         (tmp_path / "no" / "such" / "dir", "cannot be written")):
+        args = train_args(files, out)
+        args[args.index("--train") + 1] = str(tmp_path / "no-such-file.tsv")
+        assert main(args) == 2
+        assert message in capsys.readouterr().err
+
+
+def test_cuda_without_a_gpu_is_refused_with_the_fix(files, tmp_path, capsys, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert main(train_args(files, tmp_path / "x", "--device", "cuda")) == 2
+    assert "device 'cuda' is not available here (no CUDA GPU); use --device cpu" in \
+        capsys.readouterr().err
+
+
+def test_training_pairs_without_gold_are_refused(files, tmp_path, capsys):
+    args = train_args(files, tmp_path / "x")
+    args[args.index("--train") + 1] = files["nogold"]
+    assert main(args) == 2
+    assert "the training file needs gold links for every pair; pair 1 has none" in \
+        capsys.readouterr().err
+
+
+def test_align_scores_the_aligner_as_the_method_trained(files, trained_dir, tmp_path, capsys):
+    links = tmp_path / "links.txt"
+    assert main(["align", "--pairs", files["dev"], "--aligner", str(trained_dir), "--model",
+                 files["model"], "--layer", "2", "--method", "softmax-argmax", "--bootstrap",
+                 "0", "--json", "--quiet"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc["methods"]) == {"softmax-argmax", "trained"}
+    trained = doc["methods"]["trained"]
+    assert trained["settings"]["method"] == "trained" and trained["settings"]["final"] == "sinkhorn"
+    assert 0 <= trained["scores"]["macro"]["total_f1"] <= 1
+    assert main(["align", "--pairs", files["dev"], "--aligner", str(trained_dir), "--model",
+                 files["model"], "--layer", "2", "--method", "softmax-argmax", "--dev",
+                 files["dev"], "--bootstrap", "0", "--out", str(links), "--quiet"]) == 0
+    table = capsys.readouterr().out
+    assert "trained" in table and "final=sinkhorn" in table
+    assert len(links.read_text().splitlines()) == 16  # --out writes the trained links
+
+
+def test_align_refuses_an_aligner_of_another_base_model(files, trained_dir, tiny_models,
+                                                        capsys):
+    assert main(["align", "--pairs", files["dev"], "--aligner", str(trained_dir), "--model",
+                 str(tiny_models["roberta"]), "--layer", "2", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "was trained on the base model" in err and "align with the model it was trained " \
+        "on" in err
+    assert main(["align", "--pairs", files["dev"], "--aligner", str(files["dir"]),
+                 "--quiet"]) == 2
+    assert "is not a trained aligner" in capsys.readouterr().err
