@@ -160,7 +160,7 @@ def run(args) -> int:
         m, al = aligner_cli.trained(aligner, pairs, dev)
         result = api.comparison_of(result.source, pairs, {**result.settings, "trained": m},
                                    {**result.alignments, "trained": al},
-                                   bootstrap=args.bootstrap, aligner=args.aligner)
+                                   bootstrap=args.bootstrap)
     out_method = "trained" if aligner is not None else args.method or api.DEFAULT_METHOD
     alignments = result.alignments.get(out_method) or api.extract_links(
         scored, api.method_of(out_method, source.kind))
@@ -238,7 +238,7 @@ def _command(args, result) -> str:
     return command_line(args.pairs, settings=result.settings, source=result.source,
                         gold=args.gold, lowercase=args.lowercase, one_based=args.one_based,
                         transpose=args.transpose, fmt=args.format, model=args.model,
-                        bootstrap=args.bootstrap)
+                        bootstrap=args.bootstrap, aligner=args.aligner)
 
 
 def _table(result, tuned: bool) -> str:
