@@ -13,7 +13,7 @@ import time
 
 import streamlit as st
 
-from engine.client import EngineUnavailable
+from engine.client import EngineBusy, EngineUnavailable
 
 from . import engines, locale
 
@@ -30,8 +30,11 @@ def notice(e: EngineUnavailable, lang: str = "en") -> None:
     """
     away = e.status is None or e.status in (502, 503, 504)
     w = locale.words("frame", lang)
-    said = str(e) if lang == locale.DEFAULT_LANG else w["engine_away"].format(
-        url=e.url, reason=e.reason)
+    if isinstance(e, EngineBusy):  # it answered: busy with others' work, not gone
+        said = w["engine_busy"].format(url=e.url)
+    else:
+        said = str(e) if lang == locale.DEFAULT_LANG else w["engine_away"].format(
+            url=e.url, reason=e.reason)
     st.warning(f"{said} " + w["engine_back" if away else "engine_retry"], icon="⚠️")
     if away:
         st.session_state["_engine_away_since"] = time.monotonic()

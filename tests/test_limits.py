@@ -235,6 +235,32 @@ def test_client_raises_typed_errors_for_limits_deadlines_and_a_busy_engine():
         assert isinstance(e.value, EngineUnavailable) and len(seen) == 3
 
 
+def test_errors_carry_their_code_over_the_wire_and_the_app_words_them():
+    from engine.serving.routes import error
+    from sinkscope_app import locale
+
+    price = limits.relate_price(request(half_steps=100_000), 256, 256, 6, 12)
+    with pytest.raises(limits.WorkTooLarge) as e:
+        price.check()
+    body = error(413, "WorkTooLarge", str(e.value), e.value.code, e.value.params).body
+    doc = json.loads(body)["error"]
+    assert doc["code"] == "work" and doc["params"]["work"] == 6_553_600_000
+    with scripted((413, {}, body)) as (u, _):
+        with pytest.raises(RequestTooLarge) as got:
+            EngineClient(u).relate("a", "b")
+    assert got.value.code == "work" and got.value.params == doc["params"]
+    es = locale.error(got.value, "es")
+    assert "6\u00a0553\u00a0600\u00a0000" in es and "SINKSCOPE_SERVE_WORK_RELATE" in es and "Pide menos" in es
+    assert locale.error(got.value, "en") == str(e.value)  # English: the engine's sentence
+    late = error(408, "DeadlineExceeded", "past its deadline", "deadline", {}).body
+    with scripted((408, {}, late)) as (u, _):
+        with pytest.raises(RequestTimedOut) as got:
+            EngineClient(u).relate("a", "b")
+    assert "límite de tiempo" in locale.error(got.value, "es")
+    plain = json.loads(error(422, "SettingsError", "no code").body)["error"]
+    assert "code" not in plain and "params" not in plain
+
+
 # --------------------------------------------------------------------------- the CLI
 def alignments(n: int) -> bytes:
     one = {"words_a": ["a"], "words_b": ["b"], "links": [[0, 0]], "pharaoh": "0-0",

@@ -360,13 +360,14 @@ class EngineClient:
         if resp.status == 200 and isinstance(doc, dict):
             return doc
         err = doc.get("error") if isinstance(doc, dict) else None
+        coded = _coded(err)
         if resp.status == 408:  # the replica's deadline, or Serve's own timeout (plain text)
             raise RequestTimedOut(str(err["message"]) if isinstance(err, dict) else
                                   f"The engine at {self.url} stopped this request at its time "
                                   "limit; ask for less: fewer half-steps, fewer ε values, a "
-                                  "larger ε, or shorter texts.")
+                                  "larger ε, or shorter texts.", code="deadline")
         if resp.status == 413 and isinstance(err, dict):
-            raise RequestTooLarge(str(err.get("message")))
+            raise RequestTooLarge(str(err.get("message")), **coded)
         if not isinstance(err, dict) or "message" not in err:
             raise EngineUnavailable(self.url, f"{method} {path} answered HTTP {resp.status} "
                                     "without a sinkscope error: is this a sinkscope engine?",
@@ -374,7 +375,16 @@ class EngineClient:
         message = str(err["message"])
         if resp.status >= 500 or resp.status == 404:
             raise EngineUnavailable(self.url, f"HTTP {resp.status}: {message}", resp.status)
-        raise _ERRORS.get(str(err.get("type")), errors.SinkscopeError)(message)
+        raise _ERRORS.get(str(err.get("type")), errors.SinkscopeError)(message, **coded)
+
+
+def _coded(err: Any) -> dict[str, Any]:
+    """The ``code`` and ``params`` an error document carries (keywords of
+    :class:`~engine.errors.SinkscopeError`), or none."""
+    if not isinstance(err, dict) or not isinstance(err.get("code"), str):
+        return {}
+    params = err.get("params")
+    return {"code": err["code"], "params": params if isinstance(params, dict) else {}}
 
 
 def _plain(v: Any) -> Any:

@@ -117,7 +117,7 @@ class Price:
                 raise WorkTooLarge(
                     f"This request needs {work:,.0f} {unit} ({figure}); the served engine "
                     f"allows {limit:,} per /v1/{self.route} ({env}). {self.change}",
-                    params={"route": self.route, "work": work, "limit": limit, "env": env,
+                    params={"route": self.route, "work": int(work), "limit": limit, "env": env,
                             "unit": unit, "change": self.change})
         most = settings.CONFIG.serve_batch_bytes
         if self.batch > most:
@@ -126,7 +126,7 @@ class Price:
                 f"({self.batch_figure} × 8 bytes); the served engine allows "
                 f"{most / 2**20:,.1f} MiB ({BATCH_ENV}), as the solver holds several arrays "
                 f"of that size. {self.change}",
-                params={"route": self.route, "work": self.batch, "limit": most,
+                params={"route": self.route, "work": int(self.batch), "limit": most,
                         "env": BATCH_ENV, "unit": "bytes", "change": self.change})
         return self
 

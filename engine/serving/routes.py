@@ -61,9 +61,18 @@ _DOCUMENT = {200: {"content": {wire.NPZ: {}}, "description": "The document as JS
                    f"NPZ with Accept: {wire.NPZ}."}}
 
 
-def error(status: int, kind: str, message: str) -> JSONResponse:
-    """The API's one error shape."""
-    return JSONResponse({"error": {"type": kind, "message": message}}, status_code=status)
+def error(status: int, kind: str, message: str, code: str = "",
+          params: dict | None = None) -> JSONResponse:
+    """The API's one error shape: ``{"error": {"type", "message"}}``, with the engine's
+    ``code`` and ``params`` (for a client to word it in its language) when it has them."""
+    body: dict[str, Any] = {"type": kind, "message": message}
+    if code:
+        body["code"] = code
+        try:  # params are numbers and names; one that is not plain JSON is left out
+            body["params"] = json.loads(json.dumps(params or {}, allow_nan=False))
+        except (TypeError, ValueError):
+            body["params"] = {}
+    return JSONResponse({"error": body}, status_code=status)
 
 
 def _short(text: str, n: int = 120) -> str:
@@ -165,7 +174,7 @@ def build_api(engine) -> FastAPI:
 
     @api.exception_handler(SinkscopeError)
     async def _engine_error(request: Request, e: SinkscopeError) -> JSONResponse:
-        return error(422, type(e).__name__, str(e))
+        return error(422, type(e).__name__, str(e), e.code, e.params)
 
     _limit_errors(api)
 
@@ -252,11 +261,11 @@ def _limit_errors(api: FastAPI) -> None:
 
     @api.exception_handler(WorkTooLarge)
     async def _too_much(request: Request, e: WorkTooLarge) -> JSONResponse:
-        return error(413, "WorkTooLarge", str(e))
+        return error(413, "WorkTooLarge", str(e), e.code, e.params)
 
     @api.exception_handler(DeadlineExceeded)
     async def _late(request: Request, e: DeadlineExceeded) -> JSONResponse:
-        return error(408, "DeadlineExceeded", str(e))
+        return error(408, "DeadlineExceeded", str(e), "deadline", {})
 
     @api.exception_handler(Busy)
     async def _busy(request: Request, e: Busy) -> JSONResponse:
