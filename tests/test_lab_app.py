@@ -1,9 +1,12 @@
 """The Lab page in Streamlit's AppTest: opens, trains a few steps, stops, switches target,
-speaks Spanish; and its two text files carry the same keys and fields."""
+speaks Spanish, names models and targets in full, keeps a row for every model it draws,
+links to Learn, and trains word aligners on a person's pairs; and its two text files carry
+the same keys and fields."""
 
 from __future__ import annotations
 
 import json
+import re
 import string
 from pathlib import Path
 
@@ -12,6 +15,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.support.apptest import run
+from tests.test_frame import shown
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXTS = {lang: json.loads((ROOT / "sinkscope_app" / "text" / f"lab.{lang}.json")
@@ -60,7 +64,7 @@ def lab(query: dict | None = None, **state) -> AppTest:
 def ok(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
-    assert at.sidebar.selectbox, "nothing rendered"
+    assert at.sidebar.radio, "nothing rendered"
 
 
 def arr(v) -> np.ndarray:
@@ -85,11 +89,27 @@ def test_opens_with_the_defaults_and_nothing_trained():
     at = lab()
     ok(at)
     en = TEXTS["en"]
-    assert at.sidebar.selectbox(key="lab_target").value == "whitened"
-    assert at.sidebar.multiselect(key="lab_models").value == ["sinkhorn", "softmax",
-                                                              "context-free"]
-    assert [i.value for i in at.info] == [en["no_results"]]
+    assert at.sidebar.radio(key="lab_target").value == "whitened"
+    assert at.session_state["lab_models"] == ["sinkhorn", "softmax", "context-free"]
+    assert [c.value for c in at.sidebar.checkbox] == [True, True, True]
+    assert [i.value for i in at.info] == [en["no_results"], en["text_why"]]
     assert not at.get("plotly_chart")
+
+
+def test_targets_and_models_are_named_in_full_and_models_are_ticked():
+    # A select box and a multiselect's chips cut long names ("Context-free encod…");
+    # radio buttons and checkboxes wrap them.
+    en = TEXTS["en"]
+    at = lab()
+    assert not at.sidebar.selectbox and not at.sidebar.multiselect
+    radio = at.sidebar.radio(key="lab_target")
+    assert radio.options == [en["targets"][t] for t in ("sq-euclid", "exact", "whitened",
+                                                         "quantile")]
+    assert [c.label for c in at.sidebar.checkbox] == list(en["models"].values())
+    at.sidebar.checkbox(key="lab_use_softmax").uncheck().run()
+    ok(at)
+    assert at.session_state["lab_models"] == ["sinkhorn", "context-free"]
+    assert at.query_params["models"] in ("sinkhorn,context-free", ["sinkhorn,context-free"])
 
 
 def test_train_a_few_steps_then_stop_then_switch_target():
@@ -107,8 +127,18 @@ def test_train_a_few_steps_then_stop_then_switch_target():
     couplings = figs[title]
     names = [a["text"].split("<br>")[0] for a in couplings["layout"]["annotations"]]
     assert names == [en["target_panel"], en["models"]["sinkhorn"], en["models"]["softmax"]]
-    heat = [tr for tr in figs[en["matrices_title"]]["data"] if tr["type"] == "heatmap"]
+    matrices = figs[en["matrices_title"]]
+    heat = [tr for tr in matrices["data"] if tr["type"] == "heatmap"]
     assert len(heat) == 3
+    # Above each matrix, its second marginal against b: the target's and the Sinkhorn
+    # model's bars all sit on their ticks; softmax's miss (above and below).
+    bars = [tr for tr in matrices["data"] if tr["type"] == "bar"]
+    on_axis = {}
+    for tr in bars:
+        on_axis.setdefault(tr.get("xaxis", "x"), {})[tr["meta"]["cls"]] = len(arr(tr["x"]))
+    assert list(on_axis.values())[:2] == [{0: 0, 1: 0, 2: 8}] * 2
+    soft = list(on_axis.values())[2]
+    assert soft[0] > 0 and soft[1] > 0 and sum(soft.values()) == 8
     assert len(at.table) == 1 and len(at.table[0].value) == 2
 
     # Another held-out pair and a size never trained on.
@@ -126,13 +156,59 @@ def test_train_a_few_steps_then_stop_then_switch_target():
     assert [w.value for w in at.warning] == [en["stopped"]]
     assert en["curves_title"] in charts(at)
 
-    # Switch target: the URL follows, and Train trains on the new one.
-    at.sidebar.selectbox(key="lab_target").set_value("sq-euclid").run()
+    # Switch target: the URL follows, and Train trains on the new one, from pair 0 at the
+    # training size again.
+    at.sidebar.radio(key="lab_target").set_value("sq-euclid").run()
     assert at.query_params["target"] in ("sq-euclid", ["sq-euclid"])
     at.button(key="lab_train").click().run()
     ok(at)
     assert at.session_state["_lab_results"]["target"] == "sq-euclid"
     assert at.success
+    assert (at.slider(key="lab_pair").value, at.slider(key="lab_size").value) == (0, 8)
+    assert en["couplings_title"].format(k=0, n=8) in charts(at)
+
+
+def test_every_model_that_draws_a_coupling_has_its_row():
+    # A model cut short before its run returned (here: its run taken away) still draws its
+    # coupling at the weights it has; its row says so, with the steps it reached.
+    en = TEXTS["en"]
+    at = lab(**SMALL)
+    at.button(key="lab_train").click().run()
+    ok(at)
+    res = at.session_state["_lab_results"]
+    del res["runs"]["softmax"]
+    res["status"] = "stopped"
+    at.run()
+    ok(at)
+    names = [a["text"].split("<br>")[0] for a in
+             charts(at)[en["couplings_title"].format(k=0, n=8)]["layout"]["annotations"]]
+    assert en["models"]["softmax"] in names
+    table = shown(at.table[0])
+    assert list(table[en["table_model"]]) == [en["models"]["sinkhorn"], en["models"]["softmax"]]
+    row = table.iloc[1]
+    assert row[en["table_steps"]] == "6 of 6" and row[en["table_seconds"]] == "–"
+    assert 0 < float(row[en["table_l1"]]) < 2
+
+
+def test_the_lab_links_to_the_theorem_in_learn():
+    # (Learn links back: tests/test_learn.py, its last step and its sidebar.)
+    at = lab({"lang": "es"})
+    ok(at)
+    (link,) = [p.proto for p in at.main.get("page_link") if p.proto.page == "learn"]
+    assert link.label == TEXTS["es"]["learn_link"]
+    assert "step=8" in link.query_string and "lang=es" in link.query_string
+
+
+def test_one_name_for_the_sinkhorn_transformer_in_each_language():
+    root = ROOT / "sinkscope_app" / "text"
+    names = {"en": ("Sinkhorn Transformer", "Transformer de Sinkhorn"),
+             "es": ("Transformer de Sinkhorn", "Sinkhorn Transformer")}
+    for lang, (name, other) in names.items():
+        for page in ("lab", "learn", "frame"):
+            text = (root / f"{page}.{lang}.json").read_text(encoding="utf-8")
+            assert other not in text, (page, lang)
+        assert TEXTS[lang]["models"]["sinkhorn"] == name
+        assert name in json.loads((root / f"learn.{lang}.json").read_text())["ui"]["heading"]
 
 
 def test_spanish_and_a_target_from_the_link():
@@ -140,8 +216,8 @@ def test_spanish_and_a_target_from_the_link():
     at = lab({"lang": "es", "target": "quantile"})
     ok(at)
     assert any(es["heading"] in m.value for m in at.markdown)
-    assert at.sidebar.selectbox(key="lab_target").value == "quantile"
-    assert [i.value for i in at.info] == [es["no_results"]]
+    assert at.sidebar.radio(key="lab_target").value == "quantile"
+    assert [i.value for i in at.info] == [es["no_results"], es["text_why"]]
 
 
 @pytest.mark.slow
@@ -158,17 +234,34 @@ def test_error_vs_width_sweep_draws_one_line_per_model():
 
 @pytest.mark.slow
 @pytest.mark.model
-def test_text_relation_trains_both_heads_on_a_users_pairs():
-    # Tiny gold pairs in the table format (text A, text B, sure links "i-j", 0-based).
-    texts = ["the cat sat", "a dog ran", "big red car", "she reads books", "we eat rice",
-             "birds fly high", "old men talk", "he sings"]
-    rows = [f"{t}\t{t}\t" + " ".join(f"{i}-{i}" for i in range(len(t.split())))
-            for t in texts]
-    at = lab(lab_text_data="\n".join(rows) + "\n", lab_text_name="tiny.tsv")
+def test_text_section_trains_aligners_and_says_the_result_in_spanish():
+    # The shipped gold pairs (tests/data/align/pairs.tsv): 13 to train, 2 dev, 5 held out.
+    es = TEXTS["es"]
+    data = (ROOT / "tests" / "data" / "align" / "pairs.tsv").read_text(encoding="utf-8")
+    at = lab({"lang": "es"}, lab_text_data=data, lab_text_name="pairs.tsv", lab_text_epochs=1)
     ok(at)
+    assert any(c.value.startswith("20 pares con referencia: 13 para entrenar") for c in at.caption)
     at.button(key="lab_text_train").click().run()
     ok(at)
-    table = at.table[-1].value
-    names = TEXTS["en"]["text_names"]
-    assert list(table.iloc[:, 0]) == [names["sinkhorn"], names["softmax"], names["untrained"]]
-    assert ((table.iloc[:, 1] >= 0) & (table.iloc[:, 1] <= 1)).all()
+    res = at.session_state["_jobs"]["lab_text"].result
+    assert set(res["trained"]) == {"sinkhorn", "softmax"}
+    assert set(res["paired"]) == {("sinkhorn", "untrained"), ("softmax", "untrained"),
+                                  ("sinkhorn", "softmax")}
+    sentence = next(m.value for m in at.markdown if m.value.startswith("En 5 pares reservados"))
+    assert "intervalo pareado del 95 %" in sentence and not re.search(r"\d\.\d", sentence)
+    scores, paired = (shown(t) for t in at.table[-2:])
+    names = es["text_names"]
+    assert list(scores[es["text_head"]]) == [
+        names["untrained"].format(method=res["untrained"]["method"]), names["sinkhorn"],
+        names["softmax"]]
+    cells = " ".join(str(v) for col in (scores, paired) for c in col.columns[1:] for v in col[c])
+    assert re.search(r"\d,\d{3}", cells) and not re.search(r"\d\.\d", cells), cells
+    assert len(paired) == 3
+    assert [d.label for d in at.get("download_button")] == [
+        es["text_download"].format(name=names[f]) for f in ("sinkhorn", "softmax")]
+    # The result survives a switch to English.
+    at.session_state["lang"] = "en"
+    at.run()
+    ok(at)
+    assert any(m.value.startswith("On 5 held-out pairs the trained Sinkhorn Transformer")
+               for m in at.markdown)

@@ -1,5 +1,7 @@
 """The Lab page in headless Chromium against a real ``streamlit run`` server: Train shows a
-progress bar while it trains, then the couplings of a held-out pair are drawn."""
+progress bar while it trains, then the couplings of a held-out pair are drawn, and above
+each matrix its second marginal as bars: on their ticks for the target and the Sinkhorn
+Transformer, off them for the softmax layer."""
 
 from __future__ import annotations
 
@@ -15,11 +17,19 @@ JS_COUPLINGS = """() => [...document.querySelectorAll('.js-plotly-plot')].filter
     ((g.layout && g.layout.title && g.layout.title.text) || '').includes('Couplings of held-out'))
     .map(g => JSON.stringify((g._fullData || g.data)
         .map(t => [t.type, t.mode || '', (t.x || []).length])))"""
+# The matrices' bars as plotly drew them: [x axis, class, bars] per bar trace, and how many
+# bar shapes the page holds.
+JS_BARS = """() => [...document.querySelectorAll('.js-plotly-plot')].filter(g =>
+    ((g.layout && g.layout.title && g.layout.title.text) || '').includes('second marginals'))
+    .map(g => JSON.stringify({traces: g._fullData.filter(t => t.type === 'bar')
+        .map(t => [t.xaxis, t.meta.cls, t.x.length]),
+        drawn: g.querySelectorAll('.barlayer .point path').length}))"""
 
 
-def test_train_shows_progress_then_draws_the_couplings(app_server, browser):
-    with fresh_page(browser, f"{app_server}/lab?lang=en&target=quantile&models=sinkhorn"
-                             "&width=8&steps=150", viewport={"width": 1400, "height": 2200}) as pg:
+def test_train_shows_progress_then_draws_the_couplings_and_marginals(app_server, browser):
+    with fresh_page(browser, f"{app_server}/lab?lang=en&target=quantile"
+                             "&models=sinkhorn,softmax&width=8&steps=100",
+                    viewport={"width": 1400, "height": 2200}) as pg:
         pg.wait_for_selector(".st-key-lab_train button", timeout=TIMEOUT)
         pg.wait_for_selector("text=Nothing is trained yet", timeout=TIMEOUT)
         pg.locator(".st-key-lab_train button").click()
@@ -32,7 +42,16 @@ def test_train_shows_progress_then_draws_the_couplings(app_server, browser):
         lines = [t for t in traces if t[0] == "scatter" and t[1] == "lines"]
         points = [t for t in traces if t[1] == "markers"]
         assert lines and all(n > 0 for _, _, n in lines)  # mass drawn as lines
-        assert len(points) == 4 and all(n == 8 for _, _, n in points)  # μ, ν in two panels
-        pg.wait_for_selector("text=Trained 1 model(s)", timeout=TIMEOUT)
+        assert len(points) == 6 and all(n == 8 for _, _, n in points)  # μ, ν in three panels
+        pg.wait_for_selector("text=Trained 2 model(s)", timeout=TIMEOUT)
         assert bar.count() == 0  # the bar goes once training is done
+        wait_js(pg, f"() => ({JS_BARS})().length === 1")
+        got = json.loads(pg.evaluate(JS_BARS)[0])
+        per = {}
+        for axis, cls, n in got["traces"]:
+            per.setdefault(axis, [0, 0, 0])[cls] += n
+        # target, Sinkhorn Transformer: every ν atom receives its weight; softmax: not
+        assert per["x"] == per["x2"] == [0, 0, 8]
+        assert per["x3"][0] > 0 and per["x3"][1] > 0 and sum(per["x3"]) == 8
+        assert got["drawn"] == 3 * 8  # and every bar is on the page
         no_errors(pg)

@@ -503,6 +503,13 @@ def test_last_step_links_to_the_lab_with_the_context_dependent_target(lang):
     assert lab, [l.page for l in links]
     assert STEPS[lang][N_STEPS - 1].words["lab_link"] in [l.label for l in lab]
     assert "target=whitened" in lab[0].query_string and f"lang={lang}" in lab[0].query_string
+    # The sidebar links to the Lab too, and the step no longer says, right above its link,
+    # that the app shows no trained Sinkhorn Transformer.
+    assert [p for p in at.sidebar.get("page_link") if p.proto.page == "lab"]
+    body = STEPS[lang][N_STEPS - 1].body
+    assert ("in the Lab, Sinkhorn Transformers trained" if lang == "en" else
+            "en el Laboratorio, Transformers de Sinkhorn entrenados") in body
+    assert "trained Sinkhorn Transformer, or" not in body and "entrenado, ni" not in body
 
 
 @pytest.mark.model

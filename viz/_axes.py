@@ -30,6 +30,18 @@ def hover_names(mode: str, w: Mapping[str, str] = WORDS) -> tuple[str, str]:
     return (w["query_a"], w["key_a"]) if mode == "self" else (w["hover_a"], w["hover_b"])
 
 
+def wrap(title: str, width: int) -> str:
+    """``title`` broken into lines of at most ``width`` characters (plotly's ``<br>``);
+    a word longer than ``width`` keeps a line of its own, whole."""
+    lines: list[str] = []
+    for word in title.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "<br>".join(lines)
+
+
 def default_height(n: int, extra: int = 0) -> int:
     """A height in pixels that keeps n rows readable (clamped to 380..1000) plus extra."""
     return int(min(1000, max(380, 170 + 16 * n)) + extra)

@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 
 from engine.relation.summary import Numbers
 from viz import heatmaps, theme as th
-from viz._axes import default_height
+from viz._axes import default_height, wrap
 from viz._data import as_array, as_plan, labels as escaped, segments
 from viz._traces import classes as _classes, map_trace_dict
 
@@ -58,17 +58,6 @@ def _words(words: Mapping[str, str] | None) -> dict[str, str]:
 def _strs(values: object, num: Numbers) -> np.ndarray:
     """Each number written by ``num`` (for hover text: plotly's own format knows no "≈ 0")."""
     return np.asarray([num(v) for v in np.ravel(np.asarray(values, float))], dtype=object)
-
-
-def wrap(title: str, width: int) -> str:
-    """``title`` broken into lines of at most ``width`` characters (plotly's ``<br>``)."""
-    lines: list[str] = []
-    for word in title.split(" "):
-        if lines and len(lines[-1]) + 1 + len(word) <= width:
-            lines[-1] += " " + word
-        else:
-            lines.append(word)
-    return "<br>".join(lines)
 
 
 def _layout(theme: str, scale: float, height: int, title: str, num: Numbers = ENGLISH,

@@ -2,10 +2,11 @@
 
 The settings, Train (a job of the session: a progress bar and live held-out curves; Stop
 keeps the weights reached, and a click elsewhere, a language switch or another page and
-back leave it running), the held-out pairs drawn as couplings and matrices, the "Error vs
-width" sweep, and heads trained on a person's file of gold word alignments over the frozen
-sentence model, each a job too. The numbers come from ``engine.lab``, the figures from
-``viz.lab``, every word from ``text/lab.<lang>.json``, every number in the page's language.
+back leave it running), the held-out pairs drawn as couplings and as matrices with their
+second marginals, the "Error vs width" sweep, and word aligners trained on a person's file
+of gold alignments (:mod:`.aligners`), each a job too. The numbers come from
+``engine.lab`` and ``engine.aligner``, the figures from ``viz.lab``, every word from
+``text/lab.<lang>.json``, every number in the page's language.
 """
 
 from __future__ import annotations
@@ -22,13 +23,13 @@ from engine.lab.training import SWEEP_STEPS, LabSettings
 from viz import lab as vlab
 
 from .. import frame, jobs, locale
-from . import runs
+from . import aligners, runs
 from .params import D, DEFAULTS, EPS_CHOICES, SCHEMA, STEPS_MAX, WIDTH_MAX
-from .results import results, sweep_chart, text_relation
+from .results import results, sweep_chart
 
 log = logging.getLogger("sinkscope.lab")
 KEEP = ("lab_depth", "lab_eps", "lab_pair", "lab_size", "lab_train_pairs",
-        "lab_heldout_pairs", "lab_text_data", "lab_text_name")
+        "lab_heldout_pairs", *aligners.KEYS)
 TRAIN, SWEEP = "lab_train", "lab_sweep"
 
 
@@ -71,13 +72,24 @@ def on_sweep() -> None:
         jobs.start(ss, SWEEP, time.monotonic(), runs.sweep(chosen(), _models()))
 
 
+def on_model() -> None:
+    """The models ticked, in their order (the address's ``models``)."""
+    ss = st.session_state
+    ss["lab_models"] = [m for m in MODELS if ss.get(f"lab_use_{m}")]
+
+
 def settings_sidebar(ui: dict, num) -> None:
+    """The settings. Targets and models are named in full (a radio and checkboxes wrap
+    their labels; a select box and its chips would cut them)."""
+    ss = st.session_state
     with st.sidebar:
         st.subheader(ui["settings"])
-        st.selectbox(ui["target"], list(NAMES), key="lab_target",
-                     format_func=ui["targets"].get, help=ui["target_help"])
-        st.multiselect(ui["models_label"], list(MODELS), key="lab_models",
-                       format_func=ui["models"].get)
+        st.radio(ui["target"], list(NAMES), key="lab_target", format_func=ui["targets"].get,
+                 help=ui["target_help"])
+        st.markdown(ui["models_label"])
+        for m in MODELS:
+            ss[f"lab_use_{m}"] = m in ss["lab_models"]
+            st.checkbox(ui["models"][m], key=f"lab_use_{m}", on_change=on_model)
         st.slider(ui["width"], 1, WIDTH_MAX, key="lab_width", help=ui["width_help"])
         st.slider(ui["depth"], 0, 4, key="lab_depth")
         st.select_slider(ui["eps"], options=list(EPS_CHOICES), key="lab_eps", format_func=num)
@@ -137,7 +149,8 @@ def curves_figure(res: dict, ui: dict, fr: frame.Frame):
 
 
 def words_of(ui: dict) -> dict:
-    return {k: ui[k] for k in ("mass", "row", "col")} | {
+    return {k: ui[k] for k in ("mass", "row", "col", "drawn", "above", "below", "on",
+                               "receives", "weight_b")} | {
         "step": ui["step_axis"], "heldout": ui["heldout_axis"], "width": ui["width_axis"]}
 
 
@@ -163,6 +176,8 @@ def show(fr: frame.Frame) -> None:
     st.caption(ui["subtitle"])
     frame.notices(fr)
     st.markdown(ui["theorem"])
+    st.page_link("sinkscope_app/pages/learn.py", label=ui["learn_link"], icon=":material/school:",
+                 query_params={"step": "8", "lang": fr.lang})
     _buttons(ui, fr.num)
     status, bar, curves_slot = st.empty(), st.empty(), st.empty()
     try:
@@ -170,7 +185,7 @@ def show(fr: frame.Frame) -> None:
         _settle()
         results(fr, status, curves_slot, ss.get("_lab_results"))
         sweep_chart(fr, jobs.get(ss, SWEEP))
-        text_relation(fr)
+        aligners.section(fr)
     except SinkscopeError as e:
         st.error(ui["error"].format(error=locale.error(e, fr.lang)))
     except Exception as e:  # never show a traceback to a visitor; log it for operators

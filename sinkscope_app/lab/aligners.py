@@ -1,0 +1,247 @@
+"""The Lab's text section: the Sinkhorn Transformer learning a real relation.
+
+A person's file of pairs with gold word links (any format the Align page reads; bounded
+like Align's upload) is split (:func:`.runs.split`); a job (:func:`.runs.aligners`) tunes
+the untrained methods, trains a Sinkhorn (dustbin) and a softmax (+ null) aligner
+(``engine.aligner``) and compares the three on the held-out pairs with paired 95 %
+intervals. The page says the result in a sentence, shows the table and the paired
+differences, says why a balanced head loses on pairs with unaligned words, and offers
+each trained aligner as a download. Everything survives reruns and language switches
+(the job keeps it); every number is written in the page's language.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from engine.lab.errors import LabError
+
+from .. import frame, jobs, locale
+from ..align.corpus import MAX_CORPUS_PAIRS, MAX_UPLOAD_BYTES, MAX_UPLOAD_MB
+from . import runs
+
+TEXT = "lab_text"
+PAIRS_MAX, EPOCHS_MAX = 20_000, 10  # the most the page lets a person ask for
+DEFAULTS = {"lab_text_pairs": 400, "lab_text_epochs": 2}  # a class can wait for these
+KEYS = ("lab_text_data", "lab_text_name", *DEFAULTS)
+
+
+def _upload(fr: frame.Frame) -> None:
+    """The text upload, bounded like Align's (size and pairs); kept in the session."""
+    from engine.alignment.readers import decode
+
+    ss, ui, num = st.session_state, fr.words, fr.num
+    up = st.file_uploader(ui["text_file"], key="lab_text_upload", max_upload_size=MAX_UPLOAD_MB,
+                          type=["tsv", "txt", "json", "jsonl", "csv"])
+    if up is None:
+        return
+    raw = up.getvalue()
+    if len(raw) > MAX_UPLOAD_BYTES:
+        st.error(ui["too_big"].format(size=num.fixed(len(raw) / 2**20, 1), mb=MAX_UPLOAD_MB))
+        return
+    ss["lab_text_data"], ss["lab_text_name"] = decode(raw, up.name), up.name
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def text_pairs_of(text: str, name: str):
+    from engine.alignment.readers import parse_pairs
+
+    return parse_pairs(text, name=name, lowercase=True)
+
+
+def _controls(fr: frame.Frame, pairs) -> None:
+    """The split the file gives, its unaligned words, the budget, and Train."""
+    ss, ui, num = st.session_state, fr.words, fr.num
+    c = st.columns([1, 1, 2], vertical_alignment="bottom")
+    c[0].number_input(ui["text_pairs"], 1, PAIRS_MAX, step=100, key="lab_text_pairs",
+                      help=ui["text_pairs_help"])
+    c[1].number_input(ui["text_epochs"], 1, EPOCHS_MAX, key="lab_text_epochs",
+                      help=ui["text_epochs_help"])
+    sp = runs.split(pairs, int(ss["lab_text_pairs"]))
+    st.caption(ui["text_loaded"].format(
+        n=num.count(len(sp.train) + len(sp.dev) + len(sp.test) + sp.unused),
+        train=num.count(len(sp.train)), dev=num.count(len(sp.dev)),
+        test=num.count(len(sp.test)), unused=num.count(sp.unused),
+        share=num.percent(runs.null_share(sp.test))))
+    if c[2].button(ui["text_train"], key="lab_text_train", type="primary"):
+        encoder = runs.text_encoder()
+        jobs.forget(ss, TEXT)
+        jobs.start(ss, TEXT, (ss.get("lab_text_name"), len(pairs), int(ss["lab_text_pairs"]),
+                              int(ss["lab_text_epochs"])),
+                   runs.aligners(pairs, encoder, runs.base_settings(
+                       encoder, int(ss["lab_text_epochs"])), int(ss["lab_text_pairs"])))
+
+
+def progress_text(job: jobs.Job, ui: dict, num) -> str:
+    """What the text job is doing, in the page's words."""
+    if job.state == "waiting":
+        return ui["waiting"].format(place=num.count(max(job.place, 1)))
+    i = job.info
+    stage = i.get("stage", "untrained")
+    if stage in ("untrained", "score"):
+        return ui["text_stage"][stage].format(name=ui["text_names"].get(i.get("final"), ""))
+    return ui["text_stage"][stage].format(
+        name=ui["text_names"][i["final"]], epoch=num.count(i["epoch"]),
+        epochs=num.count(i["epochs"]), step=num.count(i["step"]), steps=num.count(i["steps"]))
+
+
+def _watch(fr: frame.Frame, job: jobs.Job) -> bool:
+    """The job's progress and Stop until it ends (True) or this run is over (False)."""
+    ui = fr.words
+    stop, bar, history = st.empty(), st.empty(), st.empty()
+    stop.button(ui["stop"], key="lab_text_stop", on_click=job.stop)
+
+    def draw(j: jobs.Job) -> None:
+        bar.progress(j.progress, text=progress_text(j, ui, fr.num))
+        if j.result and j.result.get("history"):
+            history.caption(_history(fr, j.result))
+
+    jobs.watch(job, draw)
+    if job.active:
+        return False
+    for slot in (stop, bar, history):
+        slot.empty()
+    return True
+
+
+def _history(fr: frame.Frame, res: dict) -> str:
+    """Each aligner's dev total F1 after each epoch so far."""
+    ui, num = fr.words, fr.num
+    return " · ".join(ui["text_history"].format(
+        name=ui["text_names"][final], f1s=", ".join(num.fixed(f, 3) for _, f in h))
+        for final, h in res["history"].items())
+
+
+def section(fr: frame.Frame) -> None:
+    """The text section: upload, split, Train (a job), progress, the comparison."""
+    ss, ui, num = st.session_state, fr.words, fr.num
+    for k, v in DEFAULTS.items():
+        ss.setdefault(k, v)
+    st.markdown(f"#### {ui['text_heading']}")
+    st.markdown(ui["text_intro"])
+    st.info(ui["text_why"])
+    _upload(fr)
+    if ss.get("lab_text_data"):
+        pairs = text_pairs_of(ss["lab_text_data"], ss.get("lab_text_name", "file"))
+        if len(pairs) > MAX_CORPUS_PAIRS:
+            st.error(ui["too_many"].format(n=num.count(len(pairs)),
+                                           limit=num.count(MAX_CORPUS_PAIRS)))
+            return
+        try:
+            _controls(fr, pairs)
+        except LabError as e:
+            st.error(ui["error"].format(error=locale.error(e, fr.lang)))
+            return
+    job = jobs.get(ss, TEXT)
+    if job is None or (job.active and not _watch(fr, job)):
+        return
+    if job.state == "failed":
+        st.error(ui["error"].format(error=locale.error(job.error, fr.lang)))
+    elif job.result and job.result.get("untrained"):
+        if job.state == "stopped":
+            st.warning(ui["text_stopped"])
+        verdict(fr, job.result)
+    elif job.state == "stopped":
+        st.warning(ui["text_stopped_early"])
+
+
+def verdict(fr: frame.Frame, res: dict) -> None:
+    """The comparison: a sentence with the paired intervals, the table of the three, the
+    paired differences, and the downloads."""
+    ui = fr.words
+    st.markdown(sentence(fr, res))
+    st.table(locale.table(rows(fr, res), fr.lang, digits=3, formats={
+        ui["text_seconds"]: lambda x: fr.num.fixed(x, 1)}), hide_index=True)
+    if res["paired"]:
+        st.table(locale.table(paired_rows(fr, res), fr.lang, digits=3, formats={
+            ui["text_p"]: lambda x: fr.num.fixed(x, 3)}), hide_index=True)
+    _downloads(fr, res)
+    if res["history"]:
+        st.caption(_history(fr, res))
+
+
+def _interval(num, ci) -> str:
+    return "–" if not ci else f"{num.fixed(ci[0], 3)} – {num.fixed(ci[1], 3)}"
+
+
+def rows(fr: frame.Frame, res: dict) -> list[dict]:
+    """One row per method scored on the held-out pairs: the untrained best, then the
+    trained aligners (a stopped one with the epoch it kept)."""
+    ui, num = fr.words, fr.num
+    u = res["untrained"]
+    theta = u["setting"].to_dict().get("threshold")
+    out = [{ui["text_head"]: ui["text_names"]["untrained"].format(method=u["method"]),
+            ui["text_f1"]: u["score"].macro["total_f1"],
+            ui["text_ci"]: _interval(num, u["score"].macro_ci.get("total_f1")),
+            ui["text_theta"]: None if theta is None else float(theta),
+            ui["text_epochs_col"]: "–", ui["text_seconds"]: None}]
+    for final, t in res["trained"].items():
+        r, sc = t["run"], t["score"]
+        out.append({ui["text_head"]: ui["text_names"][final],
+                    ui["text_f1"]: sc.macro["total_f1"],
+                    ui["text_ci"]: _interval(num, sc.macro_ci.get("total_f1")),
+                    ui["text_theta"]: float(r.theta),
+                    ui["text_epochs_col"]: ui["text_kept"].format(
+                        best=num.count(r.best_epoch), ran=num.count(r.epochs)),
+                    ui["text_seconds"]: float(r.seconds)})
+    return out
+
+
+def paired_rows(fr: frame.Frame, res: dict) -> list[dict]:
+    """The paired differences of total F1 on the same held-out pairs."""
+    ui, num = fr.words, fr.num
+    names = ui["text_names"]
+    out = []
+    for (x, y), p in res["paired"].items():
+        other = names["untrained"].format(method=res["untrained"]["method"]) \
+            if y == "untrained" else names[y]
+        out.append({ui["text_pair"]: f"{names[x]} − {other}", ui["text_delta"]: p.delta,
+                    ui["text_ci"]: _interval(num, p.ci95), ui["text_p"]: p.p})
+    return out
+
+
+def _compare(fr: frame.Frame, res: dict, vs: str) -> str | None:
+    """One clause of the sentence: the trained Sinkhorn aligner against ``vs``."""
+    ui, num = fr.words, fr.num
+    p = res["paired"].get(("sinkhorn", vs))
+    if p is None:
+        return None
+    if vs == "untrained":
+        other = ui["text_other_untrained"].format(method=res["untrained"]["method"])
+        f1 = res["untrained"]["score"].macro["total_f1"]
+    else:
+        other, f1 = ui["text_other_softmax"], res["trained"][vs]["score"].macro["total_f1"]
+    lo, hi = p.ci95
+    return ui["text_clause"].format(
+        delta=num.fixed(abs(p.delta), 3), side=ui["text_above" if p.delta >= 0 else "text_below"],
+        other=other, f1=num.fixed(f1, 3), lo=num.fixed(lo, 3), hi=num.fixed(hi, 3),
+        clear=ui["text_clear" if lo > 0 or hi < 0 else "text_unclear"])
+
+
+def sentence(fr: frame.Frame, res: dict) -> str:
+    """The result in words, with the paired intervals."""
+    ui, num = fr.words, fr.num
+    n = num.count(res["sizes"]["test"])
+    if "sinkhorn" not in res["trained"]:
+        u = res["untrained"]
+        return ui["text_only_untrained"].format(n=n, method=u["method"],
+                                                f1=num.fixed(u["score"].macro["total_f1"], 3))
+    clauses = [c for c in (_compare(fr, res, "untrained"), _compare(fr, res, "softmax")) if c]
+    f1 = res["trained"]["sinkhorn"]["score"].macro["total_f1"]
+    return ui["text_sentence"].format(n=n, f1=num.fixed(f1, 3),
+                                      clauses=ui["text_and"].join(clauses))
+
+
+def _downloads(fr: frame.Frame, res: dict) -> None:
+    """Each trained aligner as a .zip (made when its button is pressed)."""
+    ui = fr.words
+    if not res["trained"]:
+        return
+    cols = st.columns(len(res["trained"]))
+    for col, (final, t) in zip(cols, res["trained"].items()):
+        name = f"sinkscope-aligner-{final}"
+        col.download_button(ui["text_download"].format(name=ui["text_names"][final]),
+                            data=lambda t=t, name=name: runs.aligner_zip(t["run"], name),
+                            file_name=f"{name}.zip", mime="application/zip",
+                            key=f"lab_text_download_{final}", width="stretch")
+    st.caption(ui["text_download_help"])
