@@ -157,10 +157,10 @@ def paired_rows(group, t: dict) -> list[dict]:
     what it is compared with, the difference in total F1, its 95 % paired-bootstrap
     interval, p, and whether the interval leaves out 0."""
     num = locale.numbers(t["_lang"])
-    return [{"method": p.method, "vs": p.vs, "Δ total F1": signed(p.delta, num),
+    return [{"method": p.method, "against": p.vs, "Δ total F1": signed(p.delta, num),
              "95 % interval": t["interval"].format(lo=signed(p.ci95[0], num),
                                                   hi=signed(p.ci95[1], num)),
              "p": t["p_small"].format(p=num.fixed(0.001, 3)) if p.p < 0.001
              else num.fixed(p.p, 3),
-             "differs": t["differs_yes"] if p.ci95[0] > 0 or p.ci95[1] < 0
+             "difference shown": t["differs_yes"] if p.ci95[0] > 0 or p.ci95[1] < 0
              else t["differs_no"]} for p in group]
