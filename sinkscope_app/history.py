@@ -23,9 +23,7 @@ from .live import sent
 
 # A pushState of the same path whose navigation parameters are unchanged becomes a
 # replaceState. A parameter missing from the current address counts as its default (none:
-# the first write of a short link completes it, in place). Before the page's own script
-# has told its parameters (a page reached by a link: its first run can end first), a
-# write over an address that holds nothing but the language completes that link, in place.
+# the first write of a short link completes it, in place).
 JS = """
 export default function ({data}) {
   const d = Array.isArray(data) ? data[0] : data;  // sent as [payload] (live.sent)
@@ -37,10 +35,6 @@ export default function ({data}) {
     try {
       const next = new URL(url, location.href);
       const nav = reg.nav[location.pathname];
-      const bare = [...new URLSearchParams(location.search).keys()].every((k) => k === "lang");
-      if (!nav && bare && next.pathname === location.pathname) {
-        return history.replaceState(state, unused, url);
-      }
       if (nav && next.pathname === location.pathname) {
         const now = new URLSearchParams(location.search), then = next.searchParams;
         const moved = Object.entries(nav).some(([k, dflt]) => {

@@ -347,7 +347,7 @@ def test_the_pair_view_s_gold_messages_and_scores_line_match_the_view(served):
     at = align({"text_a": "the cat sat", "text_b": "a cat sat down", "gold": "3-0",
                 "method": "sinkhorn-argmax"})
     ok(at)
-    [warning] = [w.value for w in at.warning]
+    [warning] = [w.value.replace("\\", "") for w in at.warning]  # as shown: no Markdown
     assert "out of range" in warning and "1-based" not in warning
     assert [i.value for i in at.info] == [ap.ui()["scores_bad_gold"]]
     at.text_input(key="align_gold").set_value("").run()
@@ -452,6 +452,8 @@ def test_a_listed_aligner_is_the_method_trained_in_pair_and_corpus(tiny_aligner,
         assert fig["data"][0]["type"] == "heatmap"  # the aligner's plan
         rows = table(at, "AER")
         assert list(rows["method"]) == [*ap.METHODS, "trained ◀"]
+        assert at.session_state["align_threshold"] == round(theta, 2)  # its own θ
+        at.text_input(key="align_gold").set_value("1-0 2-3").run()  # the address follows
         assert at.query_params["method"] == "trained"
         assert at.query_params["threshold"] == f"{round(theta, 2):g}"
 

@@ -26,6 +26,13 @@ from .words import file_error, ui
 
 log = logging.getLogger("sinkscope.align")
 KEEP = ("align_one_based", "align_sort", "align_desc")
+SHORT_LINKS = True  # /align opens as it is: a missing parameter is its default
+
+
+def context(fr: frame.Frame) -> bool:
+    """What reading the address needs: whether Back or Forward brought it (then a
+    parameter it lacks is its default, not what the session held)."""
+    return fr.navigated
 
 
 def show(fr: frame.Frame) -> None:

@@ -114,9 +114,15 @@ def _lower(raw: str, ctx: Any) -> bool:
 
 
 def _resolve(v: dict, p: Mapping[str, str], ctx: Any, warn) -> None:
-    """A method given without a threshold starts from its own θ, τ and m."""
+    """A method given without a threshold starts from its own θ, τ and m. Read on Back or
+    Forward (``ctx`` true), a parameter the address lacks is its default."""
+    if ctx:
+        v.setdefault("align_method", DEFAULTS["align_method"])
     if "align_method" in v and "align_threshold" not in v:
         for k, value in method_defaults(v["align_method"], v.get("align_aligner")).items():
+            v.setdefault(k, value)
+    if ctx:
+        for k, value in DEFAULTS.items():
             v.setdefault(k, value)
 
 
@@ -129,19 +135,19 @@ def _only(method_of_value: tuple[str, ...]):
     return write
 
 
-# nav=None: a change is a history entry, and a parameter missing from the address (a
-# short link, the page's first write) is no change.
+# A change of nav is a history entry; a parameter missing from the address is its default.
 SCHEMA = Schema("align", (
     Param("align_view", "view", choice(VIEWS, "unknown_view"), default="pair",
-          doc="pair (one pair of texts) or corpus (a file of pairs)", nav=None),
+          doc="pair (one pair of texts) or corpus (a file of pairs)", nav="pair"),
     Param("align_a", "text_a", _text, default=DEFAULTS["align_a"],
-          doc="the texts of the Pair view", nav=None),
-    Param("align_b", "text_b", _text, default=DEFAULTS["align_b"], nav=None),
+          doc="the texts of the Pair view", nav=DEFAULTS["align_a"]),
+    Param("align_b", "text_b", _text, default=DEFAULTS["align_b"], nav=DEFAULTS["align_b"]),
     Param("align_gold", "gold", _text, default=DEFAULTS["align_gold"],
-          doc="gold links, Pharaoh, 0-based (i-j sure, ipj possible)", nav=None),
+          doc="gold links, Pharaoh, 0-based (i-j sure, ipj possible)",
+          nav=DEFAULTS["align_gold"]),
     Param("align_method", "method", choice(lambda ctx: methods(), "unknown_method",
                                            default=DEFAULTS["align_method"]),
-          default=DEFAULTS["align_method"], nav=None,
+          default=DEFAULTS["align_method"], nav=DEFAULTS["align_method"],
           doc="the extraction method (trained: an aligner of SINKSCOPE_ALIGNERS)"),
     Param("align_aligner", "aligner", choice(lambda ctx: tuple(aligners()), "unknown_aligner"),
           write=_only((TRAINED,)), nav=None,
