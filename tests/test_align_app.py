@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -467,6 +468,22 @@ def test_a_listed_aligner_is_the_method_trained_in_pair_and_corpus(tiny_aligner,
         assert ("trained", c.verdict.best) in [(p.method, p.vs) for p in c.verdict.paired] \
             or c.verdict.best == "trained"
         assert at.code[0].value == "python -m engine align --pairs pairs.tsv --aligner tiny"
-        assert table(at, "Δ best")["settings"].str.contains("capa final|final layer").any()
+        assert table(at, "Δ best")["settings"].str.contains("final layer sinkhorn").any()
+
+        # an aligner whose base model's weights are not the ones it was trained on: a
+        # message in the Pair view, and the other methods' table without it
+        other = folder.parent / "other"
+        shutil.copytree(folder, other)
+        doc = json.loads((other / "config.json").read_text())
+        (other / "config.json").write_text(json.dumps({**doc, "base_sha256": "0" * 64}))
+        monkeypatch.setattr(settings, "CONFIG", dataclasses.replace(
+            settings.CONFIG, aligners=f"other={other}"))
+        at = align({"method": "trained"})
+        assert not at.exception and not at.error
+        [warning] = [w.value for w in at.warning]
+        assert warning.startswith("The trained aligner cannot be used") and "trained on" in warning
+        at.selectbox(key="align_method").set_value("exact").run()
+        ok(at)
+        assert "trained" not in list(table(at, "AER")["method"])
     finally:
         calls.aligner.clear()

@@ -226,13 +226,18 @@ def align_pair(text_a: str, text_b: str, gold: str | None, method: str, threshol
 def method_table(text_a: str, text_b: str, gold: str, chosen: str, threshold: float,
                  tau: float, mass: float, lowercase: bool, model: str) -> list[dict]:
     """Every method's scores for this pair (the chosen one at the sliders' settings)."""
+    from engine.aligner.config import AlignerError
+
     rows = []
     for name in methods():
         d = {"align_tau": tau, "align_mass": mass, **method_defaults(name, aligner_name())}
         if name == chosen:
             d = {"align_threshold": threshold, "align_tau": tau, "align_mass": mass}
-        r = align_pair(text_a, text_b, gold, name, d["align_threshold"], d["align_tau"],
-                       d["align_mass"], lowercase, model, aligner_of(name))
+        try:
+            r = align_pair(text_a, text_b, gold, name, d["align_threshold"], d["align_tau"],
+                           d["align_mass"], lowercase, model, aligner_of(name))
+        except AlignerError:  # an aligner that does not load: its view says why
+            continue
         rows.append(row_of(name + (" ◀" if name == chosen else ""), r))
     return rows
 

@@ -38,8 +38,8 @@ class Corpus:
         "micro_ci"} over the pairs with gold (empty without gold). n_gold: pairs with
         gold. gold_column: the file has gold links. verdict: the methods ranked with
         paired comparisons (``engine.alignment.verdict.Verdict``; None without gold).
-        settings: label → its settings (``Method.to_dict`` without the name). command: the ``python -m
-        engine align`` line that prints the same table.
+        settings: label → its settings (``Method.to_dict`` without the name). command:
+        the ``python -m engine align`` line that prints the same table.
     """
 
     key: str

@@ -13,6 +13,7 @@ from __future__ import annotations
 import streamlit as st
 
 from engine import SinkscopeError, settings
+from engine.aligner.config import AlignerError
 from engine.alignment.readers import AlignFileError
 
 from .. import jobs, locale
@@ -21,10 +22,15 @@ from . import calls, corpus
 from .corpus import MAX_CORPUS_PAIRS, MAX_UPLOAD_MB
 from .params import SOFTMAX_METHOD, TRANSPORT_METHOD, aligners
 from .pair import on_method
-from .words import (column_names, file_error, paired_rows, ranked_rows, settings_words, table,
-                    unread_message)
+from .words import (aligner_failed, column_names, file_error, paired_rows, ranked_rows,
+                    settings_words, table, unread_message)
 
 JOB = "align_corpus"
+# Streamlit cuts a button's label to one line with an ellipsis; these labels name a method
+# in full, so they wrap instead.
+WRAP_CSS = """<style>.st-key-align_csv p, .st-key-align_links p {white-space: normal;
+overflow: visible; text-overflow: clip} .st-key-align_csv button, .st-key-align_links button
+{height: auto}</style>"""
 
 
 def _upload(t: dict):
@@ -67,10 +73,14 @@ def _start(t: dict, raw: bytes, name: str):
         return job
     try:
         pairs = corpus.read_file(raw, name, one_based, t)
-        aligner = calls.aligner(trained, model) if trained else None
     except (AlignFileError, SinkscopeError) as e:
         st.error(t["bad_file"].format(error=md_text(file_error(e, t), 400)))
         return None
+    try:
+        aligner = calls.aligner(trained, model) if trained else None
+    except AlignerError as e:  # the other methods go on without it
+        st.warning(aligner_failed(e, t))
+        aligner = None
 
     def work(job: jobs.Job):
         def report(share, what, **info):
@@ -161,7 +171,7 @@ def _table(t: dict, c: corpus.Corpus):
 
 
 def _exports(t: dict, c: corpus.Corpus, df) -> None:
-    """The table as CSV and one method's links (full-width buttons: names are never cut)."""
+    """The table as CSV and one method's links (labels wrap: a name is never cut)."""
     ss = st.session_state
     worst = corpus.most_disagreeing(c)
     if worst:
@@ -170,6 +180,7 @@ def _exports(t: dict, c: corpus.Corpus, df) -> None:
     if ss.get("align_method") not in c.methods:
         ss["align_method"] = TRANSPORT_METHOD
     st.selectbox(t["method"], c.methods, key="align_method", on_change=on_method)
+    st.html(WRAP_CSS)
     d1, d2 = st.columns(2)
     d1.download_button(t["export_csv"], corpus.table_csv(df), file_name="alignments.csv",
                        mime="text/csv", key="align_csv", width="stretch")

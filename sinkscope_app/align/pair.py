@@ -12,6 +12,7 @@ from __future__ import annotations
 import streamlit as st
 
 from engine import settings
+from engine.aligner.config import AlignerError
 from engine.errors import TextError
 
 from .. import align_live, locale
@@ -19,7 +20,7 @@ from ..inputs import cut, md_text
 from . import calls
 from .params import (MASS_OPTIONS, TAU_OPTIONS, THRESHOLDED, TRAINED, aligners, compare_link,
                      method_defaults, methods)
-from .words import file_error, table, unread_message
+from .words import aligner_failed, file_error, table, unread_message
 
 
 def on_method() -> None:
@@ -90,7 +91,7 @@ def _inputs(t: dict):
     left.text_area(t["text_a"], key="align_a", height=80)
     right.text_area(t["text_b"], key="align_b", height=80)
     st.text_input(t["gold"], key="align_gold", help=t["gold_help"])
-    c1, c2 = st.columns([2, 6])
+    c1, c2 = st.columns([2, 3])  # wide enough for every method's name
     c1.selectbox(t["method"], methods(), key="align_method", on_change=on_method)
     names = tuple(aligners())
     if ss["align_method"] == TRAINED and len(names) > 1:
@@ -178,6 +179,10 @@ def pair_view(t: dict, theme: str) -> None:
     except TextError as e:
         server_sliders(slot, t, method)
         st.warning(t["bad_text"].format(error=md_text(unread_message(e, t), 400)))
+        return
+    except AlignerError as e:  # an operator's aligner that does not load
+        server_sliders(slot, t, method)
+        st.warning(aligner_failed(e, t))
         return
     _figures(t, theme, method, pair, gold, r, live, bind)
 

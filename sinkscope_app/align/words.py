@@ -43,6 +43,13 @@ def unread_message(e: Exception, t: dict) -> str:
     return locale.error(e, t.get("_lang", "en"))
 
 
+def aligner_failed(e: Exception, t: dict) -> str:
+    """Why the trained aligner cannot be used (the operator's sentence from the engine)."""
+    from ..inputs import md_text
+
+    return t["aligner_failed"].format(error=md_text(locale.error(e, t.get("_lang", "en")), 400))
+
+
 def file_error(e: Exception, t: dict) -> str:
     """What a file (or the typed pair, or its gold) got wrong, in the page's language: an
     ``AlignFileError`` whose ``code`` ``t["file_errors"]`` has, with its details written the
