@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
 import shutil
 from pathlib import Path
 
@@ -196,7 +197,8 @@ def test_a_pair_with_gold_shows_the_matrix_and_every_methods_scores():
 
 @pytest.mark.model
 @pytest.mark.slow
-def test_a_50_pair_file_fills_the_table_and_a_row_opens_the_pair():
+def test_a_50_pair_file_fills_the_table_and_a_row_opens_the_pair(tmp_path, monkeypatch,
+                                                                  capsys):
     at = align({"view": "corpus"})
     ok(at)
     at.file_uploader(key="align_file").set_value(("binary.tsv", b"\x00\x01\x02", "text/plain"))
@@ -209,7 +211,7 @@ def test_a_50_pair_file_fills_the_table_and_a_row_opens_the_pair():
     assert len(df) == 50
     assert {f"F1 {m}" for m in ap.METHODS} <= set(df.columns)
     assert {"null ratio", "disagreement"} <= set(df.columns)
-    assert df["F1 unbalanced"].between(0, 1).all()
+    assert df["F1 unbalanced"].str.fullmatch(r"[01]\.\d{3}").all()  # written as shown
     # the verdict: ranked by total F1, the best marked, its settings, the command line
     c = at.session_state["_align_corpus"]
     ranked = table(at, "Δ best")
@@ -220,6 +222,18 @@ def test_a_50_pair_file_fills_the_table_and_a_row_opens_the_pair():
     assert table(at, "F1 95 %")["F1 95 %"].str.contains(" – ").all()  # every score, too
     [code] = at.code
     assert code.value == "python -m engine align --pairs pairs.tsv"
+    # the command prints the same table: the same ranking, values and paired comparisons
+    from engine.io.cli import main
+
+    (tmp_path / "pairs.tsv").write_bytes(corpus_file(50))
+    monkeypatch.chdir(tmp_path)
+    assert main([*shlex.split(code.value)[3:], "--json", "--quiet"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ranked"] == [r.method for r in c.verdict.ranked]
+    for r in c.verdict.ranked:
+        assert doc["methods"][r.method]["scores"]["macro"]["total_f1"] == pytest.approx(
+            r.value, abs=1e-12)
+    assert doc["paired"] == [p.to_dict() for p in c.verdict.paired]
     chart = figures(at)["Which method wins: total F1, best first"]
     lo, hi = chart["layout"]["xaxis"]["range"]
     assert 0 < lo and hi < 1 and hi - lo < 0.6  # zoomed to the methods, not 0–1
@@ -312,9 +326,12 @@ def test_files_say_what_was_scored_and_name_the_header_that_is_wrong(served):
     assert [s.value for s in at.success] == [
         "3 pairs, 2 with gold; 1 without gold are not scored. Aligned by 8 methods."]
     df = at.dataframe(key="align_table").value
-    assert df["F1 unbalanced"].isna().tolist() == [False, False, True]
+    assert df["F1 unbalanced"].tolist()[2] == "–"  # the pair without gold has no score
+    assert df["F1 unbalanced"].str.fullmatch(r"[01]\.\d{3}").tolist() == [True, True, False]
     assert at.session_state["_align_corpus"].verdict.n_pairs == 2
     assert len(table(at, "Δ best")) == len(ap.METHODS)
+    [css] = [el.proto.body for el in at.get("html")]  # download labels wrap, never cut
+    assert ".st-key-align_links p {white-space: normal" in css.replace("\n", " ")
 
     upload(at, "nogold.tsv", b"source\ttarget\nthe cat sat\ta cat sat\na dog\tthe dog\n")
     ok(at)

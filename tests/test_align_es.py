@@ -302,6 +302,7 @@ def test_the_spanish_corpus_view_has_spanish_columns_and_decimal_commas():
     assert len(df) == 4 and not _english_columns(df.columns), list(df.columns)
     assert {"par", "texto A", "texto B", "referencia", "discrepancia",
             "proporción de nulos", "F1 unbalanced"} <= set(df.columns)
+    assert df["F1 unbalanced"].str.fullmatch(r"[01],\d{3}").all(), list(df["F1 unbalanced"])
     [scores] = [el.value for el in at.table if "F1 95 %" in el.value.columns]
     c = at.session_state["_align_corpus"]
     assert list(scores["método"]) == [r.method for r in c.verdict.ranked]  # best first

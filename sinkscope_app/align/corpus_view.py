@@ -23,7 +23,7 @@ from .corpus import MAX_CORPUS_PAIRS, MAX_UPLOAD_MB
 from .params import SOFTMAX_METHOD, TRANSPORT_METHOD, aligners
 from .pair import on_method
 from .words import (aligner_failed, column_names, file_error, paired_rows, ranked_rows,
-                    settings_words, table, unread_message)
+                    settings_words, table, unread_message, written)
 
 JOB = "align_corpus"
 # Streamlit cuts a button's label to one line with an ellipsis; these labels name a method
@@ -157,12 +157,15 @@ def _table(t: dict, c: corpus.Corpus):
     desc = s2.toggle(t["descending"], key="align_desc")
     shown = df.sort_values(by, ascending=not desc, kind="stable", na_position="last")
     st.caption(t["table_help"])
-    config = {names[k]: st.column_config.TextColumn(names[k], width=w)
-              for k, w in (("text A", "medium"), ("text B", "medium"), ("gold", "small"))}
+    # every column's width given (the grid measures no cell of 800 rows to size one)
+    widths = {"text A": "medium", "text B": "medium"}
+    config = {names[k]: st.column_config.TextColumn(names[k], width=widths.get(k, "small"))
+              for k in df.columns if k != "pair"}
+    config[names["pair"]] = st.column_config.NumberColumn(names["pair"], width="small")
     order = [names[k] for k in ("pair", "text A", "text B", "disagreement", "null ratio",
                                 *per_method, "gold")]
     event = st.dataframe(
-        locale.table(shown.rename(columns=names), t["_lang"], digits=3), key="align_table",
+        written(shown.rename(columns=names), t), key="align_table",
         on_select="rerun", selection_mode="single-row", hide_index=True, width="stretch",
         column_config=config, column_order=order)
     if open_row(c, shown, event):
@@ -210,7 +213,7 @@ def _verdict(t: dict, c: corpus.Corpus, theme: str) -> None:
             st.caption(caption)
             st.table(table(paired_rows(group, t), t), hide_index=True)
     st.caption(t["command"])
-    st.code(c.command, language="bash", wrap_lines=True)
+    st.code(c.command, language=None, wrap_lines=True)  # plain: no highlighter to load
     with st.expander(t["corpus_scores"]):
         st.table(table(corpus.scores_rows(c, num), t), hide_index=True)
 

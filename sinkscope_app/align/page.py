@@ -1,6 +1,6 @@
 """Align (``/align``): word alignments from softmax and from transport, for one pair
 (Pair) or a whole file of pairs (Corpus), scored on gold
-(``/align?text_a=...&text_b=...&gold=0-0+1-1&method=unbalanced&tau=1``).
+(``/align?text_a=...&text_b=...&gold=0-0+1-1&method=unbalanced&tau=4.94``).
 
 The frame has read the address (:data:`SCHEMA`) and drawn the language picker; this module
 draws the view and tokenisation switches and the chosen view (:mod:`.pair`,
