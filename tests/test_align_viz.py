@@ -110,3 +110,20 @@ def test_classify_partitions_links_and_gold(n, m, data):
     na, nb = va.unaligned(links, n, m)
     assert set(na) == set(range(n)) - {i for i, _ in links}
     assert set(nb) == set(range(m)) - {j for _, j in links}
+
+
+def test_every_word_label_and_note_is_kept_whole():
+    """Words of B that would not fit side by side turn, so no page width drops every other
+    label; long notes wrap rather than run off the figure."""
+    from sinkscope_app.align import ui
+
+    a, b = "the cat sat on the mat".split(), "a cat was sitting on the mat".split()
+    fig = va.matrix(a, b, [(1, 1)], plan=np.zeros((6, 7)), method="exact")
+    for axis in (fig.layout.xaxis, fig.layout.xaxis2):
+        assert list(axis.ticktext) == b and axis.tickangle == -45
+    assert va.matrix(["x"], ["y", "z"], []).layout.xaxis.tickangle is None  # short: level
+    es = ui("es")["figure"]
+    for figure, key in ((va.matrix(a, b, [(1, 1)], sure=[(1, 1)], words=es), "note_gold"),
+                        (va.graph(a, b, [(1, 1)], words=es), "graph_note")):
+        lines = figure.layout.title.subtitle.text.split("<br>")
+        assert " ".join(lines) == es[key] and len(lines) == 2

@@ -19,6 +19,7 @@ Builders are pure: words, links and arrays in, ``go.Figure`` out (no streamlit, 
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -244,15 +245,17 @@ def matrix(words_a: Sequence[str], words_b: Sequence[str], links: Iterable, *,
         fig.update_yaxes(_axis(la, w["text_a"], reverse=True, rotate=False,
                                null_room=links_panel), row=1, col=c)
     gold = sure is not None or possible is not None
-    note = w["note_gold"] if gold else w["note_plain"]
+    note = textwrap.wrap(w["note_gold"] if gold else w["note_plain"], 96)
+    top = 96 + 18 * len(note)  # the title, its note (wrapped, never cut), the panels' titles
     # below the plot: the B labels (turned or not), the axis title, then the legend
     below = th.token_margins(x_axis, {})["b"]
-    height = height or max(420, 260 + 22 * max(n, m)) + max(0, below + 60 - 150)
-    fig.update_layout(title=th.title(th.escape(title), note), showlegend=True,
+    height = height or (max(420, 260 + 22 * max(n, m)) + max(0, below + 60 - 150)
+                        + top - 110)
+    fig.update_layout(title=th.title(th.escape(title), "<br>".join(note)), showlegend=True,
                       separators=num.separators,
                       legend=dict(orientation="h", x=0, yanchor="top",
-                                  y=-below / max(height - 110 - (below + 60), 1)),
-                      margin=dict(l=110, r=30, t=110, b=below + 60))
+                                  y=-below / max(height - top - (below + 60), 1)),
+                      margin=dict(l=110, r=30, t=top, b=below + 60))
     return th.apply(fig, theme, height=height)
 
 
@@ -314,9 +317,10 @@ def graph(words_a: Sequence[str], words_b: Sequence[str], links: Iterable, *,
                 hoverinfo="text", meta=dict(kind=kind)))
     fig.update_xaxes(range=[-0.6, 1.6], visible=False)
     fig.update_yaxes(range=[span - 0.5, -0.5], visible=False)
-    fig.update_layout(title=th.title(th.escape(title), w["graph_note"]),
+    note = textwrap.wrap(w["graph_note"], 34)  # the graph sits in a narrow column
+    fig.update_layout(title=th.title(th.escape(title), "<br>".join(note)),
                       legend=dict(orientation="h", y=-0.05, x=0),
-                      margin=dict(l=30, r=30, t=90, b=60))
+                      margin=dict(l=30, r=30, t=76 + 16 * len(note), b=60))
     return th.apply(fig, theme, height=height or max(360, 140 + 26 * span))
 
 

@@ -26,11 +26,6 @@ from .words import (aligner_failed, column_names, file_error, paired_rows, ranke
                     settings_words, table, unread_message, written)
 
 JOB = "align_corpus"
-# Streamlit cuts a button's label to one line with an ellipsis; these labels name a method
-# in full, so they wrap instead.
-WRAP_CSS = """<style>.st-key-align_csv p, .st-key-align_links p {white-space: normal;
-overflow: visible; text-overflow: clip} .st-key-align_csv button, .st-key-align_links button
-{height: auto}</style>"""
 
 
 def _upload(t: dict):
@@ -183,7 +178,6 @@ def _exports(t: dict, c: corpus.Corpus, df) -> None:
     if ss.get("align_method") not in c.methods:
         ss["align_method"] = TRANSPORT_METHOD
     st.selectbox(t["method"], c.methods, key="align_method", on_change=on_method)
-    st.html(WRAP_CSS)
     d1, d2 = st.columns(2)
     d1.download_button(t["export_csv"], corpus.table_csv(df), file_name="alignments.csv",
                        mime="text/csv", key="align_csv", width="stretch")
@@ -242,8 +236,9 @@ def corpus_view(t: dict, theme: str) -> None:
     st.success(_done(t, c))
     lower, one_based = bool(st.session_state["align_lower"]), bool(
         st.session_state.get("align_one_based"))
-    st.caption(t["corpus_tokens"].format(base="1" if one_based else "0",
-                                         lower=t["lower_on"] if lower else ""))
+    if c.gold_column:
+        st.caption(t["corpus_tokens"].format(base="1" if one_based else "0",
+                                             lower=t["lower_on"] if lower else ""))
     df = _table(t, c)
     _exports(t, c, df)
     if c.verdict is None:
