@@ -458,7 +458,7 @@ def test_a_listed_aligner_is_the_method_trained_in_pair_and_corpus(tiny_aligner,
     folder, theta = tiny_aligner
     monkeypatch.setattr(settings, "CONFIG", dataclasses.replace(settings.CONFIG,
                                                                 aligners=f"tiny={folder}"))
-    calls.aligner.clear()
+    calls.load_aligner.clear()
     try:
         values, warn = ap.parse_query({"method": "trained"})
         assert values["align_method"] == "trained" and not warn
@@ -503,4 +503,4 @@ def test_a_listed_aligner_is_the_method_trained_in_pair_and_corpus(tiny_aligner,
         ok(at)
         assert "trained" not in list(table(at, "AER")["method"])
     finally:
-        calls.aligner.clear()
+        calls.load_aligner.clear()

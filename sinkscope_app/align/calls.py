@@ -69,14 +69,9 @@ def pair_scores(text_a: str, text_b: str, lowercase: bool, model: str
 
 
 def method_of(name: str, threshold: float, tau: float, mass: float):
-    """The engine's method ``name`` at these settings (``trained``: the trained aligner's
-    settings entry, θ on its plan)."""
+    """The engine's method ``name`` at these settings."""
     from engine.alignment.api import method_of as engine_method
 
-    if name == TRAINED:
-        from engine.aligner.cli import TrainedMethod
-
-        return TrainedMethod(float(threshold), "", aligner_name())
     m = engine_method(name, "hidden")
     if name in THRESHOLDED:
         m = m.with_theta(float(threshold))
@@ -150,7 +145,7 @@ def aligner_name() -> str:
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
-def aligner(name: str, model: str):
+def load_aligner(name: str, model: str):
     """The allowed trained aligner ``name``, loaded once per process (on the page's loaded
     model ``model`` when it was trained on it; shared read-only)."""
     from engine.aligner.checkpoint import allowed_aligners, load_allowed, read_config
@@ -169,7 +164,7 @@ def trained_values(text_a: str, text_b: str, lowercase: bool, name: str) -> np.n
 
     pair = _pair(text_a, text_b, None, lowercase)
     engines.one_thread()
-    return align(aligner(name, model_name()), [pair])[0].values
+    return align(load_aligner(name, model_name()), [pair])[0].values
 
 
 def _pair(text_a: str, text_b: str, gold: str | None, lowercase: bool):
@@ -203,9 +198,9 @@ def align_pair(text_a: str, text_b: str, gold: str | None, method: str, threshol
     """
     from engine.alignment.score import METRICS, metrics_from_counts, pair_counts
 
-    m = method_of(method, threshold, tau, mass)
     engine = engines.current()
     if engine.served:
+        m = method_of(method, threshold, tau, mass)
         al = engine.align_pair((text_a, text_b, gold), m, model=model, lowercase=lowercase)
         return PairResult(tuple(al.words_a), tuple(al.words_b), tuple(al.links),
                           tuple(al.null_a), tuple(al.null_b), None if al.values is None
@@ -214,7 +209,9 @@ def align_pair(text_a: str, text_b: str, gold: str | None, method: str, threshol
     pair = _pair(text_a, text_b, gold, lowercase)
     V, shown = method_values(text_a, text_b, method, float(tau), float(mass), lowercase, model,
                              aligner)
-    ii, jj = np.nonzero(V > (m.threshold if method == TRAINED else m.theta))
+    theta = float(threshold) if method == TRAINED else method_of(method, threshold, tau,
+                                                                    mass).theta
+    ii, jj = np.nonzero(V > theta)  # a trained aligner's θ is on its plan itself
     links = tuple((int(i), int(j)) for i, j in zip(ii, jj))
     scores = None
     if pair.has_gold:

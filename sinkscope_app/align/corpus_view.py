@@ -72,7 +72,7 @@ def _start(t: dict, raw: bytes, name: str):
         st.error(t["bad_file"].format(error=md_text(file_error(e, t), 400)))
         return None
     try:
-        aligner = calls.aligner(trained, model) if trained else None
+        aligner = calls.load_aligner(trained, model) if trained else None
     except AlignerError as e:  # the other methods go on without it
         st.warning(aligner_failed(e, t))
         aligner = None
@@ -213,7 +213,8 @@ def _verdict(t: dict, c: corpus.Corpus, theme: str) -> None:
 
 
 def _done(t: dict, c: corpus.Corpus) -> str:
-    """What was aligned and scored: "3 pairs, 2 with gold …; 1 without gold is not scored"."""
+    """What was aligned and scored: "3 pairs, 2 with gold; 1 without gold are not
+    scored. …"."""
     num, k, n = locale.numbers(t["_lang"]), len(c.methods), len(c.pairs)
     if not c.gold_column or not c.n_gold:
         return t["corpus_done_no_gold"].format(n=num.count(n), k=num.count(k))

@@ -65,8 +65,8 @@ def nearest_mass(x: float) -> float:
 
 def aligners() -> dict[str, float]:
     """The operator's trained aligners the page offers (``SINKSCOPE_ALIGNERS``, folders
-    that hold an aligner): name → its θ, tuned on its dev pairs. None with a served
-    engine (it aligns with the listed methods only)."""
+    that hold an aligner): name → its θ, tuned on its dev pairs. Nothing with a served
+    engine, which aligns by the listed methods only."""
     from engine.aligner.checkpoint import describe
 
     if engines.current().served:
