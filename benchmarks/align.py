@@ -367,23 +367,9 @@ def _wall(argv: list[str]) -> float:
 
 
 def page_corpus(pairs, encoder) -> float:
-    """Seconds of the Align page's Corpus view today (``align_page.align_corpus``'s engine
-    calls): word scores, every method's links at its defaults, scores with 1,000 resamples."""
-    from engine.alignment.api import extract_links, method_of, score_corpus
-    from engine.alignment.extract import METHODS
-    from engine.alignment.score import score
-
-    t = time.perf_counter()
-    scored = score_corpus(pairs, encoder=encoder)
-    als = {name: extract_links(scored, method_of(name)) for name in METHODS}
-    gold = [k for k, p in enumerate(pairs) if p.has_gold]
-    for name in METHODS:
-        score([als[name][k].links for k in gold], [pairs[k] for k in gold], bootstrap=1000)
-    return time.perf_counter() - t
-
-
-def engine_corpus(pairs, encoder) -> float:
-    """Seconds of the same by ``compare_methods`` (one batched pass, the verdict included)."""
+    """Seconds of the Align page's Corpus view (``sinkscope_app.align.corpus``'s engine
+    calls): word scores, then every method by ``compare_methods`` (one batched pass, scores
+    and the verdict with 1,000 resamples)."""
     from engine.alignment.api import compare_methods, score_corpus
 
     t = time.perf_counter()
@@ -415,14 +401,12 @@ def commands(d: Path, limit: int | None, encoder, peer: tuple[float, int] | None
               f"(this process, model loaded; 1 torch thread)")
         start = _wall(py + ["-c", START])
         cli = _wall(py + ["-m", "engine", "align", "--pairs", str(files["ed"]), "--quiet"])
-        page, eng = page_corpus(ed, encoder), engine_corpus(ed, encoder)
+        page = page_corpus(ed, encoder)
         print(f"  Edinburgh++, {len(ed)} pairs, defaults: engine align {cli:.1f} s · page's "
-              f"corpus path {page:.1f} s (compare_methods {eng:.1f} s) + process start "
-              f"{start:.1f} s = {page + start:.1f} s: {'within' if cli <= page + start else 'over'}")
+              f"corpus path {page:.1f} s + process start {start:.1f} s = {page + start:.1f} s: "
+              f"{'within' if cli <= page + start else 'over'}")
         mt = read_pairs(files["mtref"])
-        page, eng = page_corpus(mt, encoder), engine_corpus(mt, encoder)
-        print(f"  MTRef, {len(mt)} pairs, the page's corpus path {page:.1f} s "
-              f"(compare_methods {eng:.1f} s)")
+        print(f"  MTRef, {len(mt)} pairs, the page's corpus path {page_corpus(mt, encoder):.1f} s")
         argv = py + ["-m", "engine", "align", "--pairs", str(files["mtref"]), "--dev",
                      str(files["wiki"]), "--lowercase", "--transpose", "--quiet"]
         run = _wall(argv)

@@ -332,16 +332,25 @@ def build(S: np.ndarray, valid_a: np.ndarray, valid_b: np.ndarray, method, pair,
         V = extract.values(method, batch, grid=list(grid))[:, 0]  # (G, n, m), one solve
     else:
         V = extract.values(method, batch)[:, 0]
-    thetas = thetas_of(method)
-    V = V.numpy()
+    return from_values(V.numpy(), thetas_of(method), pair, method.name, grid_key=grid_key,
+                       grid=grid, id_=id_, t0=t0)
+
+
+def from_values(V: np.ndarray, thetas: Sequence[float], pair, method: str, *,
+                grid_key: str | None = None, grid: Sequence[float] = (), id_: str,
+                t0: float | None = None) -> LivePayload:
+    """The payload of values already computed: V (G, n, m), −1 (or NaN) where a word takes
+    no part, links V[g] > θ_k (a trained aligner's plan: θ_k the θ stops themselves)."""
+    t0 = time.perf_counter() if t0 is None else t0
+    V = np.asarray(V, dtype=np.float64)
+    thetas = tuple(float(x) for x in thetas)
     V32 = side_safe_float32(np.where(V >= 0, V, np.nan), thetas)
     gold = pair.has_gold
-    scores = state_scores(V32, thetas, pair)
-    return LivePayload(id_, method.name, grid_key, tuple(grid) if grid_key else (), thetas,
+    return LivePayload(id_, method, grid_key, tuple(grid) if grid_key else (), thetas,
                        V32, tuple(pair.words_a), tuple(pair.words_b),
                        tuple(sorted(pair.sure)) if gold else None,
                        tuple(sorted(set(pair.possible) | set(pair.sure))) if gold else None,
-                       time.perf_counter() - t0, scores)
+                       time.perf_counter() - t0, state_scores(V32, thetas, pair))
 
 
 def scores(links, pair) -> dict | None:

@@ -181,21 +181,21 @@ class Embedded:
                             progress=progress)
 
     def align(self, pairs, methods, *, model: str, lowercase: bool,
-              progress: Callable[..., None]) -> dict[str, list]:
-        """Every pair by every method (``method_of`` objects by name): name → one
-        ``Alignment`` per pair; ``progress(share, what, **info)`` reports ("encode", with
-        ``done`` and ``total`` texts, while the texts are encoded, else the method's name)
-        and may raise to stop the work (``sinkscope_app.jobs.Stopped``)."""
-        from engine.alignment.api import extract_links
+              progress: Callable[..., None], bootstrap: int = 1000):
+        """Every pair by every method (label → ``Method``), scored and ranked: an
+        ``engine.alignment.api.Comparison`` (one batched pass over the pairs,
+        ``compare_methods``; ``bootstrap`` resamples for its intervals, 0: none and no
+        verdict). ``progress(share, what, **info)`` reports ("encode", with ``done`` and
+        ``total`` texts, while the texts are encoded, then "links") and may raise to stop
+        the work (``sinkscope_app.jobs.Stopped``)."""
+        from engine.alignment.api import compare_methods
 
         scored = self.word_scores(pairs, model=model, lowercase=lowercase,
                                   progress=lambda done, n: progress(
                                       0.8 * done / max(n, 1), "encode", done=done, total=n))
-        out = {}
-        for k, (name, method) in enumerate(methods.items()):
-            progress(0.8 + 0.2 * k / len(methods), name)
-            out[name] = extract_links(scored, method)
-        return out
+        progress(0.8, "links")
+        return compare_methods(scored, dict(methods), bootstrap=bootstrap,
+                               ranked=bootstrap > 0)
 
     def answers(self) -> bool:
         return True
@@ -279,9 +279,12 @@ class Served:
         return self.client.rank(text_a, candidates, model=model, eps=eps)
 
     def align(self, pairs, methods, *, model: str, lowercase: bool,
-              progress: Callable[..., None]) -> dict[str, list]:
-        """As :meth:`Embedded.align`, by ``POST /v1/align`` in chunks of
-        :data:`SERVED_CHUNK` pairs (no values: the table needs links and scores)."""
+              progress: Callable[..., None], bootstrap: int = 1000):
+        """As :meth:`Embedded.align`: the links by ``POST /v1/align`` in chunks of
+        :data:`SERVED_CHUNK` pairs (no values: the table needs links and scores), scored
+        and ranked here (``comparison_of``)."""
+        from engine.alignment.api import DEFAULT_SOURCE, comparison_of
+
         out, total = {}, len(pairs)
         for k, (name, method) in enumerate(methods.items()):
             progress(k / len(methods), name)
@@ -289,7 +292,8 @@ class Served:
             out[name] = [a for start in range(0, total, SERVED_CHUNK) for a in self.client.align(
                 list(pairs[start:start + SERVED_CHUNK]), model=model, values=False,
                 lowercase=lowercase, **fields)]
-        return out
+        return comparison_of(DEFAULT_SOURCE, pairs, dict(methods), out, bootstrap=bootstrap,
+                             ranked=bootstrap > 0)
 
     def align_pair(self, pair: tuple, method, *, model: str, lowercase: bool):
         """One pair by one method (its values included)."""

@@ -15,8 +15,8 @@ language. After the page, the frame writes the page's state back into the addres
 A page is a module with ``SCHEMA`` (its address), ``show(fr)`` (the page itself, given
 the :class:`Frame`), and optionally ``KEEP`` (more session keys to keep alive),
 ``context(fr)`` (what reading its address needs, e.g. the model's shape), ``head(fr)``
-(drawn atop the sidebar) and ``links(fr)`` (the sidebar's links, by default every other
-page).
+(drawn atop the sidebar), ``links(fr)`` (the sidebar's links, by default every other
+page) and ``SHORT_LINKS`` (its first run leaves the address as it was opened).
 """
 
 from __future__ import annotations
@@ -49,6 +49,10 @@ class Frame:
         read: the address was read in this run (first visit or Back / Forward).
         ctx: what the page's ``context`` returned (None without one).
         warnings: the notices about the address, in the page's language.
+        keep_address: this run leaves the address as it is: the first run of a page with
+            ``SHORT_LINKS`` opened at an address without a bad value, which says its state
+            already (a missing parameter is its default); written before the page's
+            history script runs, the address would be a history entry of its own.
     """
 
     page: str
@@ -59,6 +63,7 @@ class Frame:
     read: bool = False
     ctx: Any = None
     warnings: list[str] = field(default_factory=list)
+    keep_address: bool = False
 
     @property
     def module(self):
@@ -75,7 +80,10 @@ class Frame:
         return locale.numbers(self.lang)
 
     def sync(self) -> None:
-        """Write the page's state into the address (only when something changed)."""
+        """Write the page's state into the address (only when something changed; not
+        while :attr:`keep_address`)."""
+        if self.keep_address:
+            return
         q = self.module.SCHEMA.to_query(st.session_state)
         if st.query_params.to_dict() != q:
             st.query_params.from_dict(q)
@@ -159,6 +167,8 @@ def open_frame(name: str) -> Frame:
     if read:
         fr.warnings = read_address(module, fr)
         ss[seen] = True
+        fr.keep_address = (getattr(module, "SHORT_LINKS", False) and fr.first
+                           and not navigated and not fr.warnings)
     sidebar(fr)
     return fr
 

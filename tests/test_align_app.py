@@ -5,9 +5,13 @@ state and the file checks are tested without the model."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import shlex
+import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -77,6 +81,22 @@ def test_url_state_round_trips_and_refuses_bad_values():
     link = ap.compare_link("the cat", "a & b")
     assert link.startswith("./?") and "a=the+cat" in link and "b=a+%26+b" in link
     assert "view=compare" in link
+
+
+def test_the_pair_view_opens_at_the_tuned_settings_and_its_moves_are_history_entries():
+    from engine.alignment.api import opening
+    from sinkscope_app.align.params import SCHEMA
+
+    o = opening()  # unbalanced at θ 0.42, τ 4.94 (not θ 0.3, τ 1)
+    assert (ap.DEFAULTS["align_method"], ap.DEFAULTS["align_threshold"],
+            ap.DEFAULTS["align_tau"]) == (o["method"], o["theta"], o["tau"]) == (
+        "unbalanced", 0.42, 4.94)
+    assert 4.94 in ap.TAU_OPTIONS and ap.method_defaults("unbalanced")["align_tau"] == 4.94
+    q = ap.to_query(ap.DEFAULTS)
+    assert (q["threshold"], q["tau"]) == ("0.42", "4.94")
+    # a new view, pair or method is a browser history entry; a slider moves the entry
+    assert set(SCHEMA.nav) == {"view", "text_a", "text_b", "gold", "method", "aligner"}
+    assert not {"threshold", "tau", "mass", "lower"} & set(SCHEMA.nav)
 
 
 def test_the_m_slider_is_the_engines_grid_and_holds_its_default_m():
@@ -177,7 +197,8 @@ def test_a_pair_with_gold_shows_the_matrix_and_every_methods_scores():
 
 @pytest.mark.model
 @pytest.mark.slow
-def test_a_50_pair_file_fills_the_table_and_a_row_opens_the_pair():
+def test_a_50_pair_file_fills_the_table_and_a_row_opens_the_pair(tmp_path, monkeypatch,
+                                                                  capsys):
     at = align({"view": "corpus"})
     ok(at)
     at.file_uploader(key="align_file").set_value(("binary.tsv", b"\x00\x01\x02", "text/plain"))
@@ -190,12 +211,32 @@ def test_a_50_pair_file_fills_the_table_and_a_row_opens_the_pair():
     assert len(df) == 50
     assert {f"F1 {m}" for m in ap.METHODS} <= set(df.columns)
     assert {"null ratio", "disagreement"} <= set(df.columns)
-    assert df["F1 unbalanced"].between(0, 1).all()
-    scores = table(at, "F1 95 %")
-    assert list(scores["method"]) == list(ap.METHODS)
-    assert scores["F1 95 %"].str.contains(" – ").all()
-    assert any("Corpus scores" in title for title in figures(at))
+    assert df["F1 unbalanced"].str.fullmatch(r"[01]\.\d{3}").all()  # written as shown
+    # the verdict: ranked by total F1, the best marked, its settings, the command line
     c = at.session_state["_align_corpus"]
+    ranked = table(at, "Δ best")
+    assert list(ranked["rank"]) == list(range(1, len(ap.METHODS) + 1))
+    assert ranked["method"].iloc[0] == "★ " + c.verdict.best
+    assert ranked["total F1"].is_monotonic_decreasing
+    assert ranked["settings"].str.contains("θ 0.42 · τ 4.94").any()
+    assert table(at, "F1 95 %")["F1 95 %"].str.contains(" – ").all()  # every score, too
+    [code] = at.code
+    assert code.value == "python -m engine align --pairs pairs.tsv"
+    # the command prints the same table: the same ranking, values and paired comparisons
+    from engine.io.cli import main
+
+    (tmp_path / "pairs.tsv").write_bytes(corpus_file(50))
+    monkeypatch.chdir(tmp_path)
+    assert main([*shlex.split(code.value)[3:], "--json", "--quiet"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ranked"] == [r.method for r in c.verdict.ranked]
+    for r in c.verdict.ranked:
+        assert doc["methods"][r.method]["scores"]["macro"]["total_f1"] == pytest.approx(
+            r.value, abs=1e-12)
+    assert doc["paired"] == [p.to_dict() for p in c.verdict.paired]
+    chart = figures(at)["Which method wins: total F1, best first"]
+    lo, hi = chart["layout"]["xaxis"]["range"]
+    assert 0 < lo and hi < 1 and hi - lo < 0.6  # zoomed to the methods, not 0–1
     assert len(ap.links_file(c, "unbalanced").decode().splitlines()) == 50
     assert ap.table_csv(ap.corpus_table(c)).decode().count("\n") == 51
 
@@ -211,33 +252,255 @@ def test_a_50_pair_file_fills_the_table_and_a_row_opens_the_pair():
     assert table(at, "AER")["F1"].notna().all()
 
 
-def test_a_served_engine_gets_its_own_fields_in_chunks(monkeypatch):
-    """With SINKSCOPE_ENGINE a URL, the corpus goes to POST /v1/align in requests of at most
-    256 pairs, with only the fields the endpoint takes; nothing is encoded here."""
-    from engine.alignment.api import Alignment
-    from engine.alignment.readers import parse_pairs
-    from engine.serving.schemas import AlignRequest
+class FakeClient:
+    """A served engine's client that links every pair's first words (0-0), scored as the
+    engine scores; it checks each request as the server would and keeps them."""
 
-    calls = []
+    def __init__(self):
+        self.calls = []
 
-    class FakeClient:
-        def align(self, pairs, **kw):
-            calls.append((len(pairs), kw))
-            AlignRequest(pairs=[{"text_a": "a", "text_b": "b"}],
-                         **{k: v for k, v in kw.items() if k != "model"})  # the server's check
-            return [Alignment(tuple(p.words_a), tuple(p.words_b), ((0, 0),), (), (),
-                              {"method": kw["method"]}, {}, None,
-                              {"f1": 1.0} if p.has_gold else None) for p in pairs]
+    def models(self):
+        return []
 
+    def align(self, pairs, **kw):
+        from engine.alignment.api import Alignment, as_pairs
+        from engine.alignment.score import METRICS, metrics_from_counts, pair_counts
+        from engine.serving.schemas import AlignRequest
+
+        self.calls.append((len(pairs), kw))
+        AlignRequest(pairs=[{"text_a": "a", "text_b": "b"}],
+                     **{k: v for k, v in kw.items() if k != "model"})  # the server's check
+        out = []
+        for p in as_pairs(pairs):
+            per = metrics_from_counts(pair_counts(((0, 0),), p)) if p.has_gold else None
+            out.append(Alignment(tuple(p.words_a), tuple(p.words_b), ((0, 0),),
+                                 tuple(range(1, p.shape[0])), tuple(range(1, p.shape[1])),
+                                 {"method": kw["method"]}, {}, None,
+                                 None if per is None else {k: float(per[k]) for k in METRICS}))
+        return out
+
+
+@pytest.fixture
+def served(monkeypatch):
+    """The process's engine is a served one whose client is :class:`FakeClient`."""
     from sinkscope_app import engines
 
-    served = engines.Served("http://127.0.0.1:9", client=FakeClient())
-    monkeypatch.setattr(engines, "current", lambda: served)
+    client = FakeClient()
+    engine = engines.Served("http://127.0.0.1:9", client=client)
+    monkeypatch.setattr(engines, "current", lambda: engine)
+    return client
+
+
+def upload(at: AppTest, name: str, raw: bytes) -> AppTest:
+    at.file_uploader(key="align_file").set_value((name, raw, "text/plain")).run()
+    job = at.session_state["_jobs"]["align_corpus"] if "_jobs" in at.session_state else None
+    if job is not None:
+        assert job.wait(60)
+    return at.run()
+
+
+def test_a_served_engine_gets_its_own_fields_in_chunks(served):
+    """With SINKSCOPE_ENGINE a URL, the corpus goes to POST /v1/align in requests of at most
+    256 pairs, with only the fields the endpoint takes; nothing is encoded here."""
+    from engine.alignment.readers import parse_pairs
+
     pairs = parse_pairs(corpus_file(300).decode(), name="p.tsv")
     seen = []
     c = ap.align_corpus(pairs, "k", False, "m", lambda share, text, **info: seen.append(share))
-    assert [n for n, _ in calls] == [256, 44] * len(ap.METHODS)
-    assert {kw["method"] for _, kw in calls} == set(ap.METHODS)
-    assert all(kw["values"] is False for _, kw in calls)
+    assert [n for n, _ in served.calls] == [256, 44] * len(ap.METHODS)
+    assert {kw["method"] for _, kw in served.calls} == set(ap.METHODS)
+    assert all(kw["values"] is False for _, kw in served.calls)
     assert len(c.pairs) == 300 and c.n_gold == 300 and set(c.scores) == set(ap.METHODS)
     assert seen[-1] == 1.0 and seen == sorted(seen)
+    assert c.verdict.n_pairs == 300 and len(c.verdict.ranked) == len(ap.METHODS)
+
+
+def test_files_say_what_was_scored_and_name_the_header_that_is_wrong(served):
+    """An empty gold cell is a pair without gold, counted and said; a file without gold
+    has link counts, not columns of empty scores; a header word sinkscope does not read is
+    named."""
+    at = align({"view": "corpus"})
+    upload(at, "pairs.tsv", b"source\ttarget\talignment\nthe cat sat\ta cat sat\t0-0 1-1\n"
+           b"a dog\tthe dog\t1-1\nno gold here\tnone at all\t\n")
+    ok(at)
+    assert [s.value for s in at.success] == [
+        "3 pairs, 2 with gold; 1 without gold are not scored. Aligned by 8 methods."]
+    df = at.dataframe(key="align_table").value
+    assert df["F1 unbalanced"].tolist()[2] == "–"  # the pair without gold has no score
+    assert df["F1 unbalanced"].str.fullmatch(r"[01]\.\d{3}").tolist() == [True, True, False]
+    assert at.session_state["_align_corpus"].verdict.n_pairs == 2
+    assert len(table(at, "Δ best")) == len(ap.METHODS)
+    [css] = [el.proto.body for el in at.get("html")]  # download labels wrap, never cut
+    assert ".st-key-align_links" in css and "white-space: normal" in css
+
+    upload(at, "nogold.tsv", b"source\ttarget\nthe cat sat\ta cat sat\na dog\tthe dog\n")
+    ok(at)
+    assert [s.value for s in at.success] == [
+        "2 pairs without gold links, aligned by 8 methods: links only, no scores."]
+    df = at.dataframe(key="align_table").value
+    assert not [c for c in df.columns if c.startswith("F1")]
+    assert df["links unbalanced"].tolist() == [1, 1] and len(df) == 2
+    assert not at.table and not at.code  # no verdict, no command
+    [info] = [i.value for i in at.info]
+    assert "nothing is scored" in info and "lists the links" not in info
+
+    upload(at, "typo.tsv", b"source\ttarget\talignmnt\nthe cat\ta cat\t0-0\n")
+    assert not at.exception
+    [err] = [e.value for e in at.error]
+    assert "line 1" in err and "'alignmnt'" in err and "not a link" not in err
+    es = ap.ui("es")
+    from engine.alignment.readers import AlignFileError
+
+    with pytest.raises(AlignFileError) as e:
+        ap.read_file(b"source,src,target\nx,y,z\n", "f.csv", False, es)
+    assert ap.file_error(e.value, es) == (
+        "f.csv, línea 1: la cabecera nombra text_a más de una vez ('source', 'src'); deja "
+        "solo una.")
+
+
+def test_the_pair_view_s_gold_messages_and_scores_line_match_the_view(served):
+    """Gold that does not fit is said without a 1-based flag this view lacks, and the hint
+    asks to fix it rather than to type it; the scores line drawn by the server has
+    precision and recall, as the live one."""
+    at = align({"text_a": "the cat sat", "text_b": "a cat sat down", "gold": "3-0",
+                "method": "sinkhorn-argmax"})
+    ok(at)
+    [warning] = [w.value.replace("\\", "") for w in at.warning]  # as shown: no Markdown
+    assert "out of range" in warning and "1-based" not in warning
+    assert [i.value for i in at.info] == [ap.ui()["scores_bad_gold"]]
+    at.text_input(key="align_gold").set_value("").run()
+    assert [i.value for i in at.info] == [ap.ui()["scores_none"]]
+    at.text_input(key="align_gold").set_value("0-0 1-1").run()
+    ok(at)
+    from engine.alignment.readers import make_pair
+    from engine.alignment.score import metrics_from_counts, pair_counts
+    from sinkscope_app import align_live
+
+    per = metrics_from_counts(pair_counts(((0, 0),), make_pair("the cat sat", "a cat sat down",
+                                                               "0-0 1-1")))
+    line = align_live.scores_line(align_live.WORDS, "sinkhorn-argmax",
+                                  {k: float(v) for k, v in per.items()})
+    shown = [m.value for m in at.markdown if "precision" in m.value]
+    assert shown == [f"**{line}**"], shown
+    assert "sinkhorn-argmax: precision 1.000, recall 0.500, F1 0.667" in line
+
+
+def test_the_verdict_table_ranks_marks_the_best_and_writes_spanish_numbers():
+    from engine.alignment.score import corpus_score
+    from engine.alignment.verdict import verdict
+
+    rng = np.random.default_rng(0)
+    n = 40  # counts (N, 7) as COUNTS: links, hits sure, hits possible, sure, nulls…
+    sure = rng.integers(3, 8, n)
+
+    def counts(hit_share):
+        hits = np.minimum(sure, rng.binomial(sure, hit_share))
+        return np.stack([sure, hits, hits, sure, np.full(n, 2), np.full(n, 2),
+                         np.full(n, 1)], -1)
+
+    scores = {"softmax-argmax": corpus_score(counts(0.6)),
+              "unbalanced": corpus_score(counts(0.8)), "exact": corpus_score(counts(0.7))}
+    from engine.alignment.api import method_of
+
+    settings = {k: method_of(k) for k in scores}
+    v = verdict(scores, settings)
+    es = ap.ui("es")
+    from sinkscope_app.align.words import paired_rows, ranked_rows
+
+    rows = ranked_rows(v, {k: {f: x for f, x in m.to_dict().items() if f != "method"}
+                           for k, m in settings.items()}, es)
+    assert [r["method"] for r in rows] == ["★ unbalanced", "exact", "softmax-argmax"]
+    assert [r["rank"] for r in rows] == [1, 2, 3]
+    assert [r["total F1"] for r in rows] == sorted((r["total F1"] for r in rows), reverse=True)
+    assert rows[0]["Δ best"] == "el mejor" and rows[1]["Δ best"].startswith("−0,")
+    assert rows[0]["settings"] == "θ 0,42 · τ 4,94 · ε 0,1"
+    assert rows[2]["settings"] == "dirección intersection"
+    lo, hi = v.ranked[0].ci95
+    assert rows[0]["total F1 95 %"] == f"{lo:.3f} – {hi:.3f}".replace(".", ",")
+    paired = paired_rows(v.against_best(), es)
+    assert [(r["method"], r["against"]) for r in paired] == [("exact", "unbalanced"),
+                                                               ("softmax-argmax", "unbalanced")]
+    for r, p in zip(paired, v.against_best()):
+        assert r["Δ total F1"] == f"{p.delta:+.3f}".replace("-", "−").replace(".", ",")
+        assert r["95 % interval"] == "[{}; {}]".format(
+            *(f"{x:+.3f}".replace("-", "−").replace(".", ",") for x in p.ci95))
+        assert r["difference shown"] == es["differs_yes" if p.ci95[1] < 0 else "differs_no"]
+    shown = ap.column_names(es, paired[0])
+    assert shown["Δ total F1"] == "Δ F1 total" and shown["against"] == "frente a"
+
+
+@pytest.fixture(scope="module")
+def tiny_aligner(tiny_models, tmp_path_factory):
+    """A trained aligner on the tiny BERT (one epoch on the synthetic relation of
+    tests/test_aligner.py), saved in a folder: (folder, its θ)."""
+    from engine.aligner.checkpoint import save
+    from engine.aligner.training import train
+    from engine.models.encoder import Encoder
+    from tests.test_aligner import synthetic_pairs, tiny_settings
+
+    enc = Encoder.load(str(tiny_models["bert"]), device="cpu")
+    r = train(synthetic_pairs(32, 0), synthetic_pairs(16, 1),
+              tiny_settings(enc.name, epochs=1), encoder=enc, threads=1)
+    return save(r, tmp_path_factory.mktemp("aligner") / "tiny"), r.aligner.theta
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_a_listed_aligner_is_the_method_trained_in_pair_and_corpus(tiny_aligner, monkeypatch):
+    from engine import settings
+    from sinkscope_app.align import calls
+    from tests.test_aligner import synthetic_pairs
+    from tests.test_aligner_cli import write_pairs
+
+    monkeypatch.setattr(settings, "CONFIG", dataclasses.replace(settings.CONFIG, aligners=""))
+    values, warn = ap.parse_query({"method": "trained"})  # none listed: not a method
+    assert "align_method" not in values and "Unknown method" in warn[0]
+    folder, theta = tiny_aligner
+    monkeypatch.setattr(settings, "CONFIG", dataclasses.replace(settings.CONFIG,
+                                                                aligners=f"tiny={folder}"))
+    calls.load_aligner.clear()
+    try:
+        values, warn = ap.parse_query({"method": "trained"})
+        assert values["align_method"] == "trained" and not warn
+        assert values["align_threshold"] == round(theta, 2)  # the aligner's own θ
+        at = align({"method": "trained", "text_a": "the bank river money",
+                    "text_b": "bank of the river money", "gold": "1-0 2-3 3-4"})
+        ok(at)
+        fig = figures(at)["Links of trained"]
+        assert fig["data"][0]["type"] == "heatmap"  # the aligner's plan
+        rows = table(at, "AER")
+        assert list(rows["method"]) == [*ap.METHODS, "trained ◀"]
+        assert at.session_state["align_threshold"] == round(theta, 2)  # its own θ
+        at.text_input(key="align_gold").set_value("1-0 2-3").run()  # the address follows
+        assert at.query_params["method"] == "trained"
+        assert at.query_params["threshold"] == f"{round(theta, 2):g}"
+
+        raw = write_pairs(folder.parent / "pairs.tsv", synthetic_pairs(6, 3))
+        at = align({"view": "corpus"})
+        upload(at, "pairs.tsv", Path(raw).read_bytes())
+        ok(at)
+        c = at.session_state["_align_corpus"]
+        assert c.methods == (*ap.METHODS, "trained") and c.verdict.n_pairs == 6
+        assert "trained" in [r.method for r in c.verdict.ranked]
+        assert ("trained", c.verdict.best) in [(p.method, p.vs) for p in c.verdict.paired] \
+            or c.verdict.best == "trained"
+        assert at.code[0].value == "python -m engine align --pairs pairs.tsv --aligner tiny"
+        assert table(at, "Δ best")["settings"].str.contains("final layer sinkhorn").any()
+
+        # an aligner whose base model's weights are not the ones it was trained on: a
+        # message in the Pair view, and the other methods' table without it
+        other = folder.parent / "other"
+        shutil.copytree(folder, other)
+        doc = json.loads((other / "config.json").read_text())
+        (other / "config.json").write_text(json.dumps({**doc, "base_sha256": "0" * 64}))
+        monkeypatch.setattr(settings, "CONFIG", dataclasses.replace(
+            settings.CONFIG, aligners=f"other={other}"))
+        at = align({"method": "trained"})
+        assert not at.exception and not at.error
+        [warning] = [w.value for w in at.warning]
+        assert warning.startswith("The trained aligner cannot be used") and "trained on" in warning
+        at.selectbox(key="align_method").set_value("exact").run()
+        ok(at)
+        assert "trained" not in list(table(at, "AER")["method"])
+    finally:
+        calls.load_aligner.clear()

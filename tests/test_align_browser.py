@@ -1,7 +1,8 @@
 """The Align page in headless Chromium against a real ``streamlit run`` server: a 50-pair
 file uploaded in the Corpus view fills the table, and a click on a row opens that pair in
-the Pair view (its texts in the boxes, its matrix drawn). ``make screenshots`` also writes
-``align.png`` of that view."""
+the Pair view (its texts in the boxes, its matrix drawn); Back and Forward walk the views,
+methods and settings one press each. ``make screenshots`` also writes ``align.png`` of the
+Pair view."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.browser import TIMEOUT, fresh_page, no_errors, settle, shot, wait_idle, wait_js
+from tests.support.browser import (TIMEOUT, choose_view, fresh_page, no_errors, settle, shot,
+                                   wait_idle, wait_js, wait_query)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -53,3 +55,64 @@ def test_a_50_pair_file_fills_the_table_and_a_row_click_opens_the_pair(app_serve
         no_errors(pg)
         if os.environ.get("SINKSCOPE_SCREENSHOTS"):  # make screenshots: the Pair view
             shot(pg, "align")
+
+
+# What the page shows: the view chosen, the method, θ's live slider, the address.
+SHOWN = """() => ({
+  view: [...document.querySelectorAll('[aria-label="View"] [role="radio"]')]
+    .filter(b => b.getAttribute('aria-checked') === 'true').map(b => b.innerText).join(),
+  method: (document.querySelector('.st-key-align_method input') || {}).value || null,
+  theta: (document.querySelector('.sk-align [role="slider"]') || {getAttribute: () => null})
+    .getAttribute('aria-valuenow'),
+  query: location.search, path: location.pathname, entries: history.length})"""
+
+
+def _step(pg, go) -> dict:
+    """Back or Forward, then what the page shows once it has drawn."""
+    go()
+    settle(pg, 0.5)
+    if "/align" in pg.url:
+        wait_idle(pg)
+    return pg.evaluate(SHOWN)
+
+
+def test_back_and_forward_walk_views_methods_and_settings_one_press_each(app_server, browser):
+    """Opened at a short link, the page adds no history entry of its own; a new method and a
+    new view are one entry each, a slider release changes the entry it is in, and Back
+    restores each entry as it was, without the page writing its state over it: three
+    presses leave the page, as on the main page."""
+    with fresh_page(browser, f"{app_server}/align",
+                    viewport={"width": 1200, "height": 1400}) as pg:
+        pg.wait_for_selector(".sk-align [role='slider']", timeout=TIMEOUT)
+        wait_idle(pg)
+        first = pg.evaluate(SHOWN)
+        assert (first["view"], first["method"], first["theta"]) == ("Pair", "unbalanced", "0.42")
+        assert first["query"] == ""  # the link as it was opened: it says this state
+        pg.locator(".st-key-align_method").click()
+        pg.get_by_role("option", name="exact", exact=True).click()
+        wait_query(pg, "method", "exact")
+        wait_idle(pg)
+        thumb = pg.locator('.sk-align [role="slider"]').first
+        wait_js(pg, "() => document.querySelector('.sk-align [role=\"slider\"]')"
+                    ".getAttribute('aria-valuenow') === '0.94'")
+        thumb.focus()
+        for _ in range(2):
+            thumb.press("ArrowLeft")
+        thumb.blur()
+        wait_query(pg, "threshold", "0.92")
+        wait_idle(pg)
+        choose_view(pg, "Corpus")
+        wait_query(pg, "view", "corpus")
+        settle(pg, 1.0)
+        assert pg.evaluate(SHOWN)["entries"] == first["entries"] + 2
+        back = _step(pg, pg.go_back)  # the Pair view with exact, as it was left
+        assert (back["view"], back["method"], back["theta"]) == ("Pair", "exact", "0.92")
+        assert "threshold=0.92" in back["query"] and "method=exact" in back["query"]
+        back = _step(pg, pg.go_back)  # the page as it opened
+        assert (back["view"], back["method"], back["theta"]) == ("Pair", "unbalanced", "0.42")
+        assert back["path"] == "/align" and back["entries"] == first["entries"] + 2
+        ahead = _step(pg, pg.go_forward)
+        assert (ahead["method"], ahead["theta"]) == ("exact", "0.92")
+        _step(pg, pg.go_back)
+        gone = _step(pg, pg.go_back)  # the third press leaves the page
+        assert gone["path"] != "/align", gone

@@ -12,6 +12,7 @@ from urllib.parse import parse_qs
 import numpy as np
 import pytest
 
+from engine.alignment.verdict import Ranked
 from sinkscope_app import align as ap, locale as i18n
 from tests.support.apptest import data as component_data
 from tests.test_align_app import align, ok
@@ -28,7 +29,7 @@ def test_every_word_of_the_align_page_is_in_both_languages_with_the_same_fields(
     for key, text in EN.items():
         if isinstance(text, str):
             assert ES[key].strip() and _fields(ES[key]) == _fields(text), key
-    assert set(ES["plan_title"]) == set(ap.METHODS)  # method names stay as they are
+    assert set(ES["plan_title"]) == {*ap.METHODS, "trained"}  # method names stay as they are
     assert ap.ui("es")["text_a"] == "Texto A" and ap.ui("en")["text_a"] == "Text A"
     assert ap.ui("fr")["text_a"] == "Text A"  # a language without a file reads as English
     from sinkscope_app import align_live
@@ -184,8 +185,7 @@ def test_the_figures_words_are_in_both_files_and_the_spanish_figures_have_no_eng
                       **gold),
             va.matrix(a, b, links, words=fw), va.graph(a, b, links, words=fw, **gold),
             va.graph(a, b, links, words=fw),
-            va.corpus_scores({"exact": {"f1": 0.5, "null_f1": 0.2, "total_f1": 0.4}},
-                             words=fw)]
+            va.ranking([Ranked("exact", 1, 0.5, (0.4, 0.6), 0.0, True, {})], words=fw)]
     for fig in figs:
         plain = fig.to_plotly_json()
         assert not _english(plain), _english(plain)
@@ -224,8 +224,10 @@ def test_spanish_plan_values_read_with_decimal_commas():
     en = va.matrix(["el", "río"], ["the", "river"], [(0, 0)], plan=plan)
     assert list([t for t in en.data if t.type == "heatmap"][0].text[0]) == [
         "el → the: 0.25", "el → river: n/a"]
-    bars = va.corpus_scores({"exact": {"f1": 0.5}}, num=numbers("es"))
-    assert bars.layout.separators == ",\u00a0"
+    ranked = va.ranking([Ranked("exact", 1, 0.5, (0.4, 0.6), 0.0, True, {})],
+                        num=numbers("es"), settings={"exact": "θ 0,94"})
+    assert ranked.layout.separators == ",\u00a0"
+    assert ranked.data[0].text == ("exact: 0,500 [0,400 – 0,600]<br>θ 0,94",)
     assert align_live.style_of(2, 2, "light", lang="es")["numbers"]["decimal"] == ","
     assert align_live.style_of(2, 2, "light")["numbers"]["decimal"] == "."
 
@@ -300,14 +302,24 @@ def test_the_spanish_corpus_view_has_spanish_columns_and_decimal_commas():
     assert len(df) == 4 and not _english_columns(df.columns), list(df.columns)
     assert {"par", "texto A", "texto B", "referencia", "discrepancia",
             "proporción de nulos", "F1 unbalanced"} <= set(df.columns)
+    assert df["F1 unbalanced"].str.fullmatch(r"[01],\d{3}").all(), list(df["F1 unbalanced"])
     [scores] = [el.value for el in at.table if "F1 95 %" in el.value.columns]
-    assert list(scores["método"]) == list(ap.METHODS)
+    c = at.session_state["_align_corpus"]
+    assert list(scores["método"]) == [r.method for r in c.verdict.ranked]  # best first
     assert not _english_columns(scores.columns), list(scores.columns)
     ci = scores["F1 total 95 %"]
     assert ci.str.fullmatch(r"\d,\d{3} – \d,\d{3}").all(), list(ci)
-    [bars] = [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
-    assert {t["name"] for t in bars["data"]} == {"F1", "F1 de nulos", "F1 total"}
-    assert not _english(bars) and "Puntuaciones del corpus" in bars["layout"]["title"]["text"]
+    [ranked] = [el.value for el in at.table if "Δ mejor" in el.value.columns]
+    assert ranked["método"].iloc[0] == "★ " + c.verdict.best
+    assert ranked["Δ mejor"].iloc[0] == "el mejor"
+    assert ranked["Δ mejor"].iloc[1:].str.fullmatch(r"(−\d,\d{3}|0,000)").all()
+    assert ranked["ajustes"].str.contains("θ 0,42 · τ 4,94 · ε 0,1").any()
+    [paired, *_] = [el.value for el in at.table if "Δ F1 total" in el.value.columns]
+    assert paired["intervalo del 95 %"].str.fullmatch(
+        r"\[[−+]?\d,\d{3}; [−+]?\d,\d{3}\]").all(), list(paired["intervalo del 95 %"])
+    [chart] = [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+    assert not _english(chart) and "Qué método gana" in chart["layout"]["title"]["text"]
+    assert chart["layout"]["separators"] == ",\u00a0"
     assert not [m for m in EN_MESSAGES if m in _shown(at)]
     c = at.session_state["_align_corpus"]  # the export keeps its English column names
     head = ap.table_csv(ap.corpus_table(c)).decode().splitlines()[0].split(",")
@@ -328,6 +340,8 @@ BAD_FILES = [
     ("json_fields", "f.jsonl", b'{"text_a": "x"}\n'),
     ("not_csv", "f.csv", b"a" * 140_000 + b",b\n"),  # a field over csv's own limit
     ("header", "f.csv", b"text_a,foo\nx,y\n"),
+    ("header_column", "f.csv", b"source,target,alignmnt\nx,y,0-0\n"),
+    ("header_twice", "f.csv", b"source,src,target\nx,y,z\n"),
     ("too_few_fields", "f.csv", b"text_a,text_b,gold\nx\n"),
     ("too_many_fields", "f.tsv", b"x\ty\tz\tw\n"),
     ("awesome_line", "f.txt", b"a ||| b ||| c\n"),
@@ -377,10 +391,10 @@ def test_spanish_file_errors_keep_the_details():
 def test_the_english_file_errors_are_the_engine_s_sentences():
     """align.en.json's file_errors are the engine's messages (readers.MESSAGES) as the
     page's templates, so the two cannot drift apart."""
-    from engine.alignment.readers import ENGLISH_PARTS, MESSAGES
+    from engine.alignment.readers import ENGLISH_PARTS, HEADER_MESSAGES, MESSAGES
 
     en = i18n.texts("align", "en")["file_errors"]
-    for code, sentence in MESSAGES.items():
+    for code, sentence in {**MESSAGES, **HEADER_MESSAGES}.items():
         assert en[code] == re.sub(r"\{(\w+)(![rs])?(:[^}]*)?\}", r"{\1}", sentence), code
     assert {k: en["parts"][k] for k in ENGLISH_PARTS} == ENGLISH_PARTS
     assert set(i18n.texts("align", "es")["file_errors"]) == set(en)

@@ -124,3 +124,57 @@ def test_arrow_keys_redraw_links_and_scores_without_a_rerun(app_server, browser)
         no_errors(pg)
     finally:
         ctx.close()
+
+
+AXES = """() => { const m = [...document.querySelectorAll('.js-plotly-plot')]
+    .find(g => (g.layout.title.text || '').startsWith('Links of'));
+  const ticks = (ax) => [...m.querySelectorAll(`.${ax}tick text`)];
+  return {x: ticks('x').map(t => t.textContent), x2: ticks('x2').map(t => t.textContent),
+          y: ticks('y').map(t => t.textContent), y2: ticks('y2').map(t => t.textContent),
+          font: getComputedStyle(ticks('y')[0]).fontFamily, source: m.dataset.source || '',
+          size: getComputedStyle(ticks('y')[0]).fontSize}; }"""
+LINE = r"^{}: precision \d\.\d{{3}}, recall \d\.\d{{3}}, F1 \d\.\d{{3}}, AER \d\.\d{{3}}, " \
+       r"null F1 \d\.\d{{3}}, total F1 \d\.\d{{3}}$"
+
+
+def test_the_live_and_the_server_drawn_pair_view_show_the_same_labels_fonts_and_lines(
+        app_server, browser):
+    """The same pair drawn with the live sliders (unbalanced) and by the server alone (an
+    argmax method has no threshold to slide): every word labels its row and column in
+    both, before and after a slider move, in the same fonts, and both scores lines give
+    precision and recall."""
+    import re
+
+    from sinkscope_app import align as ap
+
+    words_a, words_b = ap.DEFAULTS["align_a"].split(), ap.DEFAULTS["align_b"].split()
+    ctx = browser.new_context(viewport={"width": 1200, "height": 1600})
+    try:
+        shown = {}
+        for method in ("unbalanced", "sinkhorn-argmax"):
+            pg = ctx.new_page()
+            pg.set_default_timeout(TIMEOUT)
+            query = ap.to_query({**ap.DEFAULTS, "align_method": method})
+            pg.goto(f"{app_server}/align?{urlencode(query)}")
+            pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
+            wait_idle(pg)
+            no_errors(pg)
+            shown[method] = pg.evaluate(AXES)
+            assert shown[method]["x"] == shown[method]["x2"] == words_b, shown[method]
+            assert shown[method]["y"] == shown[method]["y2"] == words_a, shown[method]
+            line = (pg.locator('[data-testid="skAlignScores"]') if method == "unbalanced" else
+                    pg.locator(".st-key-align_lines p").first).inner_text()
+            assert re.fullmatch(LINE.format(method), line), line
+            if method == "unbalanced":  # a slider move: the browser redraws, same labels
+                thumb = pg.locator('.sk-align [role="slider"]').first
+                thumb.focus()
+                thumb.press("ArrowLeft")
+                wait_js(pg, f"() => ({AXES})().source === 'browser'")
+                moved = pg.evaluate(AXES)
+                assert (moved["x2"], moved["y2"], moved["font"]) == (
+                    words_b, words_a, shown[method]["font"])
+            pg.close()
+        a, b = shown.values()
+        assert (a["font"], a["size"]) == (b["font"], b["size"])
+    finally:
+        ctx.close()

@@ -74,17 +74,25 @@ def test_graph_lines_per_kind_and_open_nodes_for_unaligned_words():
     assert "&lt;b&gt;cat&lt;/b&gt;" in kinds["nodes_a"].text
 
 
-def test_corpus_scores_bars_with_intervals():
-    scores = {"softmax-argmax": {"f1": 0.5, "null_f1": 0.2, "total_f1": 0.4},
-              "unbalanced": {"f1": 0.6, "null_f1": 0.5, "total_f1": 0.55}}
-    ci = {m: {k: (v - 0.1, v + 0.05) for k, v in s.items()} for m, s in scores.items()}
-    fig = va.corpus_scores(scores, ci)
-    assert [t.type for t in fig.data] == ["bar"] * 3
-    assert list(fig.data[0].x) == ["softmax-argmax", "unbalanced"]
-    assert np.allclose(fig.data[0].error_y.array, [0.05, 0.05])
-    assert np.allclose(fig.data[0].error_y.arrayminus, [0.1, 0.1])
-    with pytest.raises(ValueError, match="no corpus scores"):
-        va.corpus_scores({})
+def test_the_ranking_is_best_first_with_intervals_on_a_zoomed_axis():
+    from engine.alignment.verdict import Ranked
+
+    ranked = [Ranked("unbalanced", 1, 0.797, (0.789, 0.805), 0.0, True, {}),
+              Ranked("softmax-both", 2, 0.796, (0.789, 0.804), -0.001, False, {}),
+              Ranked("exact", 3, 0.781, (0.771, 0.790), -0.016, False, {})]
+    fig = va.ranking(ranked, settings={"exact": "θ 0.94"})
+    best, others = ({t.meta["kind"]: t for t in fig.data}[k] for k in ("best", "others"))
+    assert best.x == (0.797,) and best.y == (0,) and best.marker.symbol == "star"
+    assert others.x == (0.796, 0.781) and others.y == (1, 2)
+    np.testing.assert_allclose(others.error_x.arrayminus, [0.007, 0.010], atol=1e-12)
+    np.testing.assert_allclose(others.error_x.array, [0.008, 0.009], atol=1e-12)
+    assert list(fig.layout.yaxis.ticktext) == ["unbalanced", "softmax-both", "exact"]
+    lo, hi = fig.layout.xaxis.range  # the methods' range, padded: not 0–1
+    assert 0.76 < lo < 0.771 and 0.805 < hi < 0.82
+    assert others.text[1].endswith("θ 0.94")
+    assert va.zoomed([0.2], [0.9]) == pytest.approx((0.095, 1.0))
+    with pytest.raises(ValueError, match="nothing to rank"):
+        va.ranking([])
 
 
 @settings(max_examples=40, deadline=None)
@@ -102,3 +110,20 @@ def test_classify_partitions_links_and_gold(n, m, data):
     na, nb = va.unaligned(links, n, m)
     assert set(na) == set(range(n)) - {i for i, _ in links}
     assert set(nb) == set(range(m)) - {j for _, j in links}
+
+
+def test_every_word_label_and_note_is_kept_whole():
+    """Words of B that would not fit side by side turn, so no page width drops every other
+    label; long notes wrap rather than run off the figure."""
+    from sinkscope_app.align import ui
+
+    a, b = "the cat sat on the mat".split(), "a cat was sitting on the mat".split()
+    fig = va.matrix(a, b, [(1, 1)], plan=np.zeros((6, 7)), method="exact")
+    for axis in (fig.layout.xaxis, fig.layout.xaxis2):
+        assert list(axis.ticktext) == b and axis.tickangle == -45
+    assert va.matrix(["x"], ["y", "z"], []).layout.xaxis.tickangle is None  # short: level
+    es = ui("es")["figure"]
+    for figure, key in ((va.matrix(a, b, [(1, 1)], sure=[(1, 1)], words=es), "note_gold"),
+                        (va.graph(a, b, [(1, 1)], words=es), "graph_note")):
+        lines = figure.layout.title.subtitle.text.split("<br>")
+        assert " ".join(lines) == es[key] and len(lines) == 2

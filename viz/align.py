@@ -1,5 +1,6 @@
 """Word-alignment figures: the plan a method read its links from, the links with gold drawn
-over them, a bipartite graph of the links, and corpus scores with their intervals.
+over them, a bipartite graph of the links, and methods ranked by a corpus score with their
+intervals.
 
 Links are 0-based (i, j) pairs over whitespace words (i in text A, j in text B). With gold,
 every cell is one of :data:`KINDS`, told apart by marker shape *and* colour (colour-blind
@@ -18,6 +19,7 @@ Builders are pure: words, links and arrays in, ``go.Figure`` out (no streamlit, 
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -57,7 +59,11 @@ WORDS = {
     "note_plain": "■ predicted link · ▶ ▼ unaligned (no gold given)",
     "graph_title": "Links as a bipartite graph",
     "graph_note": "open nodes ∅: words left without a link",
-    "corpus_title": "Corpus scores (macro, 95 % bootstrap intervals)",
+    "ranking_title": "Which method wins: total F1, best first",
+    "ranking_note": "95 % bootstrap intervals; the axis is zoomed to the methods' range",
+    "ranking_axis": "total F1 (macro over pairs)",
+    "best": "best",
+    "others": "the others",
     "metrics": METRIC_NAMES,
 }
 DASH = {"hit": "solid", "hit_possible": "solid", "false": "solid", "link": "solid",
@@ -134,9 +140,17 @@ def _check_words(words_a: Sequence[str], words_b: Sequence[str]) -> tuple[list[s
     return th.escape_all(words_a), th.escape_all(words_b)
 
 
+#: The width a links panel is given at least (a 1,000-pixel chart): the words of B side
+#: by side wider than this are turned, so no page width drops every other label.
+PANEL_PX = 200
+
+
 def _axis(labels: list[str], title: str, *, reverse: bool, rotate: bool,
           null_room: bool) -> dict:
     axis = th.token_axis(labels, title=title, rotate=rotate, reverse=reverse)
+    widest = max(th.text_px(t) for t in axis["ticktext"]) + 0.5 * th.FONT_SIZE
+    if rotate and "tickangle" not in axis and (len(labels) + 1) * widest > PANEL_PX:
+        axis["tickangle"] = -45
     if null_room:  # room at −1 for the unaligned marks
         lo, hi = -1.5, len(labels) - 0.5
         axis["range"] = [hi, lo] if reverse else [lo, hi]
@@ -226,16 +240,23 @@ def matrix(words_a: Sequence[str], words_b: Sequence[str], links: Iterable, *,
             meta=dict(kind="null_" + side)), row=1, col=col)
     for c in range(1, cols + 1):
         links_panel = c == cols
-        fig.update_xaxes(_axis(lb, w["text_b"], reverse=False, rotate=True,
-                               null_room=links_panel), row=1, col=c)
+        x_axis = _axis(lb, w["text_b"], reverse=False, rotate=True, null_room=links_panel)
+        fig.update_xaxes(x_axis, row=1, col=c)
         fig.update_yaxes(_axis(la, w["text_a"], reverse=True, rotate=False,
                                null_room=links_panel), row=1, col=c)
     gold = sure is not None or possible is not None
-    note = w["note_gold"] if gold else w["note_plain"]
-    fig.update_layout(title=th.title(th.escape(title), note), showlegend=True,
-                      separators=num.separators, legend=dict(orientation="h", y=-0.38, x=0),
-                      margin=dict(l=110, r=30, t=110, b=150))
-    return th.apply(fig, theme, height=height or max(420, 260 + 22 * max(n, m)))
+    note = textwrap.wrap(w["note_gold"] if gold else w["note_plain"], 96)
+    top = 96 + 18 * len(note)  # the title, its note (wrapped, never cut), the panels' titles
+    # below the plot: the B labels (turned or not), the axis title, then the legend
+    below = th.token_margins(x_axis, {})["b"]
+    height = height or (max(420, 260 + 22 * max(n, m)) + max(0, below + 60 - 150)
+                        + top - 110)
+    fig.update_layout(title=th.title(th.escape(title), "<br>".join(note)), showlegend=True,
+                      separators=num.separators,
+                      legend=dict(orientation="h", x=0, yanchor="top",
+                                  y=-below / max(height - top - (below + 60), 1)),
+                      margin=dict(l=110, r=30, t=top, b=below + 60))
+    return th.apply(fig, theme, height=height)
 
 
 def graph(words_a: Sequence[str], words_b: Sequence[str], links: Iterable, *,
@@ -296,52 +317,73 @@ def graph(words_a: Sequence[str], words_b: Sequence[str], links: Iterable, *,
                 hoverinfo="text", meta=dict(kind=kind)))
     fig.update_xaxes(range=[-0.6, 1.6], visible=False)
     fig.update_yaxes(range=[span - 0.5, -0.5], visible=False)
-    fig.update_layout(title=th.title(th.escape(title), w["graph_note"]),
+    note = textwrap.wrap(w["graph_note"], 34)  # the graph sits in a narrow column
+    fig.update_layout(title=th.title(th.escape(title), "<br>".join(note)),
                       legend=dict(orientation="h", y=-0.05, x=0),
-                      margin=dict(l=30, r=30, t=90, b=60))
+                      margin=dict(l=30, r=30, t=76 + 16 * len(note), b=60))
     return th.apply(fig, theme, height=height or max(360, 140 + 26 * span))
 
 
-def corpus_scores(scores: Mapping[str, Mapping[str, float]],
-                  intervals: Mapping[str, Mapping[str, Sequence[float]]] | None = None, *,
-                  metrics: Sequence[str] = ("f1", "null_f1", "total_f1"),
-                  title: str | None = None, theme: str = "light",
-                  height: int | None = None, words: Mapping | None = None,
-                  num: Numbers | None = None) -> go.Figure:
-    """Grouped bars: each method's corpus scores, with error bars from the intervals.
+def zoomed(lows: Sequence[float], highs: Sequence[float], *, pad: float = 0.15,
+           least: float = 0.01) -> tuple[float, float]:
+    """An axis range around [min(lows), max(highs)], padded by ``pad`` of its span (at
+    least ``least`` each side) and kept within [0, 1]: the scale that separates methods
+    whose scores differ by thousandths."""
+    lo, hi = float(min(lows)), float(max(highs))
+    d = max(pad * (hi - lo), least)
+    return max(0.0, lo - d), min(1.0, hi + d)
+
+
+def ranking(ranked: Sequence, *, settings: Mapping[str, str] | None = None,
+            title: str | None = None, theme: str = "light", height: int | None = None,
+            words: Mapping | None = None, num: Numbers | None = None) -> go.Figure:
+    """Methods ranked by a corpus score, best on top, each with its 95 % interval, on an
+    axis zoomed to the range that separates them (:func:`zoomed`), not 0–1.
 
     Args:
-        scores: method → metric → value.
-        intervals: method → metric → (low, high); None draws no error bars.
-        metrics: which metrics to show, one bar group colour each.
+        ranked: best first, each with ``method``, ``value``, ``ci95`` ((low, high) or
+            None) and ``best`` (``engine.alignment.verdict.Ranked``).
+        settings: method → its settings as the page writes them (shown on hover).
         words: the figure's words over :data:`WORDS` (None: English).
-        num: the decimal mark of the axis and the hover (None: English).
+        num: how the values are written (axis, hover; None: English).
 
     Returns:
-        One bar trace per metric (``meta={"metric": name}``), x the methods.
+        One marker trace per group, ``meta={"kind": "best"}`` and ``{"kind": "others"}``,
+        y the rank (0 at the top) with the methods as tick text, x the values with error
+        bars; a dotted line at the best value.
+
+    Raises:
+        ValueError: no methods.
     """
-    w = words_of(words)
-    title = w["corpus_title"] if title is None else title
-    if not scores:
-        raise ValueError("There are no corpus scores to draw; score a corpus with gold first.")
-    methods = list(scores)
+    w, num = words_of(words), num or Numbers()
+    if not ranked:
+        raise ValueError("There is nothing to rank; score a corpus with gold first.")
+    ci = [r.ci95 if r.ci95 is not None else (r.value, r.value) for r in ranked]
     fig = go.Figure()
-    palette = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00"]
-    for k, metric in enumerate(metrics):
-        vals = [float(scores[mth].get(metric, np.nan)) for mth in methods]
-        err = None
-        if intervals:
-            lo = [vals[t] - float(intervals.get(mth, {}).get(metric, (vals[t], vals[t]))[0])
-                  for t, mth in enumerate(methods)]
-            hi = [float(intervals.get(mth, {}).get(metric, (vals[t], vals[t]))[1]) - vals[t]
-                  for t, mth in enumerate(methods)]
-            err = dict(type="data", array=hi, arrayminus=lo, visible=True)
-        fig.add_trace(go.Bar(x=[th.escape(x) for x in methods], y=vals,
-                             name=w["metrics"].get(metric, metric),
-                             error_y=err, marker_color=palette[k % len(palette)],
-                             meta=dict(metric=metric)))
-    fig.update_layout(title=th.title(title), barmode="group", yaxis=dict(range=[0, 1]),
-                      separators=(num or Numbers()).separators,
-                      legend=dict(orientation="h", y=-0.3, x=0),
-                      margin=dict(l=60, r=30, t=70, b=120))
-    return th.apply(fig, theme, height=height or 420)
+    for kind, color, symbol in (("others", "#0072B2", "circle"), ("best", "#009E73", "star")):
+        idx = [k for k, r in enumerate(ranked) if bool(r.best) == (kind == "best")]
+        if not idx:
+            continue
+        hover = [f"{th.escape(ranked[k].method)}: {num.fixed(ranked[k].value, 3)} "
+                 f"[{num.fixed(ci[k][0], 3)} – {num.fixed(ci[k][1], 3)}]"
+                 + (f"<br>{th.escape((settings or {}).get(ranked[k].method, ''))}"
+                    if settings else "") for k in idx]
+        fig.add_trace(go.Scatter(
+            x=[ranked[k].value for k in idx], y=idx, mode="markers",
+            name=w["best"] if kind == "best" else w["others"],
+            marker=dict(size=14 if kind == "best" else 10, symbol=symbol, color=color),
+            error_x=dict(type="data", symmetric=False, visible=True, color=color,
+                         array=[max(0.0, ci[k][1] - ranked[k].value) for k in idx],
+                         arrayminus=[max(0.0, ranked[k].value - ci[k][0]) for k in idx]),
+            text=hover, hoverinfo="text", meta=dict(kind=kind)))
+    fig.add_vline(x=ranked[0].value, line=dict(dash="dot", width=1, color="#009E73"))
+    x0, x1 = zoomed([c[0] for c in ci], [c[1] for c in ci])
+    fig.update_xaxes(range=[x0, x1], title=dict(text=w["ranking_axis"]), zeroline=False)
+    fig.update_yaxes(tickmode="array", tickvals=list(range(len(ranked))),
+                     ticktext=[th.escape(r.method) for r in ranked],
+                     range=[len(ranked) - 0.5, -0.5], showgrid=False, zeroline=False)
+    fig.update_layout(title=th.title(th.escape(w["ranking_title"] if title is None else title),
+                                     w["ranking_note"]),
+                      separators=num.separators, legend=dict(orientation="h", y=-0.25, x=0),
+                      margin=dict(l=160, r=30, t=90, b=90))
+    return th.apply(fig, theme, height=height or 180 + 34 * len(ranked))

@@ -4,7 +4,8 @@ scores, and the live sliders' payload.
 
 Word scores S come from one cached encoding per pair (``st.cache_data`` on the texts);
 every slider move reuses them. With a served engine the engine aligns
-(``POST /v1/align``) and nothing is encoded here.
+(``POST /v1/align``) and nothing is encoded here. The method ``trained`` reads its values
+from an operator's trained aligner (``engine.aligner``), loaded once per process.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from engine.errors import TextError
 
 from .. import align_live, compute, engines
 from ..main.params import DEFAULTS as MAIN_DEFAULTS
-from .params import MASS_OPTIONS, TAU_OPTIONS, THRESHOLDED, METHODS, method_defaults
+from .params import MASS_OPTIONS, TAU_OPTIONS, THRESHOLDED, TRAINED, method_defaults, methods
 from .words import UnreadText
 
 
@@ -99,9 +100,11 @@ def _readable(text_a: str, text_b: str, lowercase: bool, model: str):
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def method_values(text_a: str, text_b: str, method: str, tau: float, mass: float,
-                  lowercase: bool, model: str) -> tuple[np.ndarray, np.ndarray]:
+                  lowercase: bool, model: str, aligner: str = ""
+                  ) -> tuple[np.ndarray, np.ndarray]:
     """(V, shown) for a pair and a method: V (n, m) the values links are read from
-    (V > θ; −1 where a word takes no part) and the matrix the left panel shows.
+    (V > θ; −1 where a word takes no part) and the matrix the left panel shows;
+    ``aligner``: the trained aligner's name (method ``trained``).
 
     One solve per method and τ (or m); a threshold move reuses it. Transport methods show
     their plan min-max scaled (what θ is compared with); argmax methods the matrix whose
@@ -109,6 +112,9 @@ def method_values(text_a: str, text_b: str, method: str, tau: float, mass: float
     """
     from engine.alignment import extract
 
+    if method == TRAINED:
+        V = trained_values(text_a, text_b, lowercase, aligner)
+        return V, np.where(V >= 0, V, np.nan)
     S, va, vb = _readable(text_a, text_b, lowercase, model)
     m = method_of(method, 0.5, tau, mass)
     batch = extract.make_batch([S], [va], [vb])
@@ -121,6 +127,44 @@ def method_values(text_a: str, text_b: str, method: str, tau: float, mass: float
     else:
         shown = V
     return V, np.where(valid, shown, np.nan)
+
+
+# --------------------------------------------------------------------------- trained
+def aligner_of(method: str) -> str:
+    """The trained aligner's name for ``method`` ``trained`` ("" for the others)."""
+    return aligner_name() if method == TRAINED else ""
+
+
+def aligner_name() -> str:
+    """The trained aligner the page uses: the one chosen, else the first listed."""
+    from .params import aligners
+
+    names = list(aligners())
+    chosen = st.session_state.get("align_aligner")
+    return chosen if chosen in names else (names[0] if names else "")
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def load_aligner(name: str, model: str):
+    """The allowed trained aligner ``name``, loaded once per process (on the page's loaded
+    model ``model`` when it was trained on it; shared read-only)."""
+    from engine.aligner.checkpoint import allowed_aligners, load_allowed, read_config
+
+    base = read_config(allowed_aligners()[name])["settings"].get("model")
+    engine = engines.current()
+    engines.one_thread()
+    return load_allowed(name, encoder=engine.model(model) if base == model else None)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def trained_values(text_a: str, text_b: str, lowercase: bool, name: str) -> np.ndarray:
+    """V (n, m) of a pair by the trained aligner ``name``: its plan's word block (−1 where
+    a word takes no part); links where V > θ."""
+    from engine.aligner.extract import align
+
+    pair = _pair(text_a, text_b, None, lowercase)
+    engines.one_thread()
+    return align(load_aligner(name, model_name()), [pair])[0].values
 
 
 def _pair(text_a: str, text_b: str, gold: str | None, lowercase: bool):
@@ -144,7 +188,8 @@ def result_of(pair, links, plan, scores) -> PairResult:
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def align_pair(text_a: str, text_b: str, gold: str | None, method: str, threshold: float,
-               tau: float, mass: float, lowercase: bool, model: str) -> PairResult:
+               tau: float, mass: float, lowercase: bool, model: str,
+               aligner: str = "") -> PairResult:
     """One pair aligned by one method at these settings: links V > θ on the cached values
     (:func:`method_values`), unaligned words, and the scores when gold is given.
 
@@ -153,17 +198,20 @@ def align_pair(text_a: str, text_b: str, gold: str | None, method: str, threshol
     """
     from engine.alignment.score import METRICS, metrics_from_counts, pair_counts
 
-    m = method_of(method, threshold, tau, mass)
     engine = engines.current()
     if engine.served:
+        m = method_of(method, threshold, tau, mass)
         al = engine.align_pair((text_a, text_b, gold), m, model=model, lowercase=lowercase)
         return PairResult(tuple(al.words_a), tuple(al.words_b), tuple(al.links),
                           tuple(al.null_a), tuple(al.null_b), None if al.values is None
                           else np.where(al.values >= 0, al.values, np.nan), al.scores,
                           al.pharaoh)
     pair = _pair(text_a, text_b, gold, lowercase)
-    V, shown = method_values(text_a, text_b, method, float(tau), float(mass), lowercase, model)
-    ii, jj = np.nonzero(V > m.theta)
+    V, shown = method_values(text_a, text_b, method, float(tau), float(mass), lowercase, model,
+                             aligner)
+    theta = float(threshold) if method == TRAINED else method_of(method, threshold, tau,
+                                                                    mass).theta
+    ii, jj = np.nonzero(V > theta)  # a trained aligner's θ is on its plan itself
     links = tuple((int(i), int(j)) for i, j in zip(ii, jj))
     scores = None
     if pair.has_gold:
@@ -175,13 +223,18 @@ def align_pair(text_a: str, text_b: str, gold: str | None, method: str, threshol
 def method_table(text_a: str, text_b: str, gold: str, chosen: str, threshold: float,
                  tau: float, mass: float, lowercase: bool, model: str) -> list[dict]:
     """Every method's scores for this pair (the chosen one at the sliders' settings)."""
+    from engine.aligner.config import AlignerError
+
     rows = []
-    for name in METHODS:
-        d = method_defaults(name)
+    for name in methods():
+        d = {"align_tau": tau, "align_mass": mass, **method_defaults(name, aligner_name())}
         if name == chosen:
             d = {"align_threshold": threshold, "align_tau": tau, "align_mass": mass}
-        r = align_pair(text_a, text_b, gold, name, d["align_threshold"], d["align_tau"],
-                       d["align_mass"], lowercase, model)
+        try:
+            r = align_pair(text_a, text_b, gold, name, d["align_threshold"], d["align_tau"],
+                           d["align_mass"], lowercase, model, aligner_of(name))
+        except AlignerError:  # an aligner that does not load: its view says why
+            continue
         rows.append(row_of(name + (" ◀" if name == chosen else ""), r))
     return rows
 
@@ -201,8 +254,14 @@ def _payload(text_a: str, text_b: str, gold: str | None, method: str, lowercase:
     """(payload, its bytes) of a pair and a method: V at every slider stop, one solve."""
     from engine.alignment.api import method_of as engine_method
 
-    S, va_, vb_ = _readable(text_a, text_b, lowercase, model)
     pair = _pair(text_a, text_b, gold, lowercase)
+    if method == TRAINED:
+        name = aligner_name()
+        V = trained_values(text_a, text_b, lowercase, name)
+        p = align_live.from_values(V[None], align_live.THETA_STOPS, pair, TRAINED, id_=(
+            align_live.payload_id(model, text_a, text_b, gold, name, lowercase)))
+        return p, p.encode()
+    S, va_, vb_ = _readable(text_a, text_b, lowercase, model)
     key, grid = align_live.grid_of(method, TAU_OPTIONS, MASS_OPTIONS)
     p = align_live.build(S, va_, vb_, engine_method(method, "hidden"), pair, grid_key=key,
                          grid=grid, id_=align_live.payload_id(model, text_a, text_b, gold,
@@ -215,7 +274,7 @@ def live_payload(text_a: str, text_b: str, gold: str | None, method: str, lowerc
     """(payload, bytes, "") when the sliders can be live, else (None, None, why), its
     numbers as ``lang`` writes them."""
     cfg = settings.CONFIG
-    if method not in THRESHOLDED:
+    if method not in THRESHOLDED + (TRAINED,):
         return None, None, ""
     if served():
         return None, None, words["live_off_served"]

@@ -9,40 +9,53 @@ from __future__ import annotations
 
 import hashlib
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from engine import settings
 from engine.alignment.readers import AlignFileError
 
 from .. import engines
-from .params import METHODS, SOFTMAX_METHOD, TRANSPORT_METHOD
+from .params import METHODS, SOFTMAX_METHOD, TRAINED, TRANSPORT_METHOD
 
 MAX_UPLOAD_MB = 2  # the page's and the server's limit (.streamlit/config.toml)
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 2**20
 MAX_CORPUS_PAIRS = 2000
+BOOTSTRAP = 1000  # resamples of the intervals and paired comparisons (the command's default)
 
 
 @dataclass(frozen=True)
 class Corpus:
-    """A corpus aligned by every method.
+    """A corpus aligned by every method, scored on its pairs with gold and ranked.
 
     Attributes:
         key: the file's hash and settings. pairs: each pair as a dict (text_a, text_b,
-        gold?). links: method → per pair Pharaoh text. f1: method → per pair F1 (None
+        gold?). methods: the labels, in the page's order. links: label → per pair Pharaoh
+        text. n_links: label → per pair link count. f1: label → per pair F1 (None
         without gold). null_ratio: per pair, the share of words without a (gold, else
-        predicted by the transport method) link. disagreement: per pair, 1 − Jaccard of the
-        softmax and transport links. scores: method → {"macro", "micro", "macro_ci",
-        "micro_ci"} over the pairs with gold (empty without gold).
+        predicted by the transport method) link. disagreement: per pair, 1 − Jaccard of
+        the softmax and transport links. scores: label → {"macro", "micro", "macro_ci",
+        "micro_ci"} over the pairs with gold (empty without gold). n_gold: pairs with
+        gold. gold_column: the file has gold links. verdict: the methods ranked with
+        paired comparisons (``engine.alignment.verdict.Verdict``; None without gold).
+        settings: label → its settings (``Method.to_dict`` without the name). command:
+        the ``python -m engine align`` line that prints the same table.
     """
 
     key: str
     pairs: tuple[dict, ...]
+    methods: tuple[str, ...]
     links: dict
+    n_links: dict
     f1: dict
     null_ratio: tuple[float, ...]
     disagreement: tuple[float, ...]
     scores: dict
     n_gold: int
+    gold_column: bool = True
+    verdict: Any = None
+    settings: dict = field(default_factory=dict)
+    command: str = ""
 
 
 def read_file(raw: bytes, name: str, one_based: bool, t: dict) -> tuple:
@@ -71,22 +84,6 @@ def _jaccard_distance(x, y) -> float:
     return 0.0 if not (x | y) else 1.0 - len(x & y) / len(x | y)
 
 
-def _scores(pairs, als: dict) -> dict:
-    """Each method's corpus scores over the pairs with gold (bootstrap intervals)."""
-    from engine.alignment.score import score
-
-    gold = [k for k, p in enumerate(pairs) if p.has_gold]
-    if not gold:
-        return {}
-    out = {}
-    for name in METHODS:
-        cs = score([als[name][k].links for k in gold], [pairs[k] for k in gold],
-                   bootstrap=1000)
-        out[name] = {"macro": cs.macro, "micro": cs.micro, "macro_ci": cs.macro_ci,
-                     "micro_ci": cs.micro_ci}
-    return out
-
-
 def _null_ratio(pairs, als: dict) -> tuple[float, ...]:
     out = []
     for k, p in enumerate(pairs):
@@ -100,25 +97,59 @@ def _null_ratio(pairs, als: dict) -> tuple[float, ...]:
     return tuple(out)
 
 
-def align_corpus(pairs, key: str, lowercase: bool, model: str, progress) -> Corpus:
-    """Every pair by every method at its defaults, by the process's engine (embedded, or
-    served in chunks); ``progress(share, what, **info)`` reports ("encode" with ``done``
-    and ``total`` pairs' texts, or a method's name), and may raise to stop the work."""
-    from engine.alignment.api import method_of
-    from engine.alignment.readers import links_text
+def compare(pairs, lowercase: bool, model: str, progress, aligner=None):
+    """Every pair by every method at its defaults (and by a trained ``aligner``), by the
+    process's engine (embedded: one batched pass; served: in chunks): an
+    ``engine.alignment.api.Comparison``. ``progress(share, what, **info)`` reports and may
+    raise to stop the work."""
+    from engine.alignment.api import comparison_of, method_of
 
-    als = engines.current().align(pairs, {name: method_of(name) for name in METHODS},
-                                  model=model, lowercase=lowercase, progress=progress)
+    settings = {name: method_of(name) for name in METHODS}
+    cmp = engines.current().align(pairs, settings, model=model, lowercase=lowercase,
+                                  progress=progress,
+                                  bootstrap=0 if aligner is not None else BOOTSTRAP)
+    if aligner is None:
+        return cmp
+    from engine.aligner.cli import TrainedMethod
+    from engine.aligner.extract import align
+
+    progress(0.9, TRAINED)
+    engines.one_thread()
+    als = align(aligner, [p.lower() for p in pairs] if lowercase else pairs)
+    m = TrainedMethod(float(aligner.theta), aligner.settings.final, aligner.name)
+    return comparison_of(cmp.source, pairs, {**cmp.settings, TRAINED: m},
+                         {**cmp.alignments, TRAINED: tuple(als)}, bootstrap=BOOTSTRAP)
+
+
+def align_corpus(pairs, key: str, lowercase: bool, model: str, progress, *,
+                 aligner=None, name: str = "pairs.tsv", one_based: bool = False) -> Corpus:
+    """The :class:`Corpus` of ``pairs`` (:func:`compare`); ``name`` and ``one_based`` are
+    how the command that reproduces its table reads the file."""
+    from engine.alignment.readers import links_text
+    from engine.alignment.verdict import command_line
+    from engine.settings import DEFAULT_MODEL
+
+    cmp = compare(pairs, lowercase, model, progress, aligner)
     progress(1.0, "…")
-    return Corpus(key, tuple(p.to_dict() for p in pairs),
-                  {name: tuple(links_text(a.links) for a in als[name]) for name in METHODS},
-                  {name: tuple(None if a.scores is None else a.scores["f1"] for a in als[name])
-                   for name in METHODS},
-                  _null_ratio(pairs, als),
-                  tuple(_jaccard_distance(als[SOFTMAX_METHOD][k].links,
-                                          als[TRANSPORT_METHOD][k].links)
-                        for k in range(len(pairs))),
-                  _scores(pairs, als), sum(p.has_gold for p in pairs))
+    als = cmp.alignments
+    labels = tuple(als)
+    return Corpus(
+        key, tuple(p.to_dict() for p in pairs), labels,
+        {k: tuple(links_text(a.links) for a in als[k]) for k in labels},
+        {k: tuple(len(a.links) for a in als[k]) for k in labels},
+        {k: tuple(None if a.scores is None else a.scores["f1"] for a in als[k])
+         for k in labels},
+        _null_ratio(pairs, als),
+        tuple(_jaccard_distance(als[SOFTMAX_METHOD][k].links, als[TRANSPORT_METHOD][k].links)
+              for k in range(len(pairs))),
+        {k: {"macro": s.macro, "micro": s.micro, "macro_ci": s.macro_ci,
+             "micro_ci": s.micro_ci} for k, s in cmp.scores.items()},
+        sum(p.has_gold for p in pairs), bool(getattr(pairs, "gold_column", True)),
+        cmp.verdict, {k: {f: v for f, v in m.to_dict().items() if f != "method"}
+                      for k, m in cmp.settings.items()},
+        command_line(name, settings=cmp.settings, lowercase=lowercase, one_based=one_based,
+                     model=None if model == DEFAULT_MODEL else model,
+                     aligner=None if aligner is None else aligner.name))
 
 
 def corpus_table(c: Corpus):
@@ -129,20 +160,28 @@ def corpus_table(c: Corpus):
     for k, p in enumerate(c.pairs):
         row = {"pair": k + 1, "text A": p["text_a"], "text B": p["text_b"],
                "gold": p.get("gold", "")}
-        for name in METHODS:
+        for name in c.methods:  # without gold: how many links each method drew
             f = c.f1[name][k]
-            row[f"F1 {name}"] = None if f is None else round(float(f), 4)
+            if c.n_gold:
+                row[f"F1 {name}"] = None if f is None else round(float(f), 4)
+            else:
+                row[f"links {name}"] = c.n_links[name][k]
         row["null ratio"] = round(c.null_ratio[k], 4)
         row["disagreement"] = round(c.disagreement[k], 4)
         rows.append(row)
     return pd.DataFrame(rows)
 
 
+def ranked(c: Corpus) -> list[str]:
+    """The methods best first (the verdict's order; the page's order without gold)."""
+    return [r.method for r in c.verdict.ranked] if c.verdict else list(c.methods)
+
+
 def scores_rows(c: Corpus, num) -> list[dict]:
-    """The corpus scores, one row per method: macro values, 95 % intervals (written with
-    ``num``), micro F1 and AER."""
+    """The corpus scores, one row per method, best first: macro values, 95 % intervals
+    (written with ``num``), micro F1 and AER."""
     rows = []
-    for name in METHODS:
+    for name in ranked(c):
         s = c.scores[name]
         row = {"method": name}
         for metric, label in (("precision", "precision"), ("recall", "recall"), ("f1", "F1"),

@@ -1,5 +1,7 @@
 """The Corpus view: upload a file of pairs, align every pair as a job of the session, then
-the table (sortable, a row opens the pair), the corpus scores and the exports.
+the table (sortable, a row opens the pair), the exports and the verdict: the methods ranked
+by total F1 (the best marked) with their intervals and settings, the paired comparisons,
+a chart zoomed to the range that separates them, and the command that prints the table.
 
 The uploaded file, the aligned corpus and the table's order are kept in the session: a
 rerun, a language switch, a trip to Pair and back, or another page and back find them as
@@ -11,18 +13,19 @@ from __future__ import annotations
 import streamlit as st
 
 from engine import SinkscopeError, settings
+from engine.aligner.config import AlignerError
 from engine.alignment.readers import AlignFileError
 
 from .. import jobs, locale
 from ..inputs import md_text
 from . import calls, corpus
 from .corpus import MAX_CORPUS_PAIRS, MAX_UPLOAD_MB
-from .params import METHODS, SOFTMAX_METHOD, TRANSPORT_METHOD
+from .params import SOFTMAX_METHOD, TRANSPORT_METHOD, aligners
 from .pair import on_method
-from .words import column_names, file_error, table, unread_message
+from .words import (aligner_failed, column_names, file_error, paired_rows, ranked_rows,
+                    settings_words, table, unread_message, written)
 
 JOB = "align_corpus"
-SORTS = ("pair", "disagreement", "null ratio", *[f"F1 {m}" for m in METHODS])
 
 
 def _upload(t: dict):
@@ -46,11 +49,11 @@ def progress_text(job: jobs.Job, t: dict) -> str:
     num = locale.numbers(t["_lang"])
     if job.state == "waiting":
         return t["waiting"].format(place=num.count(max(job.place, 1)))
-    info = job.info
-    if info.get("what") == "encode":
+    info, what = job.info, job.info.get("what", "…")
+    if what == "encode":
         return t["computing"].format(done=num.count(info.get("done", 0)),
                                      total=num.count(info.get("total", 0)))
-    return t["extracting"].format(method=info.get("what", "…"))
+    return t["extracting_all"] if what == "links" else t["extracting"].format(method=what)
 
 
 def _start(t: dict, raw: bytes, name: str):
@@ -58,8 +61,8 @@ def _start(t: dict, raw: bytes, name: str):
     one, else a new one (None when the file cannot be read: the page says why)."""
     ss = st.session_state
     lower, one_based = bool(ss["align_lower"]), bool(ss.get("align_one_based"))
-    model = calls.model_name()
-    key = corpus.corpus_key(raw, name, lower, one_based, model)
+    model, trained = calls.model_name(), calls.aligner_name() if aligners() else ""
+    key = corpus.corpus_key(raw, name, lower, one_based, model) + f":{trained}"
     job = jobs.get(ss, JOB)
     if job is not None and job.key == key:
         return job
@@ -68,11 +71,17 @@ def _start(t: dict, raw: bytes, name: str):
     except (AlignFileError, SinkscopeError) as e:
         st.error(t["bad_file"].format(error=md_text(file_error(e, t), 400)))
         return None
+    try:
+        aligner = calls.load_aligner(trained, model) if trained else None
+    except AlignerError as e:  # the other methods go on without it
+        st.warning(aligner_failed(e, t))
+        aligner = None
 
     def work(job: jobs.Job):
         def report(share, what, **info):
             job.report(share, what=what, **info)
-        return corpus.align_corpus(pairs, key, lower, model, report)
+        return corpus.align_corpus(pairs, key, lower, model, report, aligner=aligner,
+                                   name=name, one_based=one_based)
 
     return jobs.start(ss, JOB, key, work)
 
@@ -81,12 +90,13 @@ def _run(t: dict, job: jobs.Job) -> corpus.Corpus | None:
     """The job's progress until it ends (Stop ends it), then its corpus (None, with a
     message, when it was stopped or failed)."""
     if job.active:
-        bar = st.empty()
-        st.button(t["stop"], key="align_stop", on_click=job.stop)
+        bar, stop = st.empty(), st.empty()
+        stop.button(t["stop"], key="align_stop", on_click=job.stop)
         jobs.watch(job, lambda j: bar.progress(j.progress, text=progress_text(j, t)))
         if job.active:  # (watched for jobs.WATCH_S only): the bar stays, the run ends
             return None
         bar.empty()
+        stop.empty()
     if job.state == "stopped":
         st.warning(t["corpus_stopped"])
         st.button(t["run_again"], key="align_again",
@@ -133,17 +143,24 @@ def _table(t: dict, c: corpus.Corpus):
     ss = st.session_state
     df = corpus.corpus_table(c)  # English column names: the CSV export's
     names = column_names(t, df.columns)
+    per_method = [k for k in df.columns if k.split(" ", 1)[-1] in c.methods]
+    sorts = ["pair", "disagreement", "null ratio", *per_method]
+    if ss.get("align_sort") not in sorts:
+        ss["align_sort"] = "pair"
     s1, s2 = st.columns([3, 1], vertical_alignment="bottom")
-    by = s1.selectbox(t["sort_by"], SORTS, key="align_sort", format_func=names.get)
+    by = s1.selectbox(t["sort_by"], sorts, key="align_sort", format_func=names.get)
     desc = s2.toggle(t["descending"], key="align_desc")
     shown = df.sort_values(by, ascending=not desc, kind="stable", na_position="last")
     st.caption(t["table_help"])
-    config = {names[k]: st.column_config.TextColumn(names[k], width=w)
-              for k, w in (("text A", "medium"), ("text B", "medium"), ("gold", "small"))}
+    # every column's width given (the grid measures no cell of 800 rows to size one)
+    widths = {"text A": "medium", "text B": "medium"}
+    config = {names[k]: st.column_config.TextColumn(names[k], width=widths.get(k, "small"))
+              for k in df.columns if k != "pair"}
+    config[names["pair"]] = st.column_config.NumberColumn(names["pair"], width="small")
     order = [names[k] for k in ("pair", "text A", "text B", "disagreement", "null ratio",
-                                *[f"F1 {m}" for m in METHODS], "gold")]
+                                *per_method, "gold")]
     event = st.dataframe(
-        locale.table(shown.rename(columns=names), t["_lang"], digits=3), key="align_table",
+        written(shown.rename(columns=names), t), key="align_table",
         on_select="rerun", selection_mode="single-row", hide_index=True, width="stretch",
         column_config=config, column_order=order)
     if open_row(c, shown, event):
@@ -152,36 +169,61 @@ def _table(t: dict, c: corpus.Corpus):
 
 
 def _exports(t: dict, c: corpus.Corpus, df) -> None:
+    """The table as CSV and one method's links (labels wrap: a name is never cut)."""
     ss = st.session_state
     worst = corpus.most_disagreeing(c)
     if worst:
         st.caption(t["disagree"].format(soft=SOFTMAX_METHOD, ot=TRANSPORT_METHOD,
                                         pairs=", ".join(map(str, worst))))
-    d1, d2, d3 = st.columns([2, 2, 3])
+    if ss.get("align_method") not in c.methods:
+        ss["align_method"] = TRANSPORT_METHOD
+    st.selectbox(t["method"], c.methods, key="align_method", on_change=on_method)
+    d1, d2 = st.columns(2)
     d1.download_button(t["export_csv"], corpus.table_csv(df), file_name="alignments.csv",
-                       mime="text/csv", key="align_csv")
-    d3.selectbox(t["method"], METHODS, key="align_method", on_change=on_method)
+                       mime="text/csv", key="align_csv", width="stretch")
     d2.download_button(t["export_links"].format(method=ss["align_method"]),
                        corpus.links_file(c, ss["align_method"]),
                        file_name=f"links-{ss['align_method']}.txt", mime="text/plain",
-                       key="align_links")
+                       key="align_links", width="stretch")
 
 
-def _scores(t: dict, c: corpus.Corpus, theme: str) -> None:
+def _verdict(t: dict, c: corpus.Corpus, theme: str) -> None:
+    """Which method wins and by how much: the ranking, the paired comparisons, the chart,
+    the command that prints the same table, and every score."""
     import viz.align as va
 
-    num = locale.numbers(t["_lang"])
-    st.markdown("**" + t["corpus_scores"] + "**")
-    rows = corpus.scores_rows(c, num)
-    st.table(table(rows, t), hide_index=True)
-    st.plotly_chart(va.corpus_scores({m: c.scores[m]["macro"] for m in METHODS},
-                                     {m: c.scores[m]["macro_ci"] for m in METHODS},
-                                     theme=theme, words=t.get("figure"), num=num),
-                    key="align_corpus_chart", width="stretch")
+    v, num = c.verdict, locale.numbers(t["_lang"])
+    st.markdown("#### " + t["verdict"].format(n=num.count(v.n_pairs)))
+    st.caption(t["verdict_help"].format(b=num.count(v.bootstrap)))
+    st.table(table(ranked_rows(v, c.settings, t), t), hide_index=True)
+    settings = {k: settings_words(d, t) for k, d in c.settings.items()}
+    st.plotly_chart(va.ranking(v.ranked, settings=settings, theme=theme, words=t.get("figure"),
+                               num=num), key="align_ranking", width="stretch", theme=None)
+    groups = [(v.against_best(), t["paired_best"].format(best=v.best))]
+    if v.best != SOFTMAX_METHOD:  # else the first group holds them
+        groups.append((v.against_baseline(), t["paired_softmax"]))
+    for group, caption in groups:
+        if group:
+            st.caption(caption)
+            st.table(table(paired_rows(group, t), t), hide_index=True)
+    st.caption(t["command"])
+    st.code(c.command, language=None, wrap_lines=True)  # plain: no highlighter to load
+    with st.expander(t["corpus_scores"]):
+        st.table(table(corpus.scores_rows(c, num), t), hide_index=True)
+
+
+def _done(t: dict, c: corpus.Corpus) -> str:
+    """What was aligned and scored: "3 pairs, 2 with gold; 1 without gold are not
+    scored. …"."""
+    num, k, n = locale.numbers(t["_lang"]), len(c.methods), len(c.pairs)
+    if not c.gold_column or not c.n_gold:
+        return t["corpus_done_no_gold"].format(n=num.count(n), k=num.count(k))
+    return t["corpus_done" if c.n_gold == n else "corpus_done_some"].format(
+        n=num.count(n), gold=num.count(c.n_gold), m=num.count(n - c.n_gold), k=num.count(k))
 
 
 def corpus_view(t: dict, theme: str) -> None:
-    """The Corpus view: upload, align every pair (a job), table, scores, exports."""
+    """The Corpus view: upload, align every pair (a job), table, exports, the verdict."""
     upload = _upload(t)
     if upload is None:
         st.info(t["no_file"])
@@ -192,14 +234,15 @@ def corpus_view(t: dict, theme: str) -> None:
         return
     if calls.served():
         st.caption(t["served_note"].format(url=settings.CONFIG.engine))
-    st.success(t["corpus_done"].format(n=len(c.pairs), gold=c.n_gold, k=len(METHODS)))
+    st.success(_done(t, c))
     lower, one_based = bool(st.session_state["align_lower"]), bool(
         st.session_state.get("align_one_based"))
-    st.caption(t["corpus_tokens"].format(base="1" if one_based else "0",
-                                         lower=t["lower_on"] if lower else ""))
+    if c.gold_column:
+        st.caption(t["corpus_tokens"].format(base="1" if one_based else "0",
+                                             lower=t["lower_on"] if lower else ""))
     df = _table(t, c)
     _exports(t, c, df)
-    if not c.scores:
+    if c.verdict is None:
         st.info(t["no_gold"])
         return
-    _scores(t, c, theme)
+    _verdict(t, c, theme)

@@ -1,6 +1,6 @@
 """Align (``/align``): word alignments from softmax and from transport, for one pair
 (Pair) or a whole file of pairs (Corpus), scored on gold
-(``/align?text_a=...&text_b=...&gold=0-0+1-1&method=unbalanced&tau=1``).
+(``/align?text_a=...&text_b=...&gold=0-0+1-1&method=unbalanced&tau=4.94``).
 
 The frame has read the address (:data:`SCHEMA`) and drawn the language picker; this module
 draws the view and tokenisation switches and the chosen view (:mod:`.pair`,
@@ -25,13 +25,26 @@ from .params import SCHEMA, VIEWS
 from .words import file_error, ui
 
 log = logging.getLogger("sinkscope.align")
+# Streamlit cuts a button's or a checkbox's label to one line with an ellipsis; these name
+# a method or a convention in full, so they wrap instead.
+WRAP = ".st-key-align_csv, .st-key-align_links, .st-key-align_lower"
+WRAP_CSS = (f"<style>:is({WRAP}) p {{white-space: normal; overflow: visible; "
+            f"text-overflow: clip}} :is({WRAP}) button {{height: auto}}</style>")
 KEEP = ("align_one_based", "align_sort", "align_desc")
+SHORT_LINKS = True  # /align opens as it is: a missing parameter is its default
+
+
+def context(fr: frame.Frame) -> bool:
+    """What reading the address needs: whether Back or Forward brought it (then a
+    parameter it lacks is its default, not what the session held)."""
+    return fr.navigated
 
 
 def show(fr: frame.Frame) -> None:
     """The Align page, in the frame ``fr``."""
     ss, t = st.session_state, ui(fr.lang)
     apply_pending()
+    st.html(WRAP_CSS)
     st.markdown(f"### {t['heading']}")
     st.caption(t["subtitle"])
     top = st.columns([2, 5], vertical_alignment="center")

@@ -12,18 +12,21 @@ from __future__ import annotations
 import streamlit as st
 
 from engine import settings
+from engine.aligner.config import AlignerError
 from engine.errors import TextError
 
 from .. import align_live, locale
 from ..inputs import cut, md_text
 from . import calls
-from .params import MASS_OPTIONS, METHODS, TAU_OPTIONS, THRESHOLDED, compare_link, method_defaults
-from .words import file_error, table, unread_message
+from .params import (MASS_OPTIONS, TAU_OPTIONS, THRESHOLDED, TRAINED, aligners, compare_link,
+                     method_defaults, methods)
+from .words import aligner_failed, file_error, table, unread_message
 
 
 def on_method() -> None:
-    """A new method starts from its own defaults (θ, τ, m)."""
-    st.session_state.update(method_defaults(st.session_state["align_method"]))
+    """A new method (or trained aligner) starts from its own defaults (θ, τ, m)."""
+    ss = st.session_state
+    ss.update(method_defaults(ss["align_method"], ss.get("align_aligner")))
 
 
 def on_live() -> None:
@@ -46,7 +49,7 @@ def server_sliders(slot, t: dict, method: str, note: str = "") -> None:
     for key, stops in (("align_threshold", align_live.THETA_STOPS), ("align_tau", TAU_OPTIONS),
                        ("align_mass", MASS_OPTIONS)):  # a select slider holds a stop
         ss[key] = min(stops, key=lambda x: abs(x - float(ss[key])))
-    if method in THRESHOLDED:
+    if method in THRESHOLDED + (TRAINED,):
         c2.select_slider(t["threshold"], align_live.THETA_STOPS, key="align_threshold",
                          help=t["threshold_help"], format_func=lambda x: num.fixed(x, 2))
     else:
@@ -61,10 +64,8 @@ def server_sliders(slot, t: dict, method: str, note: str = "") -> None:
 
 
 def _chart(fig, key: str, bind: dict | None, t: dict) -> None:
-    """A figure of the Pair view: a live chart the sliders redraw (bind), else Streamlit's."""
-    if bind is None:
-        st.plotly_chart(fig, key=key, width="stretch")
-        return
+    """A figure of the Pair view, drawn the same way with the live sliders (``bind``: they
+    redraw it) and without them: the same fonts and tick labels either way."""
     from viz.theme import plotly_config
 
     from ..live import chart
@@ -90,8 +91,11 @@ def _inputs(t: dict):
     left.text_area(t["text_a"], key="align_a", height=80)
     right.text_area(t["text_b"], key="align_b", height=80)
     st.text_input(t["gold"], key="align_gold", help=t["gold_help"])
-    c1, c2 = st.columns([2, 6])
-    c1.selectbox(t["method"], METHODS, key="align_method", on_change=on_method)
+    c1, c2 = st.columns([2, 3])  # wide enough for every method's name
+    c1.selectbox(t["method"], methods(), key="align_method", on_change=on_method)
+    names = tuple(aligners())
+    if ss["align_method"] == TRAINED and len(names) > 1:
+        c1.selectbox(t["aligner"], names, key="align_aligner", on_change=on_method)
     return ss["align_method"], c2.container()
 
 
@@ -116,7 +120,7 @@ def _checked(t: dict, slot, method: str):
     pair = None
     if gold is not None:
         try:
-            pair = make_pair(text_a, text_b, gold, where="gold")
+            pair = make_pair(text_a, text_b, gold, one_based=None, where="gold")
         except AlignFileError as e:
             st.warning(t["bad_gold"].format(error=md_text(file_error(e, t), 400)))
             gold = None
@@ -140,8 +144,12 @@ def _result(t: dict, slot, method: str, gold, theme: str):
                                                  words, lang=t["_lang"])
         if payload is None:
             r = calls.align_pair(text_a, text_b, gold, method, threshold, tau, mass, lower,
-                                 model)
+                                 model, calls.aligner_of(method))
             server_sliders(slot, t, method, note)
+            with slot.container(key="align_lines"):  # the live sliders' two lines
+                if r.scores:
+                    st.markdown(f"**{align_live.scores_line(words, method, r.scores)}**")
+                st.text(align_live.links_line(words, r.links))
             return r, None, None
     value = {"tau": tau, "mass": mass}.get(payload.grid_key)
     g, k = payload.grid_index(value), payload.theta_index(threshold)
@@ -172,6 +180,10 @@ def pair_view(t: dict, theme: str) -> None:
         server_sliders(slot, t, method)
         st.warning(t["bad_text"].format(error=md_text(unread_message(e, t), 400)))
         return
+    except AlignerError as e:  # an operator's aligner that does not load
+        server_sliders(slot, t, method)
+        st.warning(aligner_failed(e, t))
+        return
     _figures(t, theme, method, pair, gold, r, live, bind)
 
 
@@ -188,12 +200,6 @@ def _figures(t: dict, theme: str, method: str, pair, gold, r, live, bind) -> Non
                     method=method, title=t["links_title"].format(method=method), theme=theme,
                     words=t.get("figure"), num=num)
     _chart(fig, "align_matrix", bind and {**bind, "chart": "matrix"}, t)
-    if bind is None:
-        if r.scores:
-            st.markdown("**" + t["pair_scores"].format(
-                method=method, **{k: num.fixed(r.scores.get(k), 3) for k in
-                                  ("f1", "aer", "null_f1", "total_f1")}) + "**")
-        st.text(t["links_line"].format(links=r.pharaoh or "∅"))
     g_col, s_col = st.columns([2, 3])
     with g_col:
         _chart(va.graph(r.words_a, r.words_b, r.links, sure=sure, possible=possible,
@@ -209,8 +215,8 @@ def _figures(t: dict, theme: str, method: str, pair, gold, r, live, bind) -> Non
             rows = [calls.live_row(row, r) if row["method"].endswith(" ◀") else row
                     for row in rows]
         s_col.table(table(rows, t), hide_index=True)
-    else:
-        s_col.info(t["scores_none"])
+    else:  # no gold typed, or gold that does not fit the texts (said above)
+        s_col.info(t["scores_bad_gold" if ss.get("align_gold", "").strip() else "scores_none"])
     if live is not None:
         align_live.payload_element(*live)
     # a new tab with a fresh session: the main page reads its state from the address

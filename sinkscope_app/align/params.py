@@ -1,9 +1,11 @@
 """The Align page's state and its address:
-``/align?text_a=...&text_b=...&gold=0-0+1-1&method=unbalanced&tau=1``.
+``/align?text_a=...&text_b=...&gold=0-0+1-1&method=unbalanced&tau=4.94``.
 
 Every control's session key (``align_*``), default and name in the address, declared in
-:data:`SCHEMA` and read by the frame; the method's slider stops (θ, τ, m). The corpus
-file is never in the address.
+:data:`SCHEMA` and read by the frame; the method's slider stops (θ, τ, m). The Pair view
+opens at the engine's tuned settings (``engine.alignment.api.opening``). A change of the
+view, the pair or the method is a browser history entry; the sliders change the entry
+they are in (``sinkscope_app.history``). The corpus file is never in the address.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from urllib.parse import urlencode
 import numpy as np
 
 from engine import settings
+from engine.alignment.api import DEFAULTS as ENGINE_DEFAULTS, opening
 
-from .. import locale
+from .. import engines, locale
 from ..inputs import Param, Refused, Schema, choice, parse_bool, quote, to_float, valid_text
 
 METHODS = ("softmax-argmax", "softmax-both", "similarity-threshold", "sinkhorn-argmax",
@@ -23,7 +26,13 @@ METHODS = ("softmax-argmax", "softmax-both", "similarity-threshold", "sinkhorn-a
 THRESHOLDED = ("softmax-both", "similarity-threshold", "sinkhorn-threshold", "exact",
                "partial", "unbalanced")
 SOFTMAX_METHOD, TRANSPORT_METHOD = "softmax-argmax", "unbalanced"
-TAU_OPTIONS = tuple(float(f"{x:.3g}") for x in np.logspace(-2, 2, 41))
+#: A trained aligner of the operator's list (``SINKSCOPE_ALIGNERS``), when there is one.
+TRAINED = "trained"
+OPENING = opening()  # the method and settings the Pair view opens at
+#: The τ slider's stops: 41 on a log scale from 0.01 to 100, and each method's tuned τ,
+#: so the Pair view opens exactly at the engine's settings.
+TAU_OPTIONS = tuple(sorted({float(f"{x:.3g}") for x in np.logspace(-2, 2, 41)}
+                           | {float(m.tau) for m in ENGINE_DEFAULTS["hidden"].values()}))
 #: The m slider's stops: every other m of the engine's grid (``extract.MASS_GRID``, k/51
 #: for k = 1 … 50, no m = 1), k = 2, 4, …, 50, to two decimals: 0.04 … 0.98, which holds
 #: the engine's default m = 0.98. m is the share of the shorter text's words moved.
@@ -36,9 +45,9 @@ DEFAULTS: dict[str, Any] = {
     "align_a": "the cat sat on the mat",
     "align_b": "a cat was sitting on the mat",
     "align_gold": "0p0 1-1 2-2 2-3 3-4 4-5 5-6",
-    "align_method": "unbalanced",
-    "align_threshold": 0.3,
-    "align_tau": 1.0,
+    "align_method": OPENING["method"],
+    "align_threshold": OPENING["theta"],
+    "align_tau": float(OPENING["tau"]),
     "align_mass": 0.98,  # the engine's default m of partial
     "align_lower": False,
 }
@@ -54,10 +63,33 @@ def nearest_mass(x: float) -> float:
     return min(MASS_OPTIONS, key=lambda o: abs(o - x))
 
 
-def method_defaults(name: str) -> dict[str, float]:
-    """The threshold θ (on V), τ and m a method starts from (engine.alignment's defaults)."""
-    from engine.alignment.api import DEFAULTS as ENGINE_DEFAULTS
+def aligners() -> dict[str, float]:
+    """The operator's trained aligners the page offers (``SINKSCOPE_ALIGNERS``, folders
+    that hold an aligner): name → its θ, tuned on its dev pairs. Nothing with a served
+    engine, which aligns by the listed methods only."""
+    from engine.aligner.checkpoint import describe
 
+    if engines.current().served:
+        return {}
+    try:
+        return {a.name: a.theta for a in describe()}
+    except ValueError:  # a malformed list: nothing offered (the engine's command says why)
+        return {}
+
+
+def methods() -> tuple[str, ...]:
+    """The methods the page offers: :data:`METHODS`, and ``trained`` when an aligner is
+    listed (:func:`aligners`)."""
+    return METHODS + ((TRAINED,) if aligners() else ())
+
+
+def method_defaults(name: str, aligner: str | None = None) -> dict[str, float]:
+    """The threshold θ (on V), τ and m a method starts from (engine.alignment's defaults;
+    a trained aligner's own θ)."""
+    if name == TRAINED:
+        found = aligners()
+        theta = found.get(aligner, next(iter(found.values()), 0.5))
+        return {"align_threshold": round(float(theta), 2)}
     m = ENGINE_DEFAULTS["hidden"][name]
     return {"align_threshold": round(m.theta, 2), "align_tau": nearest(TAU_OPTIONS, m.tau),
             "align_mass": nearest_mass(m.mass)}
@@ -82,9 +114,15 @@ def _lower(raw: str, ctx: Any) -> bool:
 
 
 def _resolve(v: dict, p: Mapping[str, str], ctx: Any, warn) -> None:
-    """A method given without a threshold starts from its own θ, τ and m."""
+    """A method given without a threshold starts from its own θ, τ and m. Read on Back or
+    Forward (``ctx`` true), a parameter the address lacks is its default."""
+    if ctx:
+        v.setdefault("align_method", DEFAULTS["align_method"])
     if "align_method" in v and "align_threshold" not in v:
-        for k, value in method_defaults(v["align_method"]).items():
+        for k, value in method_defaults(v["align_method"], v.get("align_aligner")).items():
+            v.setdefault(k, value)
+    if ctx:
+        for k, value in DEFAULTS.items():
             v.setdefault(k, value)
 
 
@@ -97,20 +135,26 @@ def _only(method_of_value: tuple[str, ...]):
     return write
 
 
+# A change of nav is a history entry; a parameter missing from the address is its default.
 SCHEMA = Schema("align", (
     Param("align_view", "view", choice(VIEWS, "unknown_view"), default="pair",
-          doc="pair (one pair of texts) or corpus (a file of pairs)"),
+          doc="pair (one pair of texts) or corpus (a file of pairs)", nav="pair"),
     Param("align_a", "text_a", _text, default=DEFAULTS["align_a"],
-          doc="the texts of the Pair view"),
-    Param("align_b", "text_b", _text, default=DEFAULTS["align_b"]),
+          doc="the texts of the Pair view", nav=DEFAULTS["align_a"]),
+    Param("align_b", "text_b", _text, default=DEFAULTS["align_b"], nav=DEFAULTS["align_b"]),
     Param("align_gold", "gold", _text, default=DEFAULTS["align_gold"],
-          doc="gold links, Pharaoh, 0-based (i-j sure, ipj possible)"),
-    Param("align_method", "method", choice(METHODS, "unknown_method",
+          doc="gold links, Pharaoh, 0-based (i-j sure, ipj possible)",
+          nav=DEFAULTS["align_gold"]),
+    Param("align_method", "method", choice(lambda ctx: methods(), "unknown_method",
                                            default=DEFAULTS["align_method"]),
-          default=DEFAULTS["align_method"], doc="the extraction method"),
+          default=DEFAULTS["align_method"], nav=DEFAULTS["align_method"],
+          doc="the extraction method (trained: an aligner of SINKSCOPE_ALIGNERS)"),
+    Param("align_aligner", "aligner", choice(lambda ctx: tuple(aligners()), "unknown_aligner"),
+          write=_only((TRAINED,)), nav=None,
+          doc="the trained aligner (method trained), by its name in SINKSCOPE_ALIGNERS"),
     Param("align_threshold", "threshold",
           _number("threshold", lambda x: float(min(max(round(x, 2), 0.0), 0.99))),
-          default=DEFAULTS["align_threshold"], write=_only(THRESHOLDED),
+          default=DEFAULTS["align_threshold"], write=_only(THRESHOLDED + (TRAINED,)),
           doc="θ on the method's min-max scaled values, 0–0.99"),
     Param("align_tau", "tau", _number("tau", lambda x: nearest(TAU_OPTIONS, max(x, 1e-6))),
           default=DEFAULTS["align_tau"], write=_only(("unbalanced",)),

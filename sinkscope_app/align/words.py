@@ -9,7 +9,7 @@ from typing import Any
 from engine.errors import TextError
 
 from .. import locale
-from .params import METHODS
+from .params import METHODS, TRAINED
 
 # Every word the page shows, per language (copies, so a key added for English is shown,
 # in English, by every language until its file has it).
@@ -43,6 +43,13 @@ def unread_message(e: Exception, t: dict) -> str:
     return locale.error(e, t.get("_lang", "en"))
 
 
+def aligner_failed(e: Exception, t: dict) -> str:
+    """Why the trained aligner cannot be used (the operator's sentence from the engine)."""
+    from ..inputs import md_text
+
+    return t["aligner_failed"].format(error=md_text(locale.error(e, t.get("_lang", "en")), 400))
+
+
 def file_error(e: Exception, t: dict) -> str:
     """What a file (or the typed pair, or its gold) got wrong, in the page's language: an
     ``AlignFileError`` whose ``code`` ``t["file_errors"]`` has, with its details written the
@@ -63,6 +70,10 @@ def file_error(e: Exception, t: dict) -> str:
             fields[k] = words["parts"][k] if v else ""
         elif k in ("sep", "what"):  # a word the sentence picks: "tabs", "gold file"
             fields[k] = words["parts"].get(v, v)
+        elif k == "column":
+            fields[k] = repr(v)
+        elif isinstance(v, tuple):  # a header's words: 'source', 'src'
+            fields[k] = ", ".join(map(repr, v))
         elif isinstance(v, int):
             fields[k] = num.count(v)
         elif isinstance(v, float):
@@ -80,8 +91,10 @@ def column_names(t: dict, columns) -> dict[str, str]:
     for c in columns:
         if c in names:
             out[c] = names[c]
-        elif c.startswith("F1 ") and c[3:] in METHODS:
+        elif c.startswith("F1 ") and c[3:] in METHODS + (TRAINED,):
             out[c] = t["col_method_f1"].format(method=c[3:])
+        elif c.startswith("links ") and c[6:] in METHODS + (TRAINED,):
+            out[c] = t["col_method_links"].format(method=c[6:])
         elif c.endswith(" 95 %") and c[:-5] in names:
             out[c] = t["col_ci"].format(label=names[c[:-5]])
         else:
@@ -106,6 +119,20 @@ def float_columns(row: dict, t: dict) -> list[str]:
             if k not in _TEXT_COLUMNS and (v is None or isinstance(v, float))]
 
 
+def written(df, t: dict, digits: int = 3):
+    """A large table with its decimals written as the page's language writes them ("0,857";
+    "–" for none), as text: the browser draws it sooner than a styled table of 800 rows.
+    Values in [0, 1] with a fixed number of decimals sort as text as they sort as numbers."""
+    import pandas as pd
+
+    num = locale.numbers(t.get("_lang", "en"))
+    out = df.copy()
+    for c in out.columns:
+        if pd.api.types.is_float_dtype(out[c]):
+            out[c] = [num.fixed(x, digits) for x in out[c]]
+    return out
+
+
 def table(rows, t: dict, digits: int = 3):
     """Rows of English keys as the page shows them: column names and numbers (three
     decimals) in its language, the cells keeping their values."""
@@ -113,3 +140,48 @@ def table(rows, t: dict, digits: int = 3):
     first = rows[0] if isinstance(rows, list) and rows else {}
     return locale.table(shown, t.get("_lang", "en"), digits=digits,
                         columns=tuple(float_columns(first, t)) if first else None)
+
+
+# --------------------------------------------------------------------------- the verdict
+SYMBOLS = {"threshold": "θ", "tau": "τ", "mass": "m", "eps": "ε", "temperature": "T"}
+
+
+def signed(x: float, num, digits: int = 3) -> str:
+    """A difference with its sign, in the language's marks: "+0,012", "−0,004", "0,000"."""
+    r = round(float(x), digits)
+    return ("+" if r > 0 else "−" if r < 0 else "") + num.fixed(abs(r), digits)
+
+
+def settings_words(settings: dict, t: dict) -> str:
+    """A method's settings as the page writes them: "θ 0,42 · τ 4,94 · ε 0,1" (numbers to
+    three significant digits; a setting that is a word, as a direction, named in the
+    page's language, its value as the engine names it)."""
+    num, names = locale.numbers(t["_lang"]), t["setting_names"]
+    return " · ".join(f"{SYMBOLS[k]} {num.general(v, '.3g')}" if k in SYMBOLS
+                      else f"{names.get(k, k)} {v}" for k, v in settings.items())
+
+
+def ranked_rows(v, settings: dict, t: dict) -> list[dict]:
+    """The verdict's ranking as table rows (English keys): rank, the method (★ the best),
+    total F1, its 95 % interval, the difference from the best and the settings."""
+    num = locale.numbers(t["_lang"])
+    return [{"rank": r.rank, "method": ("★ " if r.best else "") + r.method,
+             "total F1": r.value,
+             "total F1 95 %": "–" if r.ci95 is None else
+             f"{num.fixed(r.ci95[0], 3)} – {num.fixed(r.ci95[1], 3)}",
+             "Δ best": t["best"] if r.best else signed(r.delta, num),
+             "settings": settings_words(settings.get(r.method, {}), t)} for r in v.ranked]
+
+
+def paired_rows(group, t: dict) -> list[dict]:
+    """Paired comparisons (``engine.alignment.score.Paired``) as table rows: the method,
+    what it is compared with, the difference in total F1, its 95 % paired-bootstrap
+    interval, p, and whether the interval leaves out 0."""
+    num = locale.numbers(t["_lang"])
+    return [{"method": p.method, "against": p.vs, "Δ total F1": signed(p.delta, num),
+             "95 % interval": t["interval"].format(lo=signed(p.ci95[0], num),
+                                                  hi=signed(p.ci95[1], num)),
+             "p": t["p_small"].format(p=num.fixed(0.001, 3)) if p.p < 0.001
+             else num.fixed(p.p, 3),
+             "difference shown": t["differs_yes"] if p.ci95[0] > 0 or p.ci95[1] < 0
+             else t["differs_no"]} for p in group]
