@@ -37,6 +37,11 @@ RAY_THROUGHPUT = {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",
                   "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0",
                   "RAY_SERVE_REQUEST_PATH_LOG_BUFFER_SIZE": "1000",
                   "RAY_SERVE_LOG_TO_STDERR": "0"}
+# How long Serve's controller waits for a new proxy to say it is ready (5 s by default, then
+# it kills the proxy and serve.start fails) and for a health check: a proxy's first start
+# imports Serve's HTTP stack, which took longer than 5 s on a loaded 2-core machine.
+RAY_PATIENCE = {"RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S": "60",
+                "RAY_SERVE_PROXY_HEALTH_CHECK_TIMEOUT_S": "30"}
 
 
 @contextlib.contextmanager
@@ -45,13 +50,14 @@ def local_ray(num_cpus: int | None = None) -> Iterator[None]:
     object and node managers, workers, agents; the replicas' own gRPC servers through
     :func:`replica_setup`), no dashboard, worker logs kept in Ray's log folder, token
     authentication off (nothing listens beyond this machine), Serve's throughput settings
-    (:data:`RAY_THROUGHPUT`); Serve and Ray shut down after, whatever happens inside."""
+    (:data:`RAY_THROUGHPUT`) and patience with a slow proxy start (:data:`RAY_PATIENCE`);
+    Serve and Ray shut down after, whatever happens inside."""
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     # Ray turns a node address of 127.0.0.1 into the machine's own address unless it
     # runs as on a laptop (this switch); only with 127.0.0.1 kept do its servers bind
     # to loopback instead of all interfaces.
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-    for name, value in RAY_THROUGHPUT.items():
+    for name, value in {**RAY_THROUGHPUT, **RAY_PATIENCE}.items():
         os.environ.setdefault(name, value)
     import ray
     from ray import serve
@@ -92,11 +98,26 @@ def deploy(application=None) -> None:
               route_prefix="/")
 
 
-def stop() -> None:
-    """Stop Serve (proxy, controller, replicas); the Ray instance stays."""
+def stop(timeout_s: float = 120.0) -> None:
+    """Stop Serve (proxy, controller, replicas) and wait until its actors are gone; the Ray
+    instance stays.
+
+    ``serve.shutdown`` gives up waiting after 30 s while the controller may still be
+    stopping (a loaded machine); a :func:`start` then would meet that controller, which
+    goes on to kill the new proxy. So this waits, up to ``timeout_s``, until no actor of
+    Serve's namespace is alive.
+    """
+    import time
+
+    import ray
     from ray import serve
 
     serve.shutdown()
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end and any(
+            a.get("namespace") == "serve"
+            for a in ray.util.list_named_actors(all_namespaces=True)):
+        time.sleep(0.2)
 
 
 def request_timeout_s() -> float:
