@@ -293,6 +293,32 @@ def test_every_engine_notice_reads_in_spanish_and_english_stays_the_engine_s():
                          "es") == "An unexpected sentence."
 
 
+def test_an_aligner_that_does_not_load_is_refused_in_spanish(tmp_path):
+    """What the Align page shows when an operator's aligner cannot be used: the engine's
+    own English on the English page, a Spanish sentence with the same facts on the
+    Spanish one."""
+    from engine.aligner import checkpoint
+    from engine.aligner.config import AlignerError
+
+    made = []
+    for code, params in [
+            ("other_base", dict(path="mtref", trained="tiny-bert", trained_hash="ab12",
+                                given="all-MiniLM-L6-v2", given_hash="cd34")),
+            ("not_listed", dict(name="mtref", names="wiki")),
+            ("bad_list", dict(entry="mtref"))]:
+        made.append(AlignerError.of(code, **params))
+    with pytest.raises(AlignerError) as e:  # a folder without an aligner's files
+        checkpoint.load(tmp_path, encoder=None)
+    made.append(e.value)
+    for err in made:
+        assert i18n.error(err, "en") == str(err)
+        es = i18n.error(err, "es")
+        assert es != str(err) and re.search(r"alineador|modelo base|forma nombre", es), es
+        assert not re.search(r"\b(the|is not|give|was trained|choose)\b", es), es
+        for value in err.params.values():  # the facts stay: names, folders, hashes
+            assert str(value) in es, (value, es)
+
+
 def test_the_vocabulary_notice_in_spanish():
     from sinkscope_app import locale
     from sinkscope_app.main.calls import vocabulary_notice
