@@ -484,7 +484,9 @@ def test_a_listed_aligner_is_the_method_trained_in_pair_and_corpus(tiny_aligner,
         assert "trained" in [r.method for r in c.verdict.ranked]
         assert ("trained", c.verdict.best) in [(p.method, p.vs) for p in c.verdict.paired] \
             or c.verdict.best == "trained"
-        assert at.code[0].value == "python -m engine align --pairs pairs.tsv --aligner tiny"
+        θ = c.settings["trained"]["threshold"]  # the aligner's own, written out
+        assert at.code[0].value == ("python -m engine align --pairs pairs.tsv --aligner tiny "
+                                    f"--set trained:threshold={θ:g}")
         assert table(at, "Δ best")["settings"].str.contains("final layer sinkhorn").any()
 
         # an aligner whose base model's weights are not the ones it was trained on: a

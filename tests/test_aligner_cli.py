@@ -126,6 +126,31 @@ def test_align_scores_the_aligner_as_the_method_trained(files, trained_dir, tmp_
     assert len(links.read_text().splitlines()) == 16  # --out writes the trained links
 
 
+def test_the_trained_theta_is_set_and_the_command_reproduces_a_tuned_run(files, trained_dir,
+                                                                         capsys):
+    """θ tuned on --dev is written in the run's command as --set trained:threshold=θ, and
+    that command (without --dev) gives the same trained scores; a wrong --set is refused
+    before any work."""
+    base = ["align", "--pairs", files["dev"], "--aligner", str(trained_dir), "--model",
+            files["model"], "--layer", "2", "--method", "softmax-argmax", "--bootstrap", "0",
+            "--json", "--quiet"]
+    assert main(base + ["--dev", files["dev"]]) == 0
+    tuned = json.loads(capsys.readouterr().out)
+    theta = tuned["methods"]["trained"]["settings"]["threshold"]
+    assert f"--set trained:threshold={theta:.3g}" in tuned["command"]
+    assert main(base + ["--set", f"trained:threshold={theta}"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["methods"]["trained"]["settings"]["threshold"] == theta
+    assert again["methods"]["trained"]["scores"] == tuned["methods"]["trained"]["scores"]
+    for bad, words in [("trained:threshold=1.5", "0 ≤ θ < 1"),
+                       ("trained:tau=2", "takes only threshold")]:
+        assert main(base + ["--set", bad]) == 2
+        assert words in capsys.readouterr().err
+    no_aligner = [w for w in base if w not in ("--aligner", str(trained_dir))]
+    assert main(no_aligner + ["--set", "trained:threshold=0.3"]) == 2
+    assert "needs --aligner" in capsys.readouterr().err
+
+
 def test_align_refuses_an_aligner_of_another_base_model(files, trained_dir, tiny_models,
                                                         capsys):
     assert main(["align", "--pairs", files["dev"], "--aligner", str(trained_dir), "--model",

@@ -150,7 +150,8 @@ def add_align_arguments(p) -> None:
     """``align``'s ``--aligner DIR``."""
     p.add_argument("--aligner", default=None, metavar="DIR",
                    help="a trained aligner's folder (or an allowed aligner's name): score it "
-                        "as the method 'trained' (θ tuned on --dev when given)")
+                        "as the method 'trained' (θ tuned on --dev when given; set it with "
+                        "--set trained:threshold=θ)")
 
 
 def load_for_align(args, encoder=None):
@@ -175,14 +176,17 @@ def load_for_align(args, encoder=None):
     return load(folder, encoder=encoder, name=Path(str(name)).name)
 
 
-def trained(aligner, pairs, dev) -> tuple["TrainedMethod", list]:
-    """The aligner's settings entry and its links on ``pairs`` as the method ``trained``
-    (θ tuned on ``dev`` when given)."""
+def trained(aligner, pairs, dev, theta: float | None = None) -> tuple["TrainedMethod", list]:
+    """The aligner's settings entry and its links on ``pairs`` as the method ``trained``:
+    at ``theta`` when given, else θ tuned on ``dev`` when given, else the aligner's own."""
     from .data import prepare
     from .extract import align, plans, tune_theta
 
-    theta = float(aligner.theta)
-    if dev is not None:
+    if theta is not None:
+        theta = float(theta)
+    elif dev is None:
+        theta = float(aligner.theta)
+    else:
         dc = prepare(dev, aligner)
         theta = tune_theta(plans(aligner, dc), dc)[0]
     return (TrainedMethod(theta, aligner.settings.final, aligner.name),

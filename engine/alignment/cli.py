@@ -67,8 +67,8 @@ def add_parser(sub) -> None:
     p.add_argument("--model", default=None, help="an allowed model (default: the packaged one)")
     p.add_argument("--set", action="append", default=[], metavar="METHOD:KEY=VALUE[,...]",
                    help="one method's settings, e.g. unbalanced:threshold=0.42,tau=4.94 "
-                        "(KEY: threshold, tau, mass, eps, direction, temperature); repeat "
-                        "for other methods")
+                        "(KEY: threshold, tau, mass, eps, direction, temperature; "
+                        "trained:threshold=θ with --aligner); repeat for other methods")
     p.add_argument("--bootstrap", type=int, default=1000,
                    help="bootstrap resamples for the 95 %% intervals and the paired "
                         "comparisons (0: none)")
@@ -134,6 +134,7 @@ def run(args) -> int:
         from ..errors import SettingsError
 
         raise SettingsError("the dev file needs gold links for every pair.")
+    theta = _trained_theta(args)  # checked before the model loads
     encoder = None
     if args.model and not args.engine:
         from ..models.encoder import Encoder
@@ -157,7 +158,7 @@ def run(args) -> int:
     result = scored.compare(settings, bootstrap=boot) if args.engine else \
         api.compare_methods(scored, settings, bootstrap=boot)
     if aligner is not None:
-        m, al = aligner_cli.trained(aligner, pairs, dev)
+        m, al = aligner_cli.trained(aligner, pairs, dev, theta=theta)
         result = api.comparison_of(result.source, pairs, {**result.settings, "trained": m},
                                    {**result.alignments, "trained": al},
                                    bootstrap=args.bootstrap)
@@ -203,7 +204,9 @@ def _settings(args, methods: list[str], kind: str, tuned: dict | None) -> dict:
     settings = {name: replace((tuned or {}).get(name) or api.method_of(name, kind), **over)
                 for name in methods}
     for text in args.set:
-        name, changes = parse_setting(text, METHOD_NAMES)
+        name, changes = parse_setting(text, (*METHOD_NAMES, "trained"))
+        if name == "trained":  # read by _trained_theta
+            continue
         if name not in settings:
             from ..errors import SettingsError
 
@@ -211,6 +214,31 @@ def _settings(args, methods: list[str], kind: str, tuned: dict | None) -> dict:
                                 f"(--method {args.method}).")
         settings[name] = replace(settings[name], **changes)
     return settings
+
+
+def _trained_theta(args) -> float | None:
+    """θ of ``--set trained:threshold=X`` (the last given), or None: the aligner's own θ,
+    or the one tuned on --dev.
+
+    Raises:
+        SettingsError: a setting other than threshold, a θ outside [0, 1), or --set
+            trained without --aligner.
+    """
+    from ..errors import SettingsError
+    from .verdict import parse_setting
+
+    theta = None
+    for text in args.set:
+        name, changes = parse_setting(text, (*METHOD_NAMES, "trained"))
+        if name != "trained":
+            continue
+        if not args.aligner:
+            raise SettingsError("--set trained: needs --aligner DIR, the aligner it sets.")
+        if set(changes) != {"threshold"} or not 0 <= changes["threshold"] < 1:
+            raise SettingsError(f"--set trained: takes only threshold=θ with 0 ≤ θ < 1; got "
+                                f"{text!r}.")
+        theta = changes["threshold"]
+    return theta
 
 
 def _document(args, result, tuned: bool, out_method: str, alignments) -> dict:

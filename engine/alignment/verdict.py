@@ -191,7 +191,8 @@ def command_line(pairs: str, *, settings: Mapping[str, Method] | None = None,
         source: the :class:`~engine.alignment.sources.Source` (the default one when None).
         lowercase, one_based, transpose, fmt, model, bootstrap, json: the reading and
             output flags (left out at their defaults; ``bootstrap`` None: the default).
-        aligner: a trained aligner's folder (``--aligner``; its row is not a Method).
+        aligner: a trained aligner's folder (``--aligner``; its row is not a Method, and
+            its θ is written as ``--set trained:threshold=θ``).
 
     Returns:
         One line, each argument quoted for a POSIX shell where it needs it.
@@ -212,6 +213,9 @@ def command_line(pairs: str, *, settings: Mapping[str, Method] | None = None,
     words += ["--model", model] if model else []
     methods = [m for m in (settings or {}).values() if isinstance(m, Method)]
     words += ["--aligner", aligner] if aligner else []
+    trained = (settings or {}).get("trained")
+    if aligner and trained is not None and not dev:  # θ as this run used it
+        words += ["--set", f"trained:threshold={_number(float(trained.threshold))}"]
     if len(methods) == 1:
         words += ["--method", methods[0].name]
     for m in methods if not dev else ():
