@@ -99,8 +99,10 @@ def app_server():
 def browser():
     """Debian's headless Chromium through Playwright, launched once for the session (on first
     use). Missing Chromium fails the browser tests with the command that installs it
-    (``make test`` and .ci/run install it first). Tests make their own contexts and close
-    them; each context's pages share one renderer process (``SharedRenderers``)."""
+    (``make test`` and .ci/run install it first). Tests ask for contexts and close them;
+    ``SharedRenderers`` lends a used context with the same options when one is idle (its
+    renderer has Streamlit's frontend and plotly.js compiled), and each context's pages
+    share one renderer process."""
     if not Path(CHROMIUM).exists():
         pytest.fail(f"Chromium not found at {CHROMIUM}: run 'make chromium' "
                     "(apt-get install -y chromium)")

@@ -1,7 +1,8 @@
 """Nothing leaves the machine: in headless Chromium every request the page makes is
 intercepted, and any that goes beyond 127.0.0.1 fails the test (and is never sent),
-while the test opens every view and every step of the Learn page, clicks every button of
-every chart's toolbar, and opens the downloaded HTML report and clicks its toolbars too.
+while the test opens every view and every step of the Learn page, clicks every kind of
+chart toolbar button on each, and opens the downloaded HTML report and clicks its toolbar
+buttons too.
 """
 
 from __future__ import annotations
@@ -49,18 +50,24 @@ def idle(pg) -> None:
 
 
 def click_toolbars(pg) -> list[str]:
-    """Click every mode-bar button of every chart as a person would (trusted clicks: a
-    synthetic click could not open a pop-up, so it would hide a share button's request)."""
-    names = []
+    """Click every kind of mode-bar button on the page as a person would (trusted clicks: a
+    synthetic click could not open a pop-up, so it would hide a share button's request):
+    each button title once, on the first chart that has it, since every chart of a page
+    gets the same toolbar from one config; returns the titles of every chart's buttons."""
+    names, done = [], set()
     charts = pg.locator(".js-plotly-plot")
     for c in range(charts.count()):
         chart = charts.nth(c)
         buttons = chart.locator(".modebar-btn")
         for k in range(buttons.count()):
+            btn = buttons.nth(k)
+            name = btn.get_attribute("data-title") or "?"
+            names.append(name)
+            if name in done:
+                continue
+            done.add(name)
             chart.scroll_into_view_if_needed()
             chart.hover(position={"x": 20, "y": 20}, force=True)
-            btn = buttons.nth(k)
-            names.append(btn.get_attribute("data-title") or "?")
             btn.click(force=True)
             settle(pg, 0.05)  # the request a click makes is sent at once; the end waits more
             confirm = pg.locator(".plotly-cloud-dialog-btn--confirm")

@@ -42,22 +42,87 @@ HOLD_URL = "http://127.0.0.1:1/sinkscope-holds-the-renderer"
 
 
 class SharedRenderers:
-    """``browser`` whose ``new_context`` holds the context's renderer process open with a
-    blank page at :data:`HOLD_URL` (closed with the context); everything else is
-    ``browser``'s own."""
+    """``browser`` whose contexts are reused: ``new_context(**options)`` lends an idle
+    context made earlier with the same options (a :class:`Lease`; its ``close`` closes the
+    pages it opened and gives the context back), so Streamlit's frontend and plotly.js,
+    compiled in the context's renderer and kept in its cache, are not compiled again for
+    each test (a new context cost Chromium about twice the CPU of a page load in a used
+    one). Each context holds its renderer open with a blank page at :data:`HOLD_URL`. A
+    context given routes, init scripts or listeners is closed with its lease, never lent
+    again. Everything else is ``browser``'s own."""
+
+    KEEP = 4  # idle contexts kept (each holds a renderer)
+    TAINT = frozenset({"route", "route_from_har", "add_init_script", "on", "once",
+                       "expose_binding", "expose_function", "set_extra_http_headers",
+                       "grant_permissions", "set_geolocation", "set_offline",
+                       "add_cookies", "set_default_timeout", "set_default_navigation_timeout"})
 
     def __init__(self, browser) -> None:
         self._browser = browser
+        self._idle: list[tuple[str, object]] = []  # (options key, context), oldest first
 
-    def new_context(self, **kwargs):
+    def new_context(self, **kwargs) -> "Lease":
+        key = repr(sorted(kwargs.items()))
+        for k, (held_key, ctx) in enumerate(self._idle):
+            if held_key == key:
+                del self._idle[k]
+                return Lease(self, key, ctx)
         ctx = self._browser.new_context(**kwargs)
         hold = ctx.new_page()
         hold.route(HOLD_URL, lambda route: route.fulfill(content_type="text/html", body=""))
         hold.goto(HOLD_URL)
-        return ctx
+        return Lease(self, key, ctx)
+
+    def _give_back(self, key: str, ctx, tainted: bool) -> None:
+        if tainted:
+            ctx.close()
+            return
+        for pg in ctx.pages:  # pop-ups the pages opened, too; the hold page stays
+            if pg.url != HOLD_URL:
+                pg.close()
+        ctx.clear_cookies()
+        self._idle.append((key, ctx))
+        while len(self._idle) > self.KEEP:
+            self._idle.pop(0)[1].close()
+
+    def close(self) -> None:
+        for _, ctx in self._idle:
+            ctx.close()
+        self._idle.clear()
+        self._browser.close()
 
     def __getattr__(self, name: str):
         return getattr(self._browser, name)
+
+
+class Lease:
+    """A context lent by :class:`SharedRenderers`: ``new_page`` and ``close`` are its own,
+    anything else is the context's (calls that change the context for later pages, such as
+    ``route`` or ``add_init_script``, keep it from being lent again)."""
+
+    def __init__(self, owner: SharedRenderers, key: str, ctx) -> None:
+        self._owner, self._key, self._ctx = owner, key, ctx
+        self._pages: list = []
+        self._tainted, self._closed = False, False
+
+    def new_page(self):
+        pg = self._ctx.new_page()
+        self._pages.append(pg)
+        return pg
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for pg in self._pages:
+            if not pg.is_closed():
+                pg.close()
+        self._owner._give_back(self._key, self._ctx, self._tainted)
+
+    def __getattr__(self, name: str):
+        if name in SharedRenderers.TAINT:
+            self._tainted = True
+        return getattr(self._ctx, name)
 
 
 def open_page(context, server: str, query: dict | None = None):
