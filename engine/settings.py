@@ -415,5 +415,6 @@ ALIGNER_WHOLE = {
     "patience": (1, 0, 50),  # epochs without a better dev total F1 before stopping
     "seed": (0, 0, 2**31 - 1),
 }
-ALIGNER_RATES = {"lr": (6e-5, 1e-7, 1e-2), "head_lr": (1e-3, 1e-6, 1.0)}
+ALIGNER_RATES = {"lr": (6e-5, 1e-7, 1e-2), "head_lr": (1e-3, 1e-6, 1.0),
+                 "eps": (1.4, 0.05, 20.0)}  # the Sinkhorn layer's ε when aligning (trained at 1)
 ALIGNER_MAX_PAIRS = 20_000  # training or dev pairs one run reads

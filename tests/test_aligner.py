@@ -98,20 +98,20 @@ def test_dustbin_layer_gradients_match_finite_differences():
 
 @hsettings(max_examples=12, deadline=None)
 @given(n=st.integers(1, 6), m=st.integers(1, 6), seed=st.integers(0, 10_000),
-       scale=st.floats(0.1, 1.5))
-def test_dustbin_layer_is_the_sinkhorn_coupling_of_the_bordered_scores(n, m, seed, scale):
-    """Converged, the layer is POT's entropic plan (ε = 1) of Z = [[S, zᴬ], [zᴮ, c]] with
+       scale=st.floats(0.1, 1.5), eps=st.sampled_from([1.0, 1.4, 0.7]))
+def test_dustbin_layer_is_the_sinkhorn_coupling_of_the_bordered_scores(n, m, seed, scale, eps):
+    """Converged, the layer is POT's entropic plan (at ε) of Z = [[S, zᴬ], [zᴮ, c]] with
     a = (1, …, 1, m), b = (1, …, 1, n): every real word totals 1 with its dustbin."""
     import ot
 
     S, za, zb, c, ma, mb = random_problem(seed, ((n, m),))
     S, za, zb = scale * S, scale * za, scale * zb
-    P = sinkhorn_layer(S, za, zb, c, ma, mb, 1001).exp()[0].numpy()
+    P = sinkhorn_layer(S, za, zb, c, ma, mb, 1001, eps).exp()[0].numpy()
     Z = np.block([[S[0].numpy(), za[0, :, None].numpy()],
                   [zb[0, None].numpy(), np.array([[0.3]])]])
     a = np.r_[np.ones(n), m] / (n + m)
     b = np.r_[np.ones(m), n] / (n + m)
-    ref = (n + m) * ot.sinkhorn(a, b, -Z, 1.0, method="sinkhorn_log", numItermax=2000,
+    ref = (n + m) * ot.sinkhorn(a, b, -Z, eps, method="sinkhorn_log", numItermax=2000,
                                 stopThr=1e-13)
     np.testing.assert_allclose(P, ref, atol=1e-8)
     np.testing.assert_allclose(P[:n].sum(1), 1.0, atol=1e-10)
@@ -172,6 +172,37 @@ def test_untrained_cosine_links_filler_to_filler_and_training_helps(tiny, traine
     r0 = train(tr, dv, tiny_settings(enc.name, epochs=1, lr=1e-7, head_lr=1e-6), encoder=enc,
                threads=1)
     assert trained["sinkhorn"].dev_total_f1 > r0.dev_total_f1 + 0.05
+
+
+def test_the_dustbin_layer_trains_at_eps_1_and_aligns_at_the_settings_eps(tiny, trained):
+    """In training the plan is the coupling at ε = 1; aligning (eval mode) it is the one at
+    the settings' ε, softer for ε > 1; A's words still total 1 with their dustbin (B's
+    nearly, after the fixed half-steps)."""
+    import dataclasses
+
+    from engine.aligner.data import batch, prepare
+
+    al = trained["sinkhorn"].aligner
+    b = batch(prepare(tiny[3][:4], al), range(4))
+    n, m = b.mask_a.shape[1], b.mask_b.shape[1]
+    settings = al.settings
+    try:
+        with torch.no_grad():
+            al.train()
+            fit = al(b)
+            al.eval()
+            soft = al(b)
+            al.settings = dataclasses.replace(settings, eps=1.0)
+            one = al(b)
+    finally:
+        al.settings = settings
+        al.eval()
+    assert trained["sinkhorn"].settings.eps == engine_settings.ALIGNER_RATES["eps"][0] > 1
+    torch.testing.assert_close(one, fit)
+    P, P1 = soft.exp(), one.exp()
+    assert torch.special.entr(P).sum() > torch.special.entr(P1).sum() + 0.1  # softer
+    np.testing.assert_allclose(P[:, :n].sum(-1)[b.mask_a], 1.0, atol=1e-5)
+    np.testing.assert_allclose(P[:, :, :m].sum(-2)[b.mask_b], 1.0, atol=0.05)
 
 
 def test_training_is_deterministic_for_a_seed(tiny, trained):

@@ -6,10 +6,11 @@ log-domain half-steps): the (n, m) scores S are bordered by a dustbin column (sc
 
     Z = [[S, zᴬ], [zᴮᵀ, c]] ∈ ℝ^{(n+1)×(m+1)},  a = (1, …, 1, m),  b = (1, …, 1, n),
 
-and the plan is the Sinkhorn coupling of Z at ε = 1 (both totals are n + m), unrolled for a
-fixed number of half-steps by :func:`engine.solver.core.log_plan` and differentiated by
-autograd. πᵢⱼ is the chance that word i of A goes with word j of B, π_{i,m} that it goes with
-nothing; each real word's row (column) sums to 1, so a word can stay unaligned.
+and the plan is the Sinkhorn coupling of Z at ε (1 in training, softer when aligning; both
+totals are n + m), unrolled for a fixed number of half-steps by
+:func:`engine.solver.core.log_plan` and differentiated by autograd. πᵢⱼ is the chance that
+word i of A goes with word j of B, π_{i,m} that it goes with nothing; each real word's row
+(column) sums to 1, so a word can stay unaligned.
 
 ``softmax`` (the baseline): each row of [S, zᴬ] is a softmax over B's words and the null
 column. Rows sum to 1; nothing constrains B's words, which have no null of their own.
@@ -51,10 +52,10 @@ def dustbin_weights(mask_a: torch.Tensor, mask_b: torch.Tensor,
 
 def sinkhorn_layer(S: torch.Tensor, za: torch.Tensor, zb: torch.Tensor,
                    corner: torch.Tensor, mask_a: torch.Tensor, mask_b: torch.Tensor,
-                   half_steps: int) -> torch.Tensor:
+                   half_steps: int, eps: float = 1.0) -> torch.Tensor:
     """log π (B, n+1, m+1) of the dustbin coupling after ``half_steps`` half-steps.
 
-    log πᵢⱼ = Zᵢⱼ + αᵢ + βⱼ with a = (1, …, 1, m), b = (1, …, 1, n), ε = 1, started from
+    log πᵢⱼ = Zᵢⱼ/ε + αᵢ + βⱼ with a = (1, …, 1, m), b = (1, …, 1, n), started from
     β = log b (so padded columns never take mass); an odd count ends on the rows (each
     real word of A sums to 1 exactly), an even one on the columns.
 
@@ -69,7 +70,7 @@ def sinkhorn_layer(S: torch.Tensor, za: torch.Tensor, zb: torch.Tensor,
     """
     Z = bordered(S, za, zb, corner)
     a, b = dustbin_weights(mask_a, mask_b, S.dtype)
-    return log_plan(Z, a, b, 1.0, half_steps, start="b")
+    return log_plan(Z, a, b, eps, half_steps, start="b")
 
 
 def softmax_layer(S: torch.Tensor, za: torch.Tensor, mask_b: torch.Tensor) -> torch.Tensor:

@@ -125,8 +125,9 @@ class Aligner(nn.Module):
         S, za, zb, corner = self.scores(w[:B, :n], w[B:, :m])
         if self.settings.final == "softmax":
             return softmax_layer(S, za, batch.mask_b)
+        eps = 1.0 if self.training else self.settings.eps  # trained at 1, aligns softer
         return sinkhorn_layer(S, za, zb, corner, batch.mask_a, batch.mask_b,
-                              self.settings.half_steps)
+                              self.settings.half_steps, eps)
 
     def plan(self, batch) -> torch.Tensor:
         """The word-to-word block of the plan (B, n, m), πᵢⱼ ∈ [0, 1]; 0 off the valid
