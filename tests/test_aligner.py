@@ -240,6 +240,10 @@ def test_save_then_load_gives_identical_links(tiny, trained, tmp_path):
     assert [a.links for a in align(back, test)] == [a.links for a in align(r.aligner, test)]
     back2 = checkpoint.load(tmp_path / "al")  # the base model loaded by its name
     assert [a.links for a in align(back2, test)] == [a.links for a in align(r.aligner, test)]
+    # an aligner saved before ε was a setting aligns at the ε its θ was tuned at, 1
+    doc["settings"].pop("eps")
+    (tmp_path / "al" / "config.json").write_text(json.dumps(doc))
+    assert checkpoint.load(tmp_path / "al", encoder=enc).settings.eps == 1.0
 
 
 def test_a_checkpoint_of_another_base_model_is_refused(tiny, trained, tiny_models, tmp_path):

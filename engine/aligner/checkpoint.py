@@ -107,6 +107,8 @@ def read_config(folder) -> dict:
         raise AlignerError.of("bad_checkpoint", path=str(path),
                               reason=f"{CONFIG} lacks version {VERSION}, settings, theta or "
                                      "base_sha256")
+    if "eps" not in doc["settings"]:  # saved before ε was a setting: θ was tuned at ε = 1
+        doc["settings"]["eps"] = 1.0
     try:
         AlignerSettings.from_dict(doc["settings"])
     except (AlignerError, TypeError) as e:
