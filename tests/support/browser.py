@@ -85,39 +85,23 @@ class SharedRenderers:
         while len(self._idle) > self.KEEP:
             self._idle.pop(0)[1].close()
 
-    def close(self) -> None:
-        for _, ctx in self._idle:
-            ctx.close()
-        self._idle.clear()
-        self._browser.close()
-
     def __getattr__(self, name: str):
         return getattr(self._browser, name)
 
 
 class Lease:
-    """A context lent by :class:`SharedRenderers`: ``new_page`` and ``close`` are its own,
-    anything else is the context's (calls that change the context for later pages, such as
-    ``route`` or ``add_init_script``, keep it from being lent again)."""
+    """A context lent by :class:`SharedRenderers`: ``close`` gives it back (its pages
+    closed); anything else is the context's (calls that change the context for later
+    pages, such as ``route`` or ``add_init_script``, keep it from being lent again)."""
 
     def __init__(self, owner: SharedRenderers, key: str, ctx) -> None:
         self._owner, self._key, self._ctx = owner, key, ctx
-        self._pages: list = []
         self._tainted, self._closed = False, False
 
-    def new_page(self):
-        pg = self._ctx.new_page()
-        self._pages.append(pg)
-        return pg
-
     def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        for pg in self._pages:
-            if not pg.is_closed():
-                pg.close()
-        self._owner._give_back(self._key, self._ctx, self._tainted)
+        if not self._closed:
+            self._closed = True
+            self._owner._give_back(self._key, self._ctx, self._tainted)
 
     def __getattr__(self, name: str):
         if name in SharedRenderers.TAINT:
