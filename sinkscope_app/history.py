@@ -9,6 +9,8 @@ that usable here:
   address change that moves one of the page's *navigation* parameters (the example, the
   view, the Learn step) stays a new entry; any other change (a slider released, a colour
   scale) replaces the current entry's address instead of flooding the history.
+- :func:`correct` writes an address the page corrected (it refused or clamped a value, with
+  a notice) over the one it was opened at, in place: Back never leads to the refused value.
 - :func:`navigated` tells the page that this run came from Back or Forward, so it reads its
   state from the address again (it otherwise reads the address once per session).
 """
@@ -16,6 +18,7 @@ that usable here:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from urllib.parse import urlencode
 
 import streamlit as st
 
@@ -67,6 +70,45 @@ def track(nav: Mapping[str, str | None], *, key: str = "sinkscope_history") -> N
     component = st.components.v2.component(f"sinkscope_history_{key}", js=JS, css=css,
                                            isolate_styles=False)
     component(key=key, data=sent({"nav": dict(nav)}), height=0)
+
+
+# Written from the page itself: Streamlit's own first write of the address can come before
+# the script of :func:`track` is in the page, and would be an entry of its own.
+FIX_JS = """
+export default function ({data}) {
+  const d = Array.isArray(data) ? data[0] : data;  // sent as [payload] (live.sent)
+  if (d && typeof d.query === "string" && location.search !== d.query)
+    history.replaceState(history.state, "", d.query || location.pathname);
+}
+"""
+
+
+def correct(query: Mapping[str, str], *, key: str = "sinkscope_fix") -> None:
+    """Write ``query`` (the page's state, after a notice refused part of its address) over
+    the current address, without a new history entry; Streamlit reads it back from the
+    address on the next run."""
+    component = st.components.v2.component(f"sinkscope_history_{key}", js=FIX_JS,
+                                           css=f".st-key-{key} {{display: none !important}}",
+                                           isolate_styles=False)
+    qs = urlencode(dict(query))
+    component(key=key, data=sent({"query": f"?{qs}" if qs else ""}), height=0)
+    _server_copy(dict(query), qs)
+
+
+def _server_copy(query: dict[str, str], qs: str) -> None:
+    """The server's copy of the address set to ``query`` as the browser's will be, without
+    Streamlit's own write to the browser (Streamlit 1.67's internals; where they differ,
+    its public write, which adds the entry this module avoids but loses nothing else)."""
+    try:
+        from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+        from streamlit.runtime.state.session_state_proxy import get_session_state
+        with get_session_state().query_params() as qp:
+            qp.clear_with_no_forward_msg(preserve_embed=True)
+            for k, v in query.items():
+                qp.set_with_no_forward_msg(k, v)
+        get_script_run_ctx().query_string = qs
+    except Exception:  # another Streamlit
+        st.query_params.from_dict(query)
 
 
 def navigated() -> bool:

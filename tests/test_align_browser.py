@@ -116,3 +116,12 @@ def test_back_and_forward_walk_views_methods_and_settings_one_press_each(app_ser
         _step(pg, pg.go_back)
         gone = _step(pg, pg.go_back)  # the third press leaves the page
         assert gone["path"] != "/align", gone
+        # A refused value: the page's corrected address replaces it, so Back leaves too.
+        pg.goto(f"{app_server}/align?method=bogus")
+        wait_js(pg, "() => location.search.includes('method=') && "
+                    "!location.search.includes('bogus')")
+        wait_idle(pg)
+        fixed = pg.evaluate(SHOWN)
+        assert fixed["method"] == "unbalanced" and "bogus" in pg.inner_text("body")
+        left = _step(pg, pg.go_back)  # not to the refused address: out of the page
+        assert left["path"] != "/align", left
