@@ -175,3 +175,15 @@ def test_descendants_and_cpu_seconds_read_the_process_tree():
                     "while __import__('time').process_time() - t < 0.3: pass"], check=True)
     assert cpu_seconds(os.getpid(), reaped=True) - before >= 0.25
     assert cpu_seconds(os.getpid()) > 0 and cpu_seconds(2**22 + 12345) == 0.0
+
+
+def test_the_cpu_report_counts_a_reaped_child_and_sums_by_file():
+    import os
+
+    from tests.support.cpu import by_file, tree_cpu
+
+    before = tree_cpu(os.getpid())
+    subprocess.run(["sh", "-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"], check=True)
+    assert tree_cpu(os.getpid()) - before > 0.05  # the child's CPU, reaped into this tree
+    rows = [("tests/a.py::x", 1.0, 2.0), ("tests/b.py::y", 5.0, 5.0), ("tests/a.py::z", 0.5, 1.0)]
+    assert by_file(rows) == [("tests/b.py", 5.0, 5.0, 1), ("tests/a.py", 1.5, 3.0, 2)]
