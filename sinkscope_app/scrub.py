@@ -30,6 +30,7 @@ import numpy as np
 from engine.relation.frames import MAGIC, METRICS, decode, encode  # noqa: F401  (the payload)
 from engine.relation.summary import HELP, NUMBERS, ZERO_MASS, Metric, Numbers, half_steps_text
 
+from .inputs import written
 from .live import component, sent
 
 
@@ -160,7 +161,8 @@ def sliders(*, key: str, eps: float, steps: int, eps_stops, step_stops, lattice:
         words: the sliders' words (:data:`WORDS`, the default; another language's table
             has the same keys).
         url_keys: the URL's names of ε and t (:data:`URL_KEYS`), which the browser keeps
-            up to date while a slider moves.
+            up to date while a slider moves, with each stop's value as the address writes
+            it (``inputs.written``: "0.5" on a Spanish page too, whose label says "0,5").
         num: how the page's language writes numbers (``engine.relation.summary.numbers``);
             the browser writes the numbers it computes the same way (js/format.js).
 
@@ -181,6 +183,7 @@ def sliders(*, key: str, eps: float, steps: int, eps_stops, step_stops, lattice:
         "metrics": metric_dicts(metrics), "note": note, "help": help,
         "zero_mass": ZERO_MASS, "metric_help": HELP, "words": words,
         "url": dict(url_keys or URL_KEYS), "numbers": dataclasses.asdict(num),
+        "url_eps": [written(float(e)) for e in eps_stops],
     }
     return component("sinkscope_scrub")(key=key, data=sent(data), on_frame_change=on_change)
 

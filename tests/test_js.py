@@ -413,3 +413,26 @@ def test_the_sliders_ship_the_stops_python_snaps_to():
         assert scrub.parse_value({"frame": {"eps": eps, "steps": steps}}, EPS_OPTIONS,
                                  HALF_STEP_OPTIONS) == (EPS_OPTIONS[i], HALF_STEP_OPTIONS[k])
     assert scrub.nearest_stops(float("nan"), 3, EPS_OPTIONS, HALF_STEP_OPTIONS)[1] == 2
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_the_address_gets_python_s_text_of_each_stop(lang, monkeypatch):
+    """While a slider moves the browser writes each ε stop's text as the address writes it
+    (``inputs.written``, shipped as url_eps), not its label: a Spanish label says "0,5",
+    which the page could not read back from a link."""
+    from engine.relation.summary import numbers as numbers_of
+    from sinkscope_app import inputs, scrub
+    from sinkscope_app.main.params import EPS_OPTIONS, HALF_STEP_OPTIONS
+
+    got = {}
+    monkeypatch.setattr(scrub, "component", lambda name: lambda **kw: got.update(kw))
+    scrub.sliders(key="s", eps=0.5, steps=100, eps_stops=EPS_OPTIONS,
+                  step_stops=HALF_STEP_OPTIONS, lattice=None, metrics=[], note="",
+                  help={"eps": "", "steps": ""}, on_change=None, num=numbers_of(lang))
+    [data] = got["data"]
+    assert data["url_eps"] == [inputs.written(float(e)) for e in EPS_OPTIONS]
+    assert [inputs.to_float(t) for t in data["url_eps"]] == [float(e) for e in EPS_OPTIONS]
+    if lang == "es":
+        assert "0,5" in data["eps_labels"] and "0,5" not in data["url_eps"]
+    js = (ROOT / "sinkscope_app" / "js" / "scrub.js").read_text(encoding="utf-8")
+    assert "data.url_eps[" in js and "labels[this.eps.index], this.value" not in js

@@ -113,8 +113,7 @@ export class Scrub {
     const v = this.value();
     // the address bar: at most every 200 ms (browsers throttle faster history updates)
     clearTimeout(this.urlTimer);
-    this.urlTimer = setTimeout(() => writeUrl(this.data.url, this.eps.labels[this.eps.index],
-                                              this.value().steps), 200);
+    this.urlTimer = setTimeout(() => this.writeUrl(), 200);
     clearTimeout(this.timer);
     if (this.live()) {
       this.requestFrame();
@@ -129,8 +128,11 @@ export class Scrub {
   release() {
     clearTimeout(this.timer);
     clearTimeout(this.urlTimer);
-    writeUrl(this.data.url, this.eps.labels[this.eps.index], this.value().steps);
+    this.writeUrl();
     this.commit();
+  }
+  writeUrl() {  // each stop's value as the address writes it (scrub.py, url_eps)
+    writeUrl(this.data.url, this.data.url_eps[this.eps.index], this.value().steps);
   }
   commit() {
     const v = this.value();
@@ -258,13 +260,13 @@ export const inView = (gd) => {
   return r.bottom > 0 && r.top < (window.innerHeight || 0) && r.width > 0;
 };
 export const same = (p, q) => !!p && !!q && p.eps === q.eps && p.steps === q.steps;
-export function writeUrl(keys, epsLabel, steps) {  // keys: the URL's names of ε and t
+export function writeUrl(keys, epsText, steps) {  // keys: the URL's names of ε and t
   const u = new URL(window.location.href);
-  if (u.searchParams.get(keys.eps) === epsLabel &&
+  if (u.searchParams.get(keys.eps) === epsText &&
       u.searchParams.get(keys.steps) === String(steps)) {
     return;
   }
-  u.searchParams.set(keys.eps, epsLabel);
+  u.searchParams.set(keys.eps, epsText);
   u.searchParams.set(keys.steps, String(steps));
   window.history.replaceState(window.history.state, "", u.href);
 }
