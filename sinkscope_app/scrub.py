@@ -141,11 +141,22 @@ def metric_dicts(rows: list[Metric]) -> list[dict]:
              "help": r.help} for r in rows]
 
 
+def frame_stops(eps_stops, step_stops, grid_eps, grid_steps) -> dict[str, list[int]]:
+    """The lattice frame each slider stop shows, as indices into the lattice's (ε, t) grid
+    (``engine.relation.frames.grid``): the grid's ε nearest the stop on a log scale
+    (:func:`nearest_stops`'s rule) and its largest half-step count ≤ the stop (the frame
+    nearest on the way there; 1 is always held)."""
+    t = np.asarray(grid_steps, dtype=float)
+    return {"eps": [nearest_stops(e, 1, grid_eps, grid_steps)[0] for e in eps_stops],
+            "steps": [max(int(np.searchsorted(t, float(s), side="right")) - 1, 0)
+                      for s in step_stops]}
+
+
 def sliders(*, key: str, eps: float, steps: int, eps_stops, step_stops, lattice: str | None,
             metrics: list[Metric], note: str, help: dict[str, str], on_change,
             words: dict[str, str] | None = None,
             url_keys: dict[str, str] | None = None,
-            num: Numbers = NUMBERS["en"]) -> dict | None:
+            num: Numbers = NUMBERS["en"], grid=None) -> dict | None:
     """Both sliders and the metric strip, drawn and driven in the browser.
 
     Args:
@@ -165,6 +176,8 @@ def sliders(*, key: str, eps: float, steps: int, eps_stops, step_stops, lattice:
             it (``inputs.written``: "0.5" on a Spanish page too, whose label says "0,5").
         num: how the page's language writes numbers (``engine.relation.summary.numbers``);
             the browser writes the numbers it computes the same way (js/format.js).
+        grid: the lattice's (ε values, half-step counts) (``frames.grid``), whose frame each
+            stop shows (:func:`frame_stops`); by default the stops themselves.
 
     Returns:
         The component's state: {"frame": {"eps": ε, "steps": t}} once a slider was
@@ -184,6 +197,7 @@ def sliders(*, key: str, eps: float, steps: int, eps_stops, step_stops, lattice:
         "zero_mass": ZERO_MASS, "metric_help": HELP, "words": words,
         "url": dict(url_keys or URL_KEYS), "numbers": dataclasses.asdict(num),
         "url_eps": [written(float(e)) for e in eps_stops],
+        "frames": frame_stops(eps_stops, step_stops, *(grid or (eps_stops, step_stops))),
     }
     return component("sinkscope_scrub")(key=key, data=sent(data), on_frame_change=on_change)
 

@@ -150,8 +150,10 @@ export class Scrub {
     const L = this.lattice();
     if (!L) return;
     const v = this.value();
-    const ie = L.epsIndex(v.eps), ks = L.steps.indexOf(v.steps);
-    const i = ie === null ? L.nearestEps(v.eps) : ie, k = ks < 0 ? L.nearestStep(v.steps) : ks;
+    const at = this.data.frames;  // the lattice's frame of each stop (scrub.py, frame_stops)
+    const i = at.eps[this.eps.index], k = at.steps[this.steps.index];
+    if (!(i < L.E && k < L.T)) return;
+    const held = L.eps[i] === v.eps && L.steps[k] === v.steps;
     const t0 = performance.now();
     const f = L.frame(i, k);
     const work = [];
@@ -181,7 +183,7 @@ export class Scrub {
       SK.stats.frame = [f.eps, f.steps];
     }
     this.renderMetrics(this.frameMetrics(f));
-    if (ie === null || ks < 0) {
+    if (!held) {
       this.setNote(fill(this.data.words.nearest, {
         eps: SK.lang.num(f.eps), steps: SK.lang.steps(f.steps),
         want_eps: this.eps.labels[this.eps.index], want_steps: SK.lang.steps(v.steps)}));
