@@ -431,6 +431,7 @@ def controls(*, key: str, payload: LivePayload, theta: float, grid_value: float 
     Returns:
         The component's state: {"choice": {"theta": θ, "grid": value}} once released.
     """
+    from .inputs import written
     from .live import sent
 
     g = payload.grid_index(grid_value)
@@ -441,7 +442,10 @@ def controls(*, key: str, payload: LivePayload, theta: float, grid_value: float 
             "grid_stops": list(payload.grid),
             "grid_labels": [f"{x:g}".replace(".", mark) for x in payload.grid], "grid": g,
             "words": words, "style": style, "note": note, "lines": lines,
-            "url": {"theta": "threshold", "tau": "tau", "mass": "mass"}}
+            "url": {"theta": "threshold", "tau": "tau", "mass": "mass"},
+            # each stop's value as the address writes it (the labels carry the decimal mark)
+            "url_values": {"theta": [written(x) for x in THETA_STOPS],
+                           "grid": [written(float(x)) for x in payload.grid]}}
     return _component()(key=key, data=sent(data), on_choice_change=on_change)
 
 

@@ -30,6 +30,7 @@ import numpy as np
 from engine.relation.frames import MAGIC, METRICS, decode, encode  # noqa: F401  (the payload)
 from engine.relation.summary import HELP, NUMBERS, ZERO_MASS, Metric, Numbers, half_steps_text
 
+from .inputs import written
 from .live import component, sent
 
 
@@ -140,11 +141,22 @@ def metric_dicts(rows: list[Metric]) -> list[dict]:
              "help": r.help} for r in rows]
 
 
+def frame_stops(eps_stops, step_stops, grid_eps, grid_steps) -> dict[str, list[int]]:
+    """The lattice frame each slider stop shows, as indices into the lattice's (ε, t) grid
+    (``engine.relation.frames.grid``): the grid's ε nearest the stop on a log scale
+    (:func:`nearest_stops`'s rule) and its largest half-step count ≤ the stop (the frame
+    nearest on the way there; 1 is always held)."""
+    t = np.asarray(grid_steps, dtype=float)
+    return {"eps": [nearest_stops(e, 1, grid_eps, grid_steps)[0] for e in eps_stops],
+            "steps": [max(int(np.searchsorted(t, float(s), side="right")) - 1, 0)
+                      for s in step_stops]}
+
+
 def sliders(*, key: str, eps: float, steps: int, eps_stops, step_stops, lattice: str | None,
             metrics: list[Metric], note: str, help: dict[str, str], on_change,
             words: dict[str, str] | None = None,
             url_keys: dict[str, str] | None = None,
-            num: Numbers = NUMBERS["en"]) -> dict | None:
+            num: Numbers = NUMBERS["en"], grid=None) -> dict | None:
     """Both sliders and the metric strip, drawn and driven in the browser.
 
     Args:
@@ -160,9 +172,12 @@ def sliders(*, key: str, eps: float, steps: int, eps_stops, step_stops, lattice:
         words: the sliders' words (:data:`WORDS`, the default; another language's table
             has the same keys).
         url_keys: the URL's names of ε and t (:data:`URL_KEYS`), which the browser keeps
-            up to date while a slider moves.
+            up to date while a slider moves, with each stop's value as the address writes
+            it (``inputs.written``: "0.5" on a Spanish page too, whose label says "0,5").
         num: how the page's language writes numbers (``engine.relation.summary.numbers``);
             the browser writes the numbers it computes the same way (js/format.js).
+        grid: the lattice's (ε values, half-step counts) (``frames.grid``), whose frame each
+            stop shows (:func:`frame_stops`); by default the stops themselves.
 
     Returns:
         The component's state: {"frame": {"eps": ε, "steps": t}} once a slider was
@@ -181,6 +196,8 @@ def sliders(*, key: str, eps: float, steps: int, eps_stops, step_stops, lattice:
         "metrics": metric_dicts(metrics), "note": note, "help": help,
         "zero_mass": ZERO_MASS, "metric_help": HELP, "words": words,
         "url": dict(url_keys or URL_KEYS), "numbers": dataclasses.asdict(num),
+        "url_eps": [written(float(e)) for e in eps_stops],
+        "frames": frame_stops(eps_stops, step_stops, *(grid or (eps_stops, step_stops))),
     }
     return component("sinkscope_scrub")(key=key, data=sent(data), on_frame_change=on_change)
 

@@ -340,3 +340,27 @@ def test_the_pair_view_ships_the_payload_and_falls_back_above_the_budget(monkeyp
     assert at.select_slider(key="align_threshold").value == 0.3
     assert not _components(at, "sinkscope_align")
     assert any("6 × 7 words is more than the 20 word pairs" in c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("name,lang", [("unbalanced", "es"), ("partial", "en"),
+                                       ("exact", "en")])
+def test_the_address_gets_python_s_text_of_each_stop(name, lang, monkeypatch):
+    """The browser writes θ and τ (or m) into the address as the page's own link writes
+    them (``inputs.written``, shipped per stop), not their labels ("0,30" in Spanish)."""
+    from sinkscope_app import inputs
+
+    pair, S, va_, vb_ = gold_set(1)[0]
+    p = payload_of(pair, S, va_, vb_, name)
+    got = {}
+    monkeypatch.setattr(al, "_component", lambda: lambda **kw: got.update(kw))
+    t = ui(lang)
+    al.controls(key="k", payload=p, theta=0.3, grid_value=p.grid[0] if p.grid else None,
+                words=al.words_of(t), style={}, note="", lines={}, on_change=None)
+    [data] = got["data"]
+    vals = data["url_values"]
+    assert vals["theta"] == [inputs.written(x) for x in al.THETA_STOPS]
+    assert [inputs.to_float(x) for x in vals["theta"]] == list(al.THETA_STOPS)
+    assert [inputs.to_float(x) for x in vals["grid"]] == [float(x) for x in p.grid]
+    assert vals["theta"][30] == "0.3" and vals["theta"][0] == "0"
+    js = (ROOT / "sinkscope_app" / "js" / "align.js").read_text(encoding="utf-8")
+    assert "replace(/0+$/" not in js and "url_values" in js

@@ -413,3 +413,48 @@ def test_the_sliders_ship_the_stops_python_snaps_to():
         assert scrub.parse_value({"frame": {"eps": eps, "steps": steps}}, EPS_OPTIONS,
                                  HALF_STEP_OPTIONS) == (EPS_OPTIONS[i], HALF_STEP_OPTIONS[k])
     assert scrub.nearest_stops(float("nan"), 3, EPS_OPTIONS, HALF_STEP_OPTIONS)[1] == 2
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_the_address_gets_python_s_text_of_each_stop(lang, monkeypatch):
+    """While a slider moves the browser writes each ε stop's text as the address writes it
+    (``inputs.written``, shipped as url_eps), not its label: a Spanish label says "0,5",
+    which the page could not read back from a link."""
+    from engine.relation.summary import numbers as numbers_of
+    from sinkscope_app import inputs, scrub
+    from sinkscope_app.main.params import EPS_OPTIONS, HALF_STEP_OPTIONS
+
+    got = {}
+    monkeypatch.setattr(scrub, "component", lambda name: lambda **kw: got.update(kw))
+    scrub.sliders(key="s", eps=0.5, steps=100, eps_stops=EPS_OPTIONS,
+                  step_stops=HALF_STEP_OPTIONS, lattice=None, metrics=[], note="",
+                  help={"eps": "", "steps": ""}, on_change=None, num=numbers_of(lang))
+    [data] = got["data"]
+    assert data["url_eps"] == [inputs.written(float(e)) for e in EPS_OPTIONS]
+    assert [inputs.to_float(t) for t in data["url_eps"]] == [float(e) for e in EPS_OPTIONS]
+    if lang == "es":
+        assert "0,5" in data["eps_labels"] and "0,5" not in data["url_eps"]
+    js = (ROOT / "sinkscope_app" / "js" / "scrub.js").read_text(encoding="utf-8")
+    assert "data.url_eps[" in js and "labels[this.eps.index], this.value" not in js
+
+
+def test_the_sliders_ship_the_lattice_frame_of_each_stop():
+    """The browser shows, for each stop, the frame scrub.frame_stops names (it no longer
+    searches the lattice itself): the stop's own frame where the grid holds it, else the
+    grid's ε nearest on a log scale and the largest half-step count below."""
+    from engine.relation.frames import grid
+    from sinkscope_app import scrub
+    from sinkscope_app.main.params import EPS_OPTIONS, HALF_STEP_OPTIONS
+
+    eps, steps = grid(EPS_OPTIONS, HALF_STEP_OPTIONS, max_half_steps=40, max_eps_values=9)
+    at = scrub.frame_stops(EPS_OPTIONS, HALF_STEP_OPTIONS, eps, steps)
+    for e, i in zip(EPS_OPTIONS, at["eps"]):
+        assert i == int(np.argmin(np.abs(np.log(eps) - np.log(e))))
+        assert (eps[i] == e) == (e in eps)
+    for t, k in zip(HALF_STEP_OPTIONS, at["steps"]):
+        assert steps[k] == (t if t <= 40 else 40) and steps[k] <= t
+    full = scrub.frame_stops(EPS_OPTIONS, HALF_STEP_OPTIONS, EPS_OPTIONS, HALF_STEP_OPTIONS)
+    assert full == {"eps": list(range(len(EPS_OPTIONS))), "steps": list(range(len(HALF_STEP_OPTIONS)))}
+    js = "".join((ROOT / "sinkscope_app" / "js" / f"{n}.js").read_text(encoding="utf-8")
+                 for n in ("lattice", "scrub"))
+    assert "nearestEps" not in js and "data.frames" in js

@@ -265,11 +265,10 @@ export class AlignLive {
     A.stats.commits += 1;
     if (this.setStateValue) this.setStateValue("choice", v);
   }
-  writeUrl() {
-    const u = new URL(window.location.href), names = this.data.url;
-    u.searchParams.set(names.theta, this.theta.labels[this.theta.index].replace(/0+$/, "")
-      .replace(/\.$/, "") || "0");
-    if (this.grid) u.searchParams.set(names[this.gridKey], this.grid.labels[this.grid.index]);
+  writeUrl() {  // the stops' values as the address writes them (align_live.controls)
+    const u = new URL(window.location.href), names = this.data.url, vals = this.data.url_values;
+    u.searchParams.set(names.theta, vals.theta[this.theta.index]);
+    if (this.grid) u.searchParams.set(names[this.gridKey], vals.grid[this.grid.index]);
     if (u.href !== window.location.href) {
       window.history.replaceState(window.history.state, "", u.href);
     }

@@ -29,22 +29,6 @@ export class Lattice {
     }
     this.cache = new Map();
   }
-  epsIndex(e) {  // exact, else null
-    const i = this.eps.findIndex((x) => Math.abs(x - e) <= 1e-9 * Math.abs(e));
-    return i < 0 ? null : i;
-  }
-  nearestEps(e) {
-    let best = 0;
-    for (let i = 1; i < this.E; i++) {
-      if (Math.abs(Math.log(this.eps[i] / e)) < Math.abs(Math.log(this.eps[best] / e))) best = i;
-    }
-    return best;
-  }
-  nearestStep(t) {  // the largest held count ≤ t (the frame nearest on the way there)
-    let best = 0;
-    for (let k = 0; k < this.T; k++) if (this.steps[k] <= t) best = k;
-    return best;
-  }
   frame(i, k) {
     const key = i * this.T + k;
     if (this.cache.has(key)) return this.cache.get(key);

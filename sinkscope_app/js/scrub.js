@@ -113,8 +113,7 @@ export class Scrub {
     const v = this.value();
     // the address bar: at most every 200 ms (browsers throttle faster history updates)
     clearTimeout(this.urlTimer);
-    this.urlTimer = setTimeout(() => writeUrl(this.data.url, this.eps.labels[this.eps.index],
-                                              this.value().steps), 200);
+    this.urlTimer = setTimeout(() => this.writeUrl(), 200);
     clearTimeout(this.timer);
     if (this.live()) {
       this.requestFrame();
@@ -129,8 +128,11 @@ export class Scrub {
   release() {
     clearTimeout(this.timer);
     clearTimeout(this.urlTimer);
-    writeUrl(this.data.url, this.eps.labels[this.eps.index], this.value().steps);
+    this.writeUrl();
     this.commit();
+  }
+  writeUrl() {  // each stop's value as the address writes it (scrub.py, url_eps)
+    writeUrl(this.data.url, this.data.url_eps[this.eps.index], this.value().steps);
   }
   commit() {
     const v = this.value();
@@ -148,8 +150,10 @@ export class Scrub {
     const L = this.lattice();
     if (!L) return;
     const v = this.value();
-    const ie = L.epsIndex(v.eps), ks = L.steps.indexOf(v.steps);
-    const i = ie === null ? L.nearestEps(v.eps) : ie, k = ks < 0 ? L.nearestStep(v.steps) : ks;
+    const at = this.data.frames;  // the lattice's frame of each stop (scrub.py, frame_stops)
+    const i = at.eps[this.eps.index], k = at.steps[this.steps.index];
+    if (!(i < L.E && k < L.T)) return;
+    const held = L.eps[i] === v.eps && L.steps[k] === v.steps;
     const t0 = performance.now();
     const f = L.frame(i, k);
     const work = [];
@@ -179,7 +183,7 @@ export class Scrub {
       SK.stats.frame = [f.eps, f.steps];
     }
     this.renderMetrics(this.frameMetrics(f));
-    if (ie === null || ks < 0) {
+    if (!held) {
       this.setNote(fill(this.data.words.nearest, {
         eps: SK.lang.num(f.eps), steps: SK.lang.steps(f.steps),
         want_eps: this.eps.labels[this.eps.index], want_steps: SK.lang.steps(v.steps)}));
@@ -258,13 +262,13 @@ export const inView = (gd) => {
   return r.bottom > 0 && r.top < (window.innerHeight || 0) && r.width > 0;
 };
 export const same = (p, q) => !!p && !!q && p.eps === q.eps && p.steps === q.steps;
-export function writeUrl(keys, epsLabel, steps) {  // keys: the URL's names of ε and t
+export function writeUrl(keys, epsText, steps) {  // keys: the URL's names of ε and t
   const u = new URL(window.location.href);
-  if (u.searchParams.get(keys.eps) === epsLabel &&
+  if (u.searchParams.get(keys.eps) === epsText &&
       u.searchParams.get(keys.steps) === String(steps)) {
     return;
   }
-  u.searchParams.set(keys.eps, epsLabel);
+  u.searchParams.set(keys.eps, epsText);
   u.searchParams.set(keys.steps, String(steps));
   window.history.replaceState(window.history.state, "", u.href);
 }

@@ -44,14 +44,20 @@ def lattice(text_a: str, text_b: str, s: Settings, eps_stops: tuple, step_stops:
                     tuple(eps_stops), tuple(step_stops))
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def _lattice(engine: str, text_a: str, text_b: str, s: Settings, eps_stops, step_stops):
+def lattice_grid(eps_stops: tuple, step_stops: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """The (ε (E,), half-steps (T,)) a lattice of these stops holds (``frames.grid`` under
+    ``CONFIG.live_max_half_steps``)."""
     from engine.relation.frames import grid
 
+    return grid(eps_stops, step_stops, max_half_steps=settings.CONFIG.live_max_half_steps)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _lattice(engine: str, text_a: str, text_b: str, s: Settings, eps_stops, step_stops):
     from .. import scrub
 
     cfg = settings.CONFIG
-    eps, steps = grid(eps_stops, step_stops, max_half_steps=cfg.live_max_half_steps)
+    eps, steps = lattice_grid(eps_stops, step_stops)
     id_ = lattice_id(text_a, text_b, s)
     payload = scrub.build(lambda: engines.current().lattice(
         text_a, text_b, s, eps, steps, id=id_, max_bytes=cfg.live_max_bytes), id_,

@@ -55,7 +55,8 @@ def live_sliders(ctx: Ctx, r) -> Ctx:
                   metrics=metrics.rows(r, ctx.lang) if r is not None else [],
                   note="" if live or r is None else live_note(ctx, n, m, cap),
                   help={"eps": w["eps_help"], "steps": w["steps_help"]},
-                  words=w["words"], num=ctx.num, on_change=on_scrub)
+                  words=w["words"], num=ctx.num, on_change=on_scrub,
+                  grid=calls.lattice_grid(EPS_OPTIONS, HALF_STEP_OPTIONS))
     return dataclasses.replace(ctx, lattice=lattice)
 
 
