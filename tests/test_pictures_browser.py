@@ -121,7 +121,7 @@ def test_hover_on_a_250_by_250_map_names_the_tokens(app_server, scaled):
     try:
         hover = chart(pg, "compare").evaluate("g => g.layout.meta.hover")
         n, m = len(hover["rows"]), len(hover["cols"])
-        assert n >= 240 and m >= 240 and hover["names"] == ["A", "B"]  # ~250 × 250 tokens
+        assert n >= 240 and m >= 240 and hover["rows"][7].startswith("A[7] ")  # ~250 × 250
         g = chart(pg, "compare")
         g.scroll_into_view_if_needed()
         for plan_axes, (i, j) in ((("x", "y"), (37, 120)), (("x2", "y2"), (200, 9))):
@@ -151,8 +151,8 @@ def test_hover_on_a_250_by_250_map_names_the_tokens(app_server, scaled):
             (label,) = tip["plotly"]
             i2, j2 = (int(x) for x in re.match(r"A\[(\d+)\] → B\[(\d+)\]", label).groups())
             assert abs(i2 - i) <= 1 and abs(j2 - j) <= 1, (label, i, j)
-            assert lines[0] == f"A[{i2}] {hover['rows'][i2]}", (lines, label)
-            assert lines[1] == f"B[{j2}] {hover['cols'][j2]}", (lines, label)
+            assert lines[0] == hover["rows"][i2] and lines[0].startswith(f"A[{i2}] "), lines
+            assert lines[1] == hover["cols"][j2] and lines[1].startswith(f"B[{j2}] "), lines
             assert lines[2].startswith("mass ") and lines[2] in label, (lines, label)
             assert tip["children"] == 0 and tip["shown"] == 0  # text only; one label shown
             assert tip["w"] > 0 and tip["h"] > 0 and tip["font"] >= 11

@@ -855,14 +855,18 @@ def test_large_maps_carry_their_tokens_once_for_the_hover():
     r = make_relation(n, m, tokens_a=toks, tokens_b=[f"u{k}" for k in range(m)])
     for fig in (heatmaps.compare(r), heatmaps.difference(r),
                 heatmaps.heatmap(r.attention, r.tokens_a, r.tokens_b)):
-        hover = fig.layout.meta["hover"]
-        assert hover["names"] == ["A", "B"]
-        assert hover["rows"] == toks and hover["cols"][69] == "u69"  # raw: the browser writes text
+        hover = fig.layout.meta["hover"]  # a small map's first two hover lines, raw text
+        assert hover["rows"] == [f"A[{k}] {t}" for k, t in enumerate(toks)]
+        assert hover["cols"][69] == "B[69] u69"
         for tr in heatmap_traces(fig):
             assert tr.customdata is None and "A[%{y}] → B[%{x}]" in tr.hovertemplate
     assert "hover" not in heatmaps.compare(make_relation()).layout.meta  # small: in the cells
     s = dataclasses.replace(r, mode="self")
-    assert heatmaps.compare(s).layout.meta["hover"]["names"] == ["query A", "key A"]
+    hover = heatmaps.compare(s).layout.meta["hover"]
+    assert (hover["rows"][2], hover["cols"][0]) == ("query A[2] <i>t2</i>", "key A[0] u0")
+    small = heatmaps.compare(make_relation(3, 2, tokens_a=["x", "y", "z"], tokens_b=["p", "q"]))
+    tr = heatmap_traces(small)[0]  # the same lines, filled in by plotly from customdata
+    assert tr.hovertemplate.startswith("A[%{y}] %{customdata[0]}<br>B[%{x}] %{customdata[1]}")
 
 
 def test_cloud_legend_names_the_sides_in_self_mode():

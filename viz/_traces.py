@@ -17,6 +17,7 @@ from viz._data import as_array
 from viz.words import WORDS
 
 LARGE = 64 * 64  # cells; above this, hover names positions, not tokens (keeps JSON small)
+TOKEN_LINE = "{name}[{k}] {token}"  # a map's hover line for a token: "A[3] bank"
 CLASSES = (("above target", th.COLOR_OVER), ("below target", th.COLOR_UNDER),
            ("on target", th.COLOR_MATCH))
 CLASS_WORDS = ("above", "below", "on")  # each class's name in :data:`viz.words.WORDS`
@@ -61,8 +62,8 @@ def map_trace_dict(z: np.ndarray, la: list[str], lb: list[str], *, zname: str,
         return dict(type="heatmap", z=np.asarray(z, dtype=np.float32), x=x, y=y,
                     hovertemplate=f"{ra}[%{{y}}] → {rb}[%{{x}}]<br>{zname} %{{z:.4g}}"
                                   "<extra></extra>", **kw)
-    lines = [f"{ra}[%{{y}}] %{{customdata[0]}}", f"{rb}[%{{x}}] %{{customdata[1]}}",
-             zname + " %{z:.4g}"]
+    lines = [TOKEN_LINE.format(name=ra, k="%{y}", token="%{customdata[0]}"),
+             TOKEN_LINE.format(name=rb, k="%{x}", token="%{customdata[1]}"), zname + " %{z:.4g}"]
     lines += [f"{name} %{{customdata[{2 + k}]:.4g}}" for k, (name, _) in enumerate(fields)]
     return dict(type="heatmap", z=z, x=x, y=y,
                 customdata=_customdata(la, lb, [f for _, f in fields]),
@@ -72,13 +73,17 @@ def map_trace_dict(z: np.ndarray, la: list[str], lb: list[str], *, zname: str,
 def hover_meta(tokens_a: Sequence[object], tokens_b: Sequence[object], size: int, *,
                names: tuple[str, str] = ("A", "B")) -> dict:
     """What the browser needs to name the tokens under the pointer of a map above
-    ``LARGE`` cells (whose hover shows positions only): {"hover": {"names", "rows",
-    "cols"}} with the raw token strings (``js/axes.js`` writes them as text, never HTML);
-    {} for smaller maps, whose hover names them already."""
+    ``LARGE`` cells (whose hover shows positions only): {"hover": {"rows", "cols"}}, each
+    token's first hover line as a smaller map's hover writes it (:data:`TOKEN_LINE`, raw
+    text: ``js/axes.js`` writes it as text, never HTML); {} for smaller maps, whose hover
+    names them already."""
     if size <= LARGE:
         return {}
-    return {"hover": {"names": list(names), "rows": [str(t) for t in tokens_a],
-                      "cols": [str(t) for t in tokens_b]}}
+    ra, rb = names
+    return {"hover": {"rows": [TOKEN_LINE.format(name=ra, k=k, token=t)
+                               for k, t in enumerate(tokens_a)],
+                      "cols": [TOKEN_LINE.format(name=rb, k=k, token=t)
+                               for k, t in enumerate(tokens_b)]}}
 
 
 def score_fields(scores: np.ndarray | None, shape: tuple[int, int],

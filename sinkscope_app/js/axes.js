@@ -3,8 +3,9 @@
 
 // A map above viz.heatmaps.LARGE cells carries no per-cell token strings (they would take
 // megabytes): its hover template names positions, A[i] → B[j]. Its layout.meta.hover
-// holds the tokens once; when plotly has drawn a map's hover label, it is shown here
-// instead with the two tokens named (as text, never HTML: tokens are the user's text).
+// holds each token's hover line once, written by Python; when plotly has drawn a map's
+// hover label, it is shown here instead with those two lines (as text, never HTML: tokens
+// are the user's text).
 export function tokenHover(gd) {
   if (gd.__skHover) return;
   gd.__skHover = true;
@@ -32,9 +33,7 @@ export function tokenHover(gd) {
     const shownLines = [...nums.querySelectorAll("tspan.line")].map((t) => t.textContent);
     const rest = (shownLines.length ? shownLines : [nums.textContent]).slice(1);
     const i = Math.round(Number(pt.y)), j = Math.round(Number(pt.x));
-    const [rowName, colName] = h.names;
-    const lines = [`${rowName}[${i}] ${h.rows[i] ?? ""}`, `${colName}[${j}] ${h.cols[j] ?? ""}`,
-                   ...rest];
+    const lines = [h.rows[i] ?? "", h.cols[j] ?? "", ...rest];  // Python's lines, as text
     if (tip.textContent !== lines.join("\n")) tip.textContent = lines.join("\n");
     Object.assign(tip.style, {background: path ? path.style.fill : "#fff",
                               borderColor: path ? path.style.stroke : "#444",
