@@ -109,3 +109,8 @@ def test_readme_python_example_runs_and_means_what_it_says():
         np.abs(r.softmax_plan.sum(0) - r.b).sum(), rel=1e-9, abs=1e-12)
     assert r.summary.softmax_col_err > 0.01  # attention is not a coupling here
     np.testing.assert_allclose(r.coupling.plan.sum(1), r.a, atol=1e-6)
+
+
+def test_the_docs_fit_in_100_kb():
+    size = sum(len(p.read_bytes()) for p in (ROOT / "docs").glob("*.md"))
+    assert size < 100_000, f"docs/*.md is {size:,} bytes: keep current figures, not a log"
