@@ -64,7 +64,7 @@ class Frame:
     ctx: Any = None
     warnings: list[str] = field(default_factory=list)
     keep_address: bool = False
-    corrected: bool = False
+    in_place: bool = False
 
     @property
     def module(self):
@@ -86,8 +86,8 @@ class Frame:
         if self.keep_address:
             return
         q = self.module.SCHEMA.to_query(st.session_state)
-        if self.corrected:  # once: a later write in the run compares with this one
-            self.corrected = False
+        if self.in_place:  # once: a later write in the run compares with this one
+            self.in_place = False
             history.correct(q, key=f"fix_{self.page}")
         elif st.query_params.to_dict() != q:
             st.query_params.from_dict(q)
@@ -173,7 +173,7 @@ def open_frame(name: str) -> Frame:
         ss[seen] = True
         fr.keep_address = (getattr(module, "SHORT_LINKS", False) and fr.first
                            and not navigated and not fr.warnings)
-        fr.corrected = bool(fr.warnings)
+        fr.in_place = bool(fr.warnings) or (fr.first and not navigated)
     sidebar(fr)
     return fr
 

@@ -9,8 +9,8 @@ that usable here:
   address change that moves one of the page's *navigation* parameters (the example, the
   view, the Learn step) stays a new entry; any other change (a slider released, a colour
   scale) replaces the current entry's address instead of flooding the history.
-- :func:`correct` writes an address the page corrected (it refused or clamped a value, with
-  a notice) over the one it was opened at, in place: Back never leads to the refused value.
+- :func:`correct` writes the page's first address over the one it was opened at, in place:
+  a link completed, or corrected after a notice (Back never leads to a refused value).
 - :func:`navigated` tells the page that this run came from Back or Forward, so it reads its
   state from the address again (it otherwise reads the address once per session).
 """
@@ -84,8 +84,8 @@ export default function ({data}) {
 
 
 def correct(query: Mapping[str, str], *, key: str = "sinkscope_fix") -> None:
-    """Write ``query`` (the page's state, after a notice refused part of its address) over
-    the current address, without a new history entry; Streamlit reads it back from the
+    """Write ``query`` (the page's state, read from the address it was opened at) over the
+    current address, without a new history entry; Streamlit reads it back from the
     address on the next run."""
     component = st.components.v2.component(f"sinkscope_history_{key}", js=FIX_JS,
                                            css=f".st-key-{key} {{display: none !important}}",

@@ -101,6 +101,11 @@ def test_back_and_forward_walk_through_examples_and_views(context, app_server):
     wait_query(pg, "ex", "bank")
     assert shown_example(pg).startswith("Polysemy")
     assert any("layer 4" in t for t in titles(pg))
+    pg.go_back()  # the bare address was completed in place: one more Back leaves the page
+    wait_js(pg, "() => location.href === 'about:blank'")
+    pg.go_forward()
+    wait_query(pg, "ex", "bank")
+    wait_idle(pg)
     back(pg, forward=True)
     wait_query(pg, "ex", "paraphrase")
     assert shown_example(pg) == ex["paraphrase"]["title"]
