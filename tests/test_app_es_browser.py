@@ -41,6 +41,8 @@ def test_spanish_sliders_redraw_in_spanish_with_decimal_commas(app_server, brows
         wait_js(pg, """() => [...document.querySelectorAll('.js-plotly-plot')].some(g =>
             (g.layout.annotations || []).some(a => (a.text || '').includes('ε=0,8,')))""")
         assert eps.get_attribute("aria-valuetext") == "0,8"
+        # the address says 0.8, as links are read, not the label's 0,8
+        wait_js(pg, "() => new URLSearchParams(location.search).get('eps') === '0.8'")
         titles = pg.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')]
             .flatMap(g => (g.layout.annotations || []).map(a => a.text || ''))""")
         shown = " ".join(titles)
