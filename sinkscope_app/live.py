@@ -15,8 +15,8 @@ frame swapped into a figure's data, no DOM), ``paint.js`` (canvases and Plotly.r
 as data (the tick labels' widths here, the stops' indices and texts in :mod:`.scrub`); the
 JavaScript that still follows a Python function is checked against it on fixtures.
 :func:`bundle` joins them, in :data:`JS_FILES` order and without their
-``import`` lines, into the one module the three components share
-(``sinkscope_live_chart``, ``sinkscope_scrub``, ``sinkscope_lattice``); the tests import
+``import`` lines, into the one module the components share (``sinkscope_live_chart``,
+``sinkscope_scrub``, ``sinkscope_lattice``, ``sinkscope_texts``); the tests import
 the files one by one under Node (``tests/js``). plotly.js is the copy bundled with the
 installed ``plotly`` package, served by Streamlit's component file route, so nothing is
 fetched from the network.

@@ -26,11 +26,10 @@ def rows(r: Relation, lang: str = "en") -> list[Metric]:
         return _rows(r)
     w = locale.texts("main", lang)["metrics"]
     num = numbers(lang)
-    s = r.summary
+    s, tol = r.summary, num(DEFAULT_TOL)
 
     def m(key: str, value: str, detail: str = "") -> Metric:
-        return Metric(key, w["labels"][key], value, detail,
-                      w["help"][key].format(tol=num(DEFAULT_TOL)))
+        return Metric(key, w["labels"][key], value, detail, w["help"][key].format(tol=tol))
 
     if math.isinf(s.kl_to_product) and s.zero_weight_mass > ZERO_MASS:
         kl = m("kl_to_product", "∞", w["kl_detail"].format(mass=num(s.zero_weight_mass)))

@@ -1,14 +1,17 @@
 """Live ε and half-step sliders: every frame in the browser, redrawn while dragging.
 
 The engine solves every (ε, t) frame of the current relation in one batched call
-(:mod:`engine.relation.lattice`); :func:`encode` packs a display copy of them (quantised plans,
-float32 marginals, float64 metric numbers) into one compressed binary payload, sent to the
-browser once per texts / model view / layer / head. A client-side component
-(:func:`sliders`, JavaScript in ``js/scrub.js``) owns both sliders and, on every input event,
-swaps the frame's arrays into the charts that viz built (``Plotly.react``), and rewrites
-the metric strip, without a round trip. When a slider is released the value goes to the
-server, which writes the URL, recomputes the exact relation (exports, other views) and
-computes any value the lattice does not hold.
+(:mod:`engine.relation.lattice`); :func:`encode` packs a display copy of them (quantised
+plans, float32 marginals, float64 metric numbers) into one compressed binary payload. The
+browser gets it without the metric numbers (``frames.browser_copy``), once per texts /
+model view / layer / head, and in their place the texts written from them in the page's
+language (:func:`frame_texts`: the metric strip's values and details and the titles'
+numbers of every frame, deflated; a second small payload). A client-side component
+(:func:`sliders`, JavaScript in ``js/scrub.js``) owns both sliders and, on every input
+event, swaps the frame's arrays into the charts that viz built (``Plotly.react``), and
+looks up the metric strip's and titles' texts, without a round trip. When a slider is
+released the value goes to the server, which writes the URL, recomputes the exact relation
+(exports, other views) and computes any value the lattice does not hold.
 
 Above a size budget (``SINKSCOPE_LIVE_MAX_CELLS`` token pairs, or a payload over
 ``SINKSCOPE_LIVE_MAX_BYTES``) no lattice is built: the sliders send their value on release
@@ -22,16 +25,25 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
+import struct
 import time
+import zlib
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 
+from engine.relation import frames
 from engine.relation.frames import MAGIC, METRICS, decode, encode  # noqa: F401  (the payload)
-from engine.relation.summary import HELP, NUMBERS, ZERO_MASS, Metric, Numbers, half_steps_text
+from engine.relation.summary import NUMBERS, Metric, Numbers, half_steps_text, numbers
+from engine.types import Summary
 
+from . import metrics as strip
 from .inputs import written
 from .live import component, sent
+
+TEXTS_MAGIC = b"SKT1"
 
 
 @dataclass(frozen=True)
@@ -40,10 +52,13 @@ class Payload:
 
     Attributes:
         id: names the relation (texts, model view, layer, head, weights, pooling, grid).
-        data: the binary payload, or None when the sliders fall back to the server.
+        data: the binary payload as the browser gets it (``frames.browser_copy``), or None
+            when the sliders fall back to the server.
         note: why there is no payload ("" when there is one).
         bits: 16 or 8, the integers the plans were quantised to (0 without a payload).
         seconds: time to solve and encode the lattice.
+        metrics: the frames' metric numbers, {name: (E, T)} (``frames.metrics``), which
+            :func:`frame_texts` writes for the browser; None without a payload.
     """
 
     id: str
@@ -51,6 +66,7 @@ class Payload:
     note: str = ""
     bits: int = 0
     seconds: float = 0.0
+    metrics: dict | None = None
 
 
 def lattice_id(*geometry: object) -> str:
@@ -70,7 +86,7 @@ def build(pack, id_: str, *, max_bytes: int) -> Payload:
         return Payload(id_, None, "Live sliders are off for these texts: their frames would "
                        f"take more than {max_bytes / 1e6:.1f} MB (SINKSCOPE_LIVE_MAX_BYTES), "
                        "so each slider release recomputes on the server.", 0, seconds)
-    return Payload(id_, data, "", bits, seconds)
+    return Payload(id_, frames.browser_copy(data), "", bits, seconds, frames.metrics(data))
 
 
 def too_large_note(n: int, m: int, max_cells: int) -> str:
@@ -94,14 +110,9 @@ WORDS = {
                "with {want_steps} is computed on the server when you let go.",
     "softmax_note": "Half-step 1: the Sinkhorn plan is softmax, diag(a)·softmax(S/ε) — rows "
                     "right, columns off by the softmax column error.",
-    # what the browser writes into the metric strip and the graph's hovers (js/format.js)
+    # "N half-steps" (the stops' texts) and what the browser writes into the graph's hovers
     "half_step": "{n} half-step",
     "half_steps": "{n} half-steps",
-    "kl_detail": "{mass} of π's mass on weight-0 tokens",
-    "cost_detail": "exact OT {exact} · softmax {softmax}",
-    "below_exact": " · below exact OT: π is not a coupling yet",
-    "yes": "yes",
-    "no": "no",
     "node": "{SIDE}[{k}] {label}<br>weight {side} = {weight}, {verb} {sum}<br>heaviest "
             "partners:<br>",
     "sends": "sends",
@@ -152,11 +163,58 @@ def frame_stops(eps_stops, step_stops, grid_eps, grid_steps) -> dict[str, list[i
                       for s in step_stops]}
 
 
+def frame_texts(payload: Payload, lang: str = "en") -> dict:
+    """What the browser writes with each frame of ``payload``'s lattice, in ``lang``.
+
+    Frame (i, k) is entry q = i·T + k of every list (E ε values × T half-step counts):
+    the metric strip as ``metrics.rows`` writes it, and the numbers the figures' titles
+    take (``viz.heatmaps``, ``viz.bipartite``).
+
+    Returns:
+        {"eps": (E,) each ε as the language writes it; "values": {key: (E·T,)} each row's
+        value; "details": {key: (E·T,)} for the rows with a detail; "max_err": (E·T,)
+        the larger Sinkhorn marginal error; "converged": (E·T,) bools}.
+    """
+    h, mx, num = frames.header(payload.data), payload.metrics, numbers(lang)
+    values, details, max_err, converged = {}, {}, [], []
+    for i in range(len(h["eps"])):
+        for k, t in enumerate(h["steps"]):
+            s = Summary(**{key: float(mx[key][i, k]) for key in METRICS})
+            r = SimpleNamespace(summary=s, coupling=SimpleNamespace(half_steps_run=int(t)))
+            for row in strip.rows(r, lang):
+                values.setdefault(row.key, []).append(row.value)
+                details.setdefault(row.key, []).append(row.detail)
+            max_err.append(num(max(s.sinkhorn_row_err, s.sinkhorn_col_err)))
+            converged.append(bool(s.converged))
+    return {"eps": [num(e) for e in h["eps"]], "values": values,
+            "details": {key: d for key, d in details.items() if any(d)},
+            "max_err": max_err, "converged": converged}
+
+
+def texts_id(lattice: str, lang: str) -> str:
+    """The id of the texts of lattice ``lattice`` in ``lang``."""
+    return f"{lattice}:{lang}"
+
+
+def texts_payload(payload: Payload, lang: str = "en", level: int = 9) -> bytes:
+    """:func:`frame_texts` as the browser gets them: ``b"SKT1"``, a uint32 header length,
+    the header (JSON: {"id": :func:`texts_id`}), then the texts as deflated JSON."""
+    head = json.dumps({"id": texts_id(payload.id, lang)}).encode()
+    body = json.dumps(frame_texts(payload, lang), ensure_ascii=False, separators=(",", ":"))
+    return TEXTS_MAGIC + struct.pack("<I", len(head)) + head + zlib.compress(body.encode(), level)
+
+
+def read_texts(data: bytes) -> dict:
+    """A :func:`texts_payload` back: its header's fields and the texts (the tests')."""
+    (size,) = struct.unpack("<I", data[4:8])
+    return {**json.loads(data[8:8 + size]), **json.loads(zlib.decompress(data[8 + size:]))}
+
+
 def sliders(*, key: str, eps: float, steps: int, eps_stops, step_stops, lattice: str | None,
             metrics: list[Metric], note: str, help: dict[str, str], on_change,
             words: dict[str, str] | None = None,
             url_keys: dict[str, str] | None = None,
-            num: Numbers = NUMBERS["en"], grid=None) -> dict | None:
+            num: Numbers = NUMBERS["en"], grid=None, lang: str = "en") -> dict | None:
     """Both sliders and the metric strip, drawn and driven in the browser.
 
     Args:
@@ -178,6 +236,8 @@ def sliders(*, key: str, eps: float, steps: int, eps_stops, step_stops, lattice:
             the browser writes the numbers it computes the same way (js/format.js).
         grid: the lattice's (ε values, half-step counts) (``frames.grid``), whose frame each
             stop shows (:func:`frame_stops`); by default the stops themselves.
+        lang: the page's language, whose texts of each frame (:func:`texts_payload`) the
+            browser looks up while a slider moves.
 
     Returns:
         The component's state: {"frame": {"eps": ε, "steps": t}} once a slider was
@@ -193,8 +253,8 @@ def sliders(*, key: str, eps: float, steps: int, eps_stops, step_stops, lattice:
         "step_stops": [int(t) for t in step_stops], "steps_index": k,
         "step_labels": step_labels(step_stops, words, num),
         "steps_texts": [steps_text(t, words, num) for t in step_stops],
-        "metrics": metric_dicts(metrics), "note": note, "help": help,
-        "zero_mass": ZERO_MASS, "metric_help": HELP, "words": words,
+        "metrics": metric_dicts(metrics), "note": note, "help": help, "words": words,
+        "texts": texts_id(lattice, lang) if lattice else None,
         "url": dict(url_keys or URL_KEYS), "numbers": dataclasses.asdict(num),
         "url_eps": [written(float(e)) for e in eps_stops],
         "frames": frame_stops(eps_stops, step_stops, *(grid or (eps_stops, step_stops))),
@@ -211,6 +271,13 @@ def lattice_element(payload: Payload | None, *, key: str = "sinkscope_lattice") 
     if payload is None or payload.data is None:
         return
     component("sinkscope_lattice")(key=key, data=payload.data)
+
+
+def texts_element(data: bytes | None, *, key: str = "sinkscope_texts") -> None:
+    """Send the texts of the lattice's frames in the page's language (:func:`texts_payload`)
+    to the browser, as :func:`lattice_element` does; nothing for None."""
+    if data is not None:
+        component("sinkscope_texts")(key=key, data=data)
 
 
 def nearest_stops(eps: float, steps: float, eps_stops, step_stops) -> tuple[int, int]:

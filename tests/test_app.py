@@ -155,6 +155,8 @@ def test_default_page_renders(default_app):
     assert set(data["help"]) == {"eps", "steps"}
     (lattice,) = component(at, "sinkscope_lattice")
     assert lattice.WhichOneof("data") == "bytes" and lattice.bytes[:4] == b"SKL1"
+    (texts,) = component(at, "sinkscope_texts")  # its frames' texts in the page's language
+    assert texts.bytes[:4] == b"SKT1" and data["texts"] == data["lattice"] + ":en"
     binds = [component_data(el).get("bind") for el in at.get("bidi_component")
              if el.proto.component_name == "sinkscope_live_chart"]
     assert [b for b in binds if b] == [{"lattice": data["lattice"], "eps": bank["eps"],
@@ -237,7 +239,7 @@ def test_long_texts_fall_back_to_the_server_with_a_note():
     ok(at)
     data = scrub_data(at)
     assert data["lattice"] is None and "SINKSCOPE_LIVE_MAX_CELLS" in data["note"]
-    assert not component(at, "sinkscope_lattice")
+    assert not component(at, "sinkscope_lattice") and not component(at, "sinkscope_texts")
     assert all("bind" not in component_data(el) for el in at.get("bidi_component")
                if el.proto.component_name == "sinkscope_live_chart")
     assert len(figures(at)) == 2

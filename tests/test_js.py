@@ -27,7 +27,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from engine.relation.summary import HELP, ZERO_MASS, fmt, rows
+from engine.relation.summary import fmt
 from engine.solver import references
 from engine.types import Summary
 from tests.test_viz import make_relation, sinkhorn_np
@@ -102,7 +102,8 @@ def summaries(rng: np.random.Generator) -> list[dict]:
 
 
 def frame_of(r) -> dict:
-    """What the browser's lattice gives for relation r's frame (lattice.js, Lattice.frame)."""
+    """What the browser's lattice gives for relation r's frame (lattice.js, Lattice.frame),
+    with the texts the server sends for it (scrub.frame_texts; lattice.js, FrameTexts.at)."""
     soft, sink = r.softmax_plan, r.coupling.plan
     return dict(
         eps=float(r.eps), steps=int(r.coupling.half_steps_run), k=1,
@@ -110,10 +111,11 @@ def frame_of(r) -> dict:
         att=r.attention.ravel().tolist(),
         softRows=soft.sum(1).tolist(), softCols=soft.sum(0).tolist(),
         sinkRows=sink.sum(1).tolist(), sinkCols=sink.sum(0).tolist(),
-        metrics=dict(softmax_col_err=float(references.l1(soft.sum(0), r.b, axes=-1)),
-                     sinkhorn_row_err=float(references.l1(sink.sum(1), r.a, axes=-1)),
-                     sinkhorn_col_err=float(references.l1(sink.sum(0), r.b, axes=-1)),
-                     converged=bool(np.all(np.asarray(r.coupling.converged)))))
+        text=dict(eps=fmt(r.eps), rows=dict(softmax_col_err=[fmt(references.l1(
+                      soft.sum(0), r.b, axes=-1)), ""]),
+                  max_err=fmt(max(references.l1(sink.sum(1), r.a, axes=-1),
+                                  references.l1(sink.sum(0), r.b, axes=-1))),
+                  converged=bool(np.all(np.asarray(r.coupling.converged)))))
 
 
 def other_frame(r, *, eps: float, half_steps: int):
@@ -147,7 +149,8 @@ def patches(rng: np.random.Generator) -> list[dict]:
 
 
 def lattice_case() -> dict:
-    """A small lattice's payload (base64) and what engine.relation.frames.decode reads."""
+    """A small lattice's payload as the browser gets it (base64) and what
+    engine.relation.frames.decode reads; its texts in Spanish and what Python reads."""
     from engine.relation.frames import decode, encode
     from engine.relation.lattice import lattice
 
@@ -155,14 +158,17 @@ def lattice_case() -> dict:
     a, b = rng.dirichlet(np.ones(3)), rng.dirichlet(np.ones(4))
     a[1] = 0.0  # a weight-0 token
     lat = lattice(rng.normal(size=(3, 4)), a / a.sum(), b, [0.1, 1.0], [1, 3, 20])
+    from sinkscope_app import scrub
+
     data, bits = encode(lat, "small", max_bytes=10**6)
-    d = decode(data)
-    return dict(bytes=base64.b64encode(data).decode(), n=3, m=4, bits=bits,
+    payload = scrub.build(lambda: (data, bits), "small", max_bytes=10**6)
+    d = decode(payload.data)  # the browser's copy: no metric numbers
+    texts = scrub.texts_payload(payload, "es")
+    return dict(bytes=base64.b64encode(payload.data).decode(), n=3, m=4, bits=bits,
                 eps=d["eps"], steps=d["steps"], plans=d["plans"].tolist(),
                 attention=d["attention"].tolist(), row_sums=d["row_sums"].tolist(),
-                col_sums=d["col_sums"].tolist(),
-                metrics={k: [[num(x) for x in row] for row in v.tolist()]
-                         for k, v in d["metrics"].items()})
+                col_sums=d["col_sums"].tolist(), texts=base64.b64encode(texts).decode(),
+                read_texts=scrub.read_texts(texts))
 
 
 def thin_cases(rng: np.random.Generator, labels: list[str]) -> list[dict]:
@@ -236,14 +242,6 @@ def fixtures() -> dict:
             bins=[x.tolist() for x in _data.bin_edges(mass, scale, bipartite.N_BINS)],
             hover_a=[bipartite.node_hover(q, "a", la, lb, w, plan) for q in range(n)],
             w=w.tolist(), la=la, lb=lb))
-    metric_cases = []
-    for s in summaries(rng):
-        steps = int(rng.choice([1, 2, 99, 1000, 12345]))
-        r = SimpleNamespace(summary=Summary(**s), coupling=SimpleNamespace(half_steps_run=steps))
-        got = rows(r)
-        metric_cases.append(dict(s={k: num(v) if isinstance(v, float) else v for k, v in s.items()},
-                                 steps=steps, label={x.key: x.label for x in got},
-                                 rows=[dataclasses.asdict(x) for x in got]))
     return dict(
         spanish=spanish(rng, xs),
         thin=thin_cases(rng, labels),
@@ -255,7 +253,7 @@ def fixtures() -> dict:
             ("{a}{a} {b} {missing}", {"a": "x", "b": "{a}"}),
             ("no fields", {"eps": "1"}))],
         classes=cls_cases, limits=lim_cases, tolerance=heatmaps.IDENTICAL, edges=edge_cases,
-        n_bins=bipartite.N_BINS, metrics=metric_cases, help=HELP, zero_mass=ZERO_MASS,
+        n_bins=bipartite.N_BINS,
         words_en=_english_words(),
         patches=patches(rng))
 
@@ -282,24 +280,15 @@ def node_hover_in(k, side, tokens, partner_names, w, plan, words, num) -> str:
 
 def spanish(rng: np.random.Generator, xs: list[float]) -> dict:
     """What the browser writes on a Spanish page, as Python writes it: numbers
-    (summary.numbers("es")), the metric strip (metrics.rows(r, "es")), the sliders' step
-    labels and the graph's hovers, with the words and number format the payload carries."""
+    (summary.numbers("es")), the sliders' step labels and the graph's hovers, with the
+    words and number format the payload carries."""
     from engine.relation.summary import numbers as numbers_of
-    from sinkscope_app import locale as i18n, metrics, scrub
+    from sinkscope_app import locale as i18n, scrub
 
     es = numbers_of("es")
     words = {**scrub.WORDS, **i18n.texts("main", "es")["sliders"]["words"]}
     more = list(10.0 ** rng.uniform(-7, 6, 200) * rng.choice([-1.0, 1.0], 200))
     more += [1234.5, -1235.5, 12345.5, 99999.5, 4.78e-05, 9.7e-05, 5e-06, 4.9e-06, 0.00015]
-    cases = []
-    for s in summaries(rng):
-        steps = int(rng.choice([1, 2, 99, 1000, 12345]))
-        r = SimpleNamespace(summary=Summary(**s), coupling=SimpleNamespace(half_steps_run=steps))
-        got = metrics.rows(r, "es")
-        cases.append(dict(s={k: num(v) if isinstance(v, float) else v for k, v in s.items()},
-                          steps=steps, label={x.key: x.label for x in got},
-                          help={x.key: x.help for x in got},
-                          rows=[dataclasses.asdict(x) for x in got]))
     hovers = []
     for k in range(8):
         n, m = int(rng.integers(1, 7)), int(rng.integers(1, 7))
@@ -311,7 +300,7 @@ def spanish(rng: np.random.Generator, xs: list[float]) -> dict:
                                 for q in range(n)]))
     return dict(spec=dataclasses.asdict(es), words=words,
                 num=[dict(x=num(x), out=es(x)) for x in [*xs, *more]],
-                metrics=cases, hovers=hovers,
+                hovers=hovers,
                 steps=dict(stops=STEPS, texts=[scrub.steps_text(t, words, es) for t in STEPS]))
 
 
@@ -458,3 +447,110 @@ def test_the_sliders_ship_the_lattice_frame_of_each_stop():
     js = "".join((ROOT / "sinkscope_app" / "js" / f"{n}.js").read_text(encoding="utf-8")
                  for n in ("lattice", "scrub"))
     assert "nearestEps" not in js and "data.frames" in js
+
+
+# ------------------------------------------------------------------ the frames' texts
+def shipped(lang: str, S, a, b, eps, steps, metrics=None):
+    """(lattice, payload, the texts the page ships in ``lang``, as the browser reads them)
+    of one small lattice, its metric numbers replaced by ``metrics`` where given."""
+    from engine.relation.frames import encode
+    from engine.relation.lattice import lattice
+    from sinkscope_app import scrub
+
+    lat = lattice(S, a, b, eps, steps)
+    data, bits = encode(lat, "x", max_bytes=10**7)
+    payload = scrub.build(lambda: (data, bits), "x", max_bytes=10**7)
+    if metrics is not None:
+        payload = dataclasses.replace(payload, metrics=metrics(payload.metrics))
+    return lat, payload, scrub.read_texts(scrub.texts_payload(payload, lang))
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_the_shipped_texts_are_the_metric_strip_of_every_frame(lang):
+    """The browser's metric strip for frame (i, k) (js/scrub.js, frameMetrics) is
+    sinkscope_app.metrics.rows of that frame's numbers, in the page's language: the page
+    ships the texts (scrub.texts_payload) and the browser formats no number."""
+    from engine.relation.frames import METRICS
+    from engine.relation.summary import numbers as numbers_of
+    from sinkscope_app import metrics, scrub
+
+    rng = np.random.default_rng(8)
+    cases = summaries(rng)  # infinite KL, cost below exact OT, not converged, tiny errors
+
+    def special(mx):  # the first frames take the special cases
+        mx = {key: np.array(v) for key, v in mx.items()}
+        for q, s in enumerate(cases):
+            for key, v in s.items():
+                mx[key][divmod(q, mx[key].shape[1])] = v
+        return mx
+
+    a, b = rng.dirichlet(np.ones(4)), rng.dirichlet(np.ones(5))
+    lat, payload, t = shipped(lang, rng.normal(size=(4, 5)), a, b, [0.05, 0.3, 1.0, 4.0],
+                              [1, 2, 3, 20, 1000], special)
+    E, T = lat.shape
+    assert t["id"] == scrub.texts_id("x", lang) and len(t["max_err"]) == E * T
+    assert t["eps"] == [numbers_of(lang)(e) for e in lat.eps]
+    seen = set()
+    for i in range(E):
+        for k in range(T):
+            q = i * T + k
+            s = Summary(**{key: payload.metrics[key][i, k] for key in METRICS})
+            r = SimpleNamespace(summary=s,
+                                coupling=SimpleNamespace(half_steps_run=int(lat.steps[k])))
+            for row in metrics.rows(r, lang):
+                got = (t["values"][row.key][q], t["details"].get(row.key, [""] * (E * T))[q])
+                assert got == (row.value, row.detail), (lang, i, k, row.key)
+                seen.add((row.key, row.value == "∞", bool(row.detail)))
+            assert t["converged"][q] == bool(s.converged)
+    assert {("kl_to_product", True, True), ("cost", False, True)} <= seen
+
+
+def _same_text(got: str, want: str) -> bool:
+    """Equal up to numbers that differ by rounding noise (|Δ| ≤ 1e-9 or 1 %), in either
+    language's decimal mark (as tests/test_scrub_browser.py compares titles)."""
+    number = re.compile(r"-?\d+(?:[.,]\d+)?(?:e[+-]\d+)?")
+    if number.sub("#", got) != number.sub("#", want):
+        return False
+    pairs = zip(number.findall(got), number.findall(want))
+    return all(abs(float(x.replace(",", ".")) - float(y.replace(",", "."))) <=
+               1e-9 + 1e-2 * abs(float(y.replace(",", "."))) for x, y in pairs)
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_the_shipped_texts_fill_the_titles_viz_writes_for_every_frame(lang):
+    """The titles of the compare, difference and graph figures the browser fills for
+    frame (i, k) (js/patch.js, titleValues) are the ones viz writes for that frame, in the
+    page's language, from the texts the page ships."""
+    from sinkscope_app import locale, scrub
+
+    r0 = make_relation(7, 9, seed=2, eps=0.5, half_steps=20)
+    lat, _, t = shipped(lang, r0.scores, r0.a, r0.b, [0.1, 0.5, 2.0], [1, 2, 3, 50])
+    w, num = locale.words("main", lang)["figures"], locale.numbers(lang)
+    words = {**scrub.WORDS, **locale.texts("main", lang)["sliders"]["words"]}
+    E, T = lat.shape
+    for i, eps in enumerate(lat.eps):
+        for k, steps in enumerate(lat.steps):
+            q = i * T + k
+            c = dataclasses.replace(r0.coupling, plan=lat.plans[i, k], eps=float(eps),
+                                    half_steps_run=int(steps),
+                                    converged=np.array(lat.summary.converged[i, k]))
+            r = dataclasses.replace(r0, eps=float(eps), half_steps=int(steps), coupling=c,
+                                    attention=lat.attention[i], softmax_plan=lat.plans[i, 0])
+            vals = dict(eps=t["eps"][i], steps=scrub.steps_text(steps, words, num),
+                        softmax_col_err=t["values"]["softmax_col_err"][q],
+                        max_err=t["max_err"][q])
+            for fig in (heatmaps.compare(r, words=w, num=num),
+                        heatmaps.difference(r, words=w, num=num),
+                        bipartite.graph(r, words=w, num=num)):
+                meta = fig.layout.meta
+                if meta["kind"] == "difference":
+                    same = heatmaps.difference_limit(r.softmax_plan, c.plan)[1]
+                    got = [_axes.fill(meta["title"], **vals,
+                                      identical=w["identical"] if same else "")]
+                    want = [fig.layout.title.text]
+                else:
+                    note = "" if t["converged"][q] else meta.get("not_converged", "")
+                    got = [_axes.fill(x, **vals, not_converged=note) for x in meta["titles"]]
+                    want = [x.text for x in fig.layout.annotations[:len(got)]]
+                assert len(got) == len(want) > 0, meta["kind"]
+                assert all(_same_text(g, x) for g, x in zip(got, want)), (lang, i, k, got, want)

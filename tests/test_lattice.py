@@ -152,6 +152,10 @@ def test_payload_round_trip_within_display_precision(lat):
     for key in scrub.METRICS:  # metric numbers travel exactly (float64)
         np.testing.assert_array_equal(d["metrics"][key], np.broadcast_to(
             np.asarray(getattr(L.summary, key), dtype=float), L.shape))
+    web = frames.browser_copy(data)  # what the browser gets: the page sends the texts
+    assert len(web) < len(data) and "metrics" not in frames.header(web)
+    assert scrub.decode(web)["metrics"] == {}
+    np.testing.assert_array_equal(scrub.decode(web)["plans"], d["plans"])
     d8 = scrub.decode(frames._pack(L, "abc", 8, 6))
     assert (np.abs(d8["plans"] - L.plans) <= peak / 255).all()
 

@@ -8,11 +8,13 @@ sends to the browser and the served engine sends to the app (``POST /v1/lattice`
 
 Payload layout (little-endian): ``b"SKL1"``, a uint32 header length, the header (UTF-8
 JSON: sizes, ε and half-step values, weights, section offsets), then one zlib stream
-holding the sections: plan scales (E,) and attention scales (E,) float64; metrics
-(E, T, K) float64; row and column marginal differences π1 − a (E, T, n) and πᵀ1 − b
-(E, T, m) float32; plans (E, T, n, m) as unsigned integers of ``bits`` bits,
-delta-coded along t (each frame minus the previous one, modulo 2^bits); attention
-(E, n, m) in the same integers. The plan at (i, k) is q · scale[i].
+holding the sections: plan scales (E,) and attention scales (E,) float64; row and column
+marginal differences π1 − a (E, T, n) and πᵀ1 − b (E, T, m) float32; plans (E, T, n, m)
+as unsigned integers of ``bits`` bits, delta-coded along t (each frame minus the previous
+one, modulo 2^bits); attention (E, n, m) in the same integers. The plan at (i, k) is
+q · scale[i]. A second zlib stream, the header's ``metrics_bytes`` last bytes, holds the
+metrics (E, T, K) float64: the app writes the metric strip's texts from them and sends
+the browser the payload without them (:func:`browser_copy`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ import zlib
 
 import numpy as np
 
-from .summary import ZERO_MASS
 from ..types import Lattice
 
 MAGIC = b"SKL1"
@@ -73,7 +74,7 @@ def _pack(lat: Lattice, id_: str, bits: int, level: int) -> bytes:
     row_diff = lat.plans.sum(-1) - lat.a
     col_diff = lat.plans.sum(-2) - lat.b
     sections = [("plan_scale", plan_scale.astype("<f8")), ("attention_scale", att_scale.astype("<f8")),
-                ("metrics", metrics), ("row_diff", row_diff.astype("<f4")),
+                ("row_diff", row_diff.astype("<f4")),
                 ("col_diff", col_diff.astype("<f4")), ("plans", delta), ("attention", attention)]
     body, offsets, at = [], {}, 0
     for name, arr in sections:
@@ -82,13 +83,15 @@ def _pack(lat: Lattice, id_: str, bits: int, level: int) -> bytes:
         offsets[name] = [at, len(raw)]
         body.append(raw + b"\0" * pad)
         at += len(raw) + pad
+    tail = zlib.compress(np.ascontiguousarray(metrics).tobytes(), level)
     header = json.dumps({
         "v": 1, "id": id_, "n": int(n), "m": int(m), "bits": bits,
         "eps": [float(e) for e in lat.eps], "steps": [int(t) for t in lat.steps],
         "a": [float(x) for x in lat.a], "b": [float(x) for x in lat.b], "tol": lat.tol,
-        "metrics": list(METRICS), "sections": offsets, "zero_mass": ZERO_MASS,
+        "metrics": list(METRICS), "metrics_bytes": len(tail), "sections": offsets,
     }, allow_nan=False).encode()
-    return MAGIC + struct.pack("<I", len(header)) + header + zlib.compress(b"".join(body), level)
+    return (MAGIC + struct.pack("<I", len(header)) + header
+            + zlib.compress(b"".join(body), level) + tail)
 
 
 def encode(lat: Lattice, id_: str, *, max_bytes: int, level: int = 6) -> tuple[bytes | None, int]:
@@ -111,13 +114,10 @@ def decode(data: bytes) -> dict:
     Returns:
         A dict with the header's fields and ``plans`` (E, T, n, m), ``attention``
         (E, n, m), ``row_sums`` (E, T, n), ``col_sums`` (E, T, m) as float64 and
-        ``metrics`` {name: (E, T)}.
+        ``metrics`` {name: (E, T)} (none in a :func:`browser_copy`).
     """
-    if data[:4] != MAGIC:
-        raise ValueError("not a sinkscope lattice payload")
-    (size,) = struct.unpack("<I", data[4:8])
-    h = json.loads(data[8:8 + size])
-    body = zlib.decompress(data[8 + size:])
+    h = header(data)
+    body = zlib.decompress(data[8 + _size(data):len(data) - h.get("metrics_bytes", 0)])
     E, T, n, m = len(h["eps"]), len(h["steps"]), h["n"], h["m"]
 
     def sec(name, dtype, shape):
@@ -129,17 +129,40 @@ def decode(data: bytes) -> dict:
     q = np.cumsum(sec("plans", u, (E, T, n, m)), axis=1, dtype=np.uint64) % (2 ** h["bits"])
     plans = q * sec("plan_scale", "<f8", (E,))[:, None, None, None]
     attention = sec("attention", u, (E, n, m)) * sec("attention_scale", "<f8", (E,))[:, None, None]
-    metrics = sec("metrics", "<f8", (E, T, len(h["metrics"])))
     a, b = np.asarray(h["a"]), np.asarray(h["b"])
     return {**h, "plans": plans, "attention": attention,
             "row_sums": sec("row_diff", "<f4", (E, T, n)) + a,
             "col_sums": sec("col_diff", "<f4", (E, T, m)) + b,
-            "metrics": {k: metrics[..., i] for i, k in enumerate(h["metrics"])}}
+            "metrics": metrics(data) if "metrics_bytes" in h else {}}
+
+
+def _size(data: bytes) -> int:
+    """The header's length in bytes (the uint32 after the magic)."""
+    if data[:4] != MAGIC:
+        raise ValueError("not a sinkscope lattice payload")
+    return struct.unpack("<I", data[4:8])[0]
 
 
 def header(data: bytes) -> dict:
     """The payload's header alone (sizes, ε and half-step values, bits)."""
-    if data[:4] != MAGIC:
-        raise ValueError("not a sinkscope lattice payload")
-    (size,) = struct.unpack("<I", data[4:8])
-    return json.loads(data[8:8 + size])
+    return json.loads(data[8:8 + _size(data)])
+
+
+def metrics(data: bytes) -> dict[str, np.ndarray]:
+    """The metric numbers of a full payload, {name: (E, T) float64}, read from its
+    second stream alone (the plans stay packed)."""
+    h = header(data)
+    raw = zlib.decompress(data[len(data) - h["metrics_bytes"]:])
+    E, T, K = len(h["eps"]), len(h["steps"]), len(h["metrics"])
+    table = np.frombuffer(raw, dtype="<f8").reshape(E, T, K)
+    return {k: table[..., j] for j, k in enumerate(h["metrics"])}
+
+
+def browser_copy(data: bytes) -> bytes:
+    """The payload as the browser gets it: without the metrics (the page sends their
+    texts instead) and without their fields in the header."""
+    h, size = header(data), _size(data)
+    cut = h.pop("metrics_bytes", 0)
+    h.pop("metrics", None)
+    head = json.dumps(h, allow_nan=False).encode()
+    return MAGIC + struct.pack("<I", len(head)) + head + data[8 + size:len(data) - cut]

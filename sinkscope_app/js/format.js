@@ -1,7 +1,8 @@
 import {SK} from "./state.js";
 
-// Numbers, templates and the metric strip, as the Python side writes them (tests/js checks
-// each against its Python twin on fixtures the tests write from Python).
+// Numbers and templates, as the Python side writes them (tests/js checks each against its
+// Python twin on fixtures the tests write from Python). The metric strip's and the titles'
+// numbers are not written here: the server sends their texts (scrub.py, frame_texts).
 // engine.relation.summary.fmt, to the letter: 3 significant digits; |x| < 1e-3 or ≥ 1e5 in
 // scientific notation with 2 decimals; 0 as "0"; ±inf as "∞"/"−∞"; NaN as "n/a".
 export const pad = (s) => s.replace(/e([+-])(\d)$/, "e$10$2");
@@ -72,29 +73,3 @@ export const ENGLISH = language();
 export const here = () => SK.lang || ENGLISH;  // the page's language, set by the sliders
 export const fill = (template, vals) =>
   String(template).replace(/\{(\w+)\}/g, (m, k) => (k in vals ? vals[k] : m));
-// engine.relation.summary.rows for one frame's metrics ``s`` after ``steps`` half-steps;
-// ``label`` and ``help`` by key (the server's), ``zeroMass`` summary.ZERO_MASS.
-// sinkscope_app.metrics.rows in ``lang`` (:func:`language`; English by default).
-export function metricRows(s, steps, label, help, zeroMass, lang = ENGLISH) {
-  const {num, words: w} = lang;
-  const row = (key, value, detail = "") => ({key, label: label[key], value, detail,
-                                            help: help[key]});
-  const kl = !Number.isFinite(s.kl_to_product) && s.kl_to_product > 0 &&
-             s.zero_weight_mass > zeroMass
-    ? row("kl_to_product", "∞", fill(w.kl_detail, {mass: num(s.zero_weight_mass)}))
-    : row("kl_to_product", num(s.kl_to_product));
-  let costDetail = fill(w.cost_detail, {exact: num(s.exact_cost), softmax: num(s.softmax_cost)});
-  if (s.cost < s.exact_cost - 1e-9 * Math.max(1, Math.abs(s.exact_cost))) {
-    costDetail += w.below_exact;
-  }
-  return [
-    row("softmax_col_err", num(s.softmax_col_err)),
-    row("sinkhorn_row_err", num(s.sinkhorn_row_err)),
-    row("sinkhorn_col_err", num(s.sinkhorn_col_err)),
-    row("cost", num(s.cost), costDetail),
-    row("entropy", num(s.entropy)),
-    kl,
-    row("l1_to_exact", num(s.l1_to_exact)),
-    row("converged", s.converged ? w.yes : w.no, lang.steps(steps)),
-  ];
-}

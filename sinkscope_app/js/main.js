@@ -1,10 +1,11 @@
 // sinkscope's client side: charts updated in place, and the live ε / half-step sliders.
 //
-// One module (live.py bundles js/*.js) for three st.components.v2 components (live.py,
+// One module (live.py bundles js/*.js) for four st.components.v2 components (live.py,
 // scrub.py), told apart by their data:
 //   chart    {spec, src, config, height, tick_em, bind?}  one plotly div per key,
 //            Plotly.react; "bind" names the lattice whose frames may be swapped in.
-//   lattice  raw bytes (scrub.py's payload): every (ε, half-step) frame, decoded once.
+//   lattice  raw bytes (scrub.py's payloads): every (ε, half-step) frame, decoded once;
+//   texts    the same for the texts of its frames in the page's language.
 //   scrub    {role: "scrub", ...}: both sliders and the metric strip. On every input
 //            event it redraws the bound charts from the lattice (no server round trip);
 //            on release it sends the value to the server (URL, exports, other views).

@@ -68,13 +68,12 @@ export function differenceLimit(soft, sink, tolerance) {
 }
 
 // What frame ``f``'s titles are filled with ({eps}, {steps}, the errors, the not-converged
-// note of ``meta``), in the page's language (scrub.py's payload).
+// note of ``meta``): texts the server wrote in the page's language (f.text, scrub.py's
+// frame_texts; the softmax column error is the metric strip's).
 export function titleValues(f, meta) {
-  const mx = f.metrics;
-  const {num, steps} = here();
-  return {eps: num(f.eps), steps: steps(f.steps), softmax_col_err: num(mx.softmax_col_err),
-          max_err: num(Math.max(mx.sinkhorn_row_err, mx.sinkhorn_col_err)),
-          not_converged: mx.converged ? "" : meta.not_converged};
+  const t = f.text;
+  return {eps: t.eps, steps: here().steps(f.steps), softmax_col_err: t.rows.softmax_col_err[0],
+          max_err: t.max_err, not_converged: t.converged ? "" : meta.not_converged};
 }
 
 export function patchCompare(gd, L, f) {
@@ -132,7 +131,7 @@ export function patchDifference(gd, L, f) {
     return out;
   });
   const title = {...gd.layout.title,
-                 text: fill(meta.title, {eps: here().num(f.eps), steps: here().steps(f.steps),
+                 text: fill(meta.title, {eps: f.text.eps, steps: here().steps(f.steps),
                                          identical: identical ? meta.identical : ""})};
   return [data, {...gd.layout, title}];
 }
@@ -227,7 +226,7 @@ export function patchGraph(gd, L, f) {
     }
     return tr;
   });
-  const vals = {eps: here().num(f.eps), steps: here().steps(f.steps)};
+  const vals = {eps: f.text.eps, steps: here().steps(f.steps)};
   const annotations = (gd.layout.annotations || []).map((a, k) =>
     k < meta.titles.length ? {...a, text: fill(meta.titles[k], vals)} : a);
   return [data, {...gd.layout, annotations}];

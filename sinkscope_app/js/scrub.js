@@ -1,6 +1,6 @@
 // The live sliders and the metric strip: frames from the lattice while dragging, the
 // value to the server on release.
-import {fill, language, metricRows} from "./format.js";
+import {fill, language} from "./format.js";
 import {applyFrame, paintMaps} from "./paint.js";
 import {SLIDER_CSS, Sent, Slider, el, nextId} from "./slider.js";
 import {SK} from "./state.js";
@@ -84,16 +84,20 @@ export class Scrub {
     const entry = this.data && this.data.lattice ? SK.lattices.get(this.data.lattice) : null;
     return entry && entry.value ? entry.value : null;
   }
-  live() { return !!this.lattice(); }
+  texts() {  // the lattice's frames' texts in the page's language (scrub.py, texts_payload)
+    const entry = this.data && this.data.texts ? SK.texts.get(this.data.texts) : null;
+    return entry && entry.value ? entry.value : null;
+  }
+  live() { return !!this.lattice() && !!this.texts(); }
   latticeReady(id) {
-    if (this.data && this.data.lattice === id) {
+    if (this.data && (this.data.lattice === id || this.data.texts === id)) {
       this.setNote(this.serverNote());
       if (!same(this.value(), this.prevData)) this.requestFrame();
     }
   }
   chartReady(gd) {  // a chart got the server's figure: bring it to the frame shown
     const L = this.lattice();
-    if (!L || gd.__sk.bind.lattice !== L.id) return;
+    if (!L || !this.live() || gd.__sk.bind.lattice !== L.id) return;
     const v = this.value(), b = gd.__sk.bind;
     if (v.eps !== b.eps || v.steps !== b.steps) this.requestFrame();
   }
@@ -147,15 +151,15 @@ export class Scrub {
     this.raf = requestAnimationFrame(() => { this.raf = null; this.draw(); });
   }
   draw() {
-    const L = this.lattice();
-    if (!L) return;
+    const L = this.lattice(), X = this.texts();
+    if (!L || !X) return;
     const v = this.value();
     const at = this.data.frames;  // the lattice's frame of each stop (scrub.py, frame_stops)
     const i = at.eps[this.eps.index], k = at.steps[this.steps.index];
     if (!(i < L.E && k < L.T)) return;
     const held = L.eps[i] === v.eps && L.steps[k] === v.steps;
     const t0 = performance.now();
-    const f = L.frame(i, k);
+    const f = {...L.frame(i, k), text: X.at(i, k)};
     const work = [];
     // While the slider moves: the compare maps on canvases, charts out of view later, and
     // a full redraw of what is in view every half second; at rest, everything exactly.
@@ -185,7 +189,7 @@ export class Scrub {
     this.renderMetrics(this.frameMetrics(f));
     if (!held) {
       this.setNote(fill(this.data.words.nearest, {
-        eps: SK.lang.num(f.eps), steps: SK.lang.steps(f.steps),
+        eps: f.text.eps, steps: SK.lang.steps(f.steps),
         want_eps: this.eps.labels[this.eps.index], want_steps: SK.lang.steps(v.steps)}));
     } else {
       this.setNote(this.serverNote(f.steps));
@@ -209,13 +213,11 @@ export class Scrub {
     return parts.join(" ");
   }
   setNote(text) { if (this.note.textContent !== text) this.note.textContent = text; }
-  frameMetrics(f) {  // engine.relation.summary.rows for frame f (format.js, metricRows)
-    const label = {}, help = {...this.data.metric_help};
-    for (const r of this.data.metrics) {
-      label[r.key] = r.label;
-      help[r.key] = r.help;  // in the page's language
-    }
-    return metricRows(f.metrics, f.steps, label, help, this.data.zero_mass, SK.lang);
+  frameMetrics(f) {  // the server's rows with frame f's values and details (frame_texts)
+    return this.data.metrics.map((r) => {
+      const [value, detail] = f.text.rows[r.key];
+      return {...r, value, detail};
+    });
   }
   renderMetrics(rows) {
     if (!this.cells || this.cells.length !== rows.length) {

@@ -1,6 +1,7 @@
 // State shared by every instance of the components (one page may mount several).
 export const SK = (globalThis.__sinkscope = globalThis.__sinkscope || {
   lattices: new Map(),  // id -> {promise, value: Lattice|null, error|null}
+  texts: new Map(),     // id -> {promise, value: FrameTexts|null, error|null}
   charts: new Set(),    // plot divs; gd.__sk = {bind, config}
   scrub: null,          // the sliders' controller
   stats: {redraws: 0, last: 0, frame: null, served: 0, commits: 0},

@@ -67,6 +67,19 @@ def _lattice(engine: str, text_a: str, text_b: str, s: Settings, eps_stops, step
     return payload
 
 
+def frame_texts(payload, lang: str) -> bytes | None:
+    """The texts of a lattice's frames in ``lang`` for the browser (``scrub.texts_payload``,
+    written once per lattice and language); None for a payload without data."""
+    return _frame_texts(payload.id, lang, payload) if payload.data is not None else None
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _frame_texts(id_: str, lang: str, _payload) -> bytes:
+    from .. import scrub
+
+    return scrub.texts_payload(_payload, lang)
+
+
 def lattice_id(text_a: str, text_b: str, s: Settings) -> str:
     """The id of a view's lattice of frames (its geometry: what decides its frames)."""
     from .. import scrub

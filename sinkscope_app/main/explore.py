@@ -56,7 +56,7 @@ def live_sliders(ctx: Ctx, r) -> Ctx:
                   note="" if live or r is None else live_note(ctx, n, m, cap),
                   help={"eps": w["eps_help"], "steps": w["steps_help"]},
                   words=w["words"], num=ctx.num, on_change=on_scrub,
-                  grid=calls.lattice_grid(EPS_OPTIONS, HALF_STEP_OPTIONS))
+                  grid=calls.lattice_grid(EPS_OPTIONS, HALF_STEP_OPTIONS), lang=ctx.lang)
     return dataclasses.replace(ctx, lattice=lattice)
 
 
@@ -145,13 +145,16 @@ def explore(ctx: Ctx, theme: str) -> None:
 
 
 def _lattice(ctx: Ctx) -> None:
-    """The live sliders' frames, sent once per relation (after the charts)."""
+    """The live sliders' frames and their texts in the page's language, sent once per
+    relation (after the charts)."""
     try:
         payload = calls.lattice(ctx.a, ctx.b, ctx.settings, EPS_OPTIONS, HALF_STEP_OPTIONS)
+        texts = calls.frame_texts(payload, ctx.lang)
     except Exception:  # the sliders keep working through the server
         log.exception("the live sliders' frames could not be computed")
-        payload = None
+        payload = texts = None
     scrub.lattice_element(payload)
+    scrub.texts_element(texts)
     if payload is not None and payload.data is None:
         st.caption(ctx.w["sliders"]["live_off_bytes"].format(
             mb=ctx.num.fixed(settings.CONFIG.live_max_bytes / 1e6, 1)))

@@ -1,11 +1,11 @@
 // The browser's words and numbers on a Spanish page (?lang=es) against Python's, on the
-// "spanish" fixtures tests/test_js.py writes: the number format the payload names, the
-// metric strip (with the half-step texts the payload carries) and the graph's hovers.
+// "spanish" fixtures tests/test_js.py writes: the number format the payload names and the
+// graph's hovers.
 import assert from "node:assert/strict";
 import {readFileSync} from "node:fs";
 import {test} from "node:test";
 
-import {fmt, language, metricRows, numberFormat} from "../../sinkscope_app/js/format.js";
+import {fmt, language, numberFormat} from "../../sinkscope_app/js/format.js";
 import {nodeHover} from "../../sinkscope_app/js/patch.js";
 
 if (!process.env.SINKSCOPE_JS_FIXTURES) {
@@ -19,14 +19,6 @@ test("numbers as engine.relation.summary.numbers('es'): decimal commas, plain sm
   const es = numberFormat(FIX.spec);
   for (const {x, out} of FIX.num) assert.equal(es(num(x)), out, `numbers("es")(${x})`);
   assert.equal(numberFormat(undefined), fmt);  // no spec: English, fmt exactly
-});
-
-test("the metric strip as sinkscope_app.metrics.rows(r, 'es')", () => {
-  for (const c of FIX.metrics) {
-    const s = Object.fromEntries(Object.entries(c.s).map(([k, v]) => [k, num(v)]));
-    const got = metricRows(s, c.steps, c.label, c.help, 1e-12, ES);
-    assert.deepEqual(got, c.rows, `steps ${c.steps}`);
-  }
 });
 
 test("graph hovers in Spanish", () => {

@@ -5,8 +5,8 @@ import {readFileSync} from "node:fs";
 import {test} from "node:test";
 
 import {fittedTicks} from "../../sinkscope_app/js/axes.js";
-import {fill, fmt, language, metricRows} from "../../sinkscope_app/js/format.js";
-import {decodeLattice} from "../../sinkscope_app/js/lattice.js";
+import {fill, fmt, language} from "../../sinkscope_app/js/format.js";
+import {decodeLattice, decodeTexts} from "../../sinkscope_app/js/lattice.js";
 import {binEdges, classes, compareLimits, differenceLimit, edgeScale, nodeHover, patchCompare,
         patchDifference, patchGraph, topEdges} from "../../sinkscope_app/js/patch.js";
 import {SK} from "../../sinkscope_app/js/state.js";
@@ -80,13 +80,6 @@ test("graph edges, bins, scale and hover as viz._data and viz.bipartite", () => 
   }
 });
 
-test("the metric strip as engine.relation.summary.rows", () => {
-  for (const c of FIX.metrics) {
-    const s = Object.fromEntries(Object.entries(c.s).map(([k, v]) => [k, num(v)]));
-    assert.deepEqual(metricRows(s, c.steps, c.label, FIX.help, FIX.zero_mass, EN), c.rows);
-  }
-});
-
 // ------------------------------------------------------------------ whole figures
 const frame = (f) => ({...f, soft: f64(f.soft), sink: f64(f.sink), att: f64(f.att),
                        softRows: f64(f.softRows), softCols: f64(f.softCols),
@@ -143,8 +136,21 @@ test("a lattice payload decodes as engine.relation.frames.decode", async () => {
       sameValues(Array.from(f.att), want.attention[i], `${at} attention`);
       sameValues(Array.from(f.sinkRows), want.row_sums[i][k], `${at} rows`);
       sameValues(Array.from(f.sinkCols), want.col_sums[i][k], `${at} columns`);
-      for (const [key, v] of Object.entries(want.metrics)) {
-        assert.equal(f.metrics[key], num(v[i][k]), `${at} ${key}`);
+    }
+  }
+});
+
+test("a frame's texts are the ones scrub.texts_payload ships for it", async () => {
+  const X = await decodeTexts(Buffer.from(FIX.lattice.texts, "base64"));
+  const want = FIX.lattice.read_texts, E = want.eps.length, T = want.max_err.length / E;
+  assert.equal(X.id, want.id);
+  for (let i = 0; i < E; i++) {
+    for (let k = 0; k < T; k++) {
+      const t = X.at(i, k), q = i * T + k;
+      assert.deepEqual([t.eps, t.max_err, t.converged],
+                       [want.eps[i], want.max_err[q], want.converged[q]]);
+      for (const [key, v] of Object.entries(want.values)) {
+        assert.deepEqual(t.rows[key], [v[q], (want.details[key] || [])[q] ?? ""], key);
       }
     }
   }
