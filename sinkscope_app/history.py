@@ -64,12 +64,16 @@ def track(nav: Mapping[str, str | None], *, key: str = "sinkscope_history") -> N
             parameter is no change), e.g. ``{"ex": None, "view": "compare"}``.
         key: the element's fixed key.
     """
-    # Its element takes no room: hidden, so the page's layout (and its gaps) stay as they
-    # were; the script runs all the same.
-    css = f".st-key-{key} {{display: none !important}}"
-    component = st.components.v2.component(f"sinkscope_history_{key}", js=JS, css=css,
-                                           isolate_styles=False)
-    component(key=key, data=sent({"nav": dict(nav)}), height=0)
+    _script(key, JS, {"nav": dict(nav)})
+
+
+def _script(key: str, js: str, data: dict) -> None:
+    """Run ``js`` with ``data`` in the page, in an element that takes no room: hidden, so
+    the page's layout (and its gaps) stay as they were; the script runs all the same."""
+    component = st.components.v2.component(
+        f"sinkscope_history_{key}", js=js, css=f".st-key-{key} {{display: none !important}}",
+        isolate_styles=False)
+    component(key=key, data=sent(data), height=0)
 
 
 # Written from the page itself: Streamlit's own first write of the address can come before
@@ -87,11 +91,8 @@ def correct(query: Mapping[str, str], *, key: str = "sinkscope_fix") -> None:
     """Write ``query`` (the page's state, read from the address it was opened at) over the
     current address, without a new history entry; Streamlit reads it back from the
     address on the next run."""
-    component = st.components.v2.component(f"sinkscope_history_{key}", js=FIX_JS,
-                                           css=f".st-key-{key} {{display: none !important}}",
-                                           isolate_styles=False)
     qs = urlencode(dict(query))
-    component(key=key, data=sent({"query": f"?{qs}" if qs else ""}), height=0)
+    _script(key, FIX_JS, {"query": f"?{qs}" if qs else ""})
     _server_copy(dict(query), qs)
 
 

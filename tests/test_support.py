@@ -180,7 +180,8 @@ def test_descendants_and_cpu_seconds_read_the_process_tree():
 def test_the_cpu_report_counts_a_reaped_child_and_sums_by_file():
     import os
 
-    from tests.support.cpu import by_file, tree_cpu
+    from tests.support.cpu import by_file
+    from tests.support.server import tree_cpu
 
     before = tree_cpu(os.getpid())
     subprocess.run(["sh", "-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"], check=True)

@@ -13,26 +13,9 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from pathlib import Path
 
 from tests.support.browser import SHARED_RENDERER_ARGS, SharedRenderers, wait_idle
-from tests.support.server import (CHROMIUM_ARGS, chromium_path, cpu_seconds, descendants,
-                                  streamlit_server)
-
-
-
-def tree_cpu(root: int, *, only: str = "") -> float:
-    """CPU seconds so far of ``root`` and its descendants whose command line holds
-    ``only``, with the children each has already reaped (a closed page's renderer)."""
-    def cmdline(pid: int) -> str:
-        try:
-            return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(
-                errors="replace")
-        except OSError:
-            return ""
-
-    return sum(cpu_seconds(p, reaped=True) for p in {root} | descendants(root)
-               if only in cmdline(p))
+from tests.support.server import CHROMIUM_ARGS, chromium_path, streamlit_server, tree_cpu
 
 
 def page_cpu(pages: int = 6) -> dict[str, tuple[float, float, float]]:

@@ -18,15 +18,10 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from tests.support.server import cpu_seconds, descendants
+from tests.support.server import tree_cpu
 
 _rows: list[tuple[str, float, float]] = []
 _start: dict[str, tuple[float, float]] = {}
-
-
-def tree_cpu(root: int) -> float:
-    """CPU seconds so far of ``root`` and its live descendants, with their reaped children."""
-    return sum(cpu_seconds(p, reaped=True) for p in {root} | descendants(root))
 
 
 def pytest_configure(config) -> None:

@@ -84,6 +84,20 @@ def descendants(root: int) -> set[int]:
     return kids
 
 
+def tree_cpu(root: int, *, only: str = "") -> float:
+    """CPU seconds so far of ``root`` and its descendants whose command line holds
+    ``only``, with the children each has already reaped (a closed page's renderer)."""
+    def cmdline(pid: int) -> str:
+        try:
+            return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(
+                errors="replace")
+        except OSError:
+            return ""
+
+    return sum(cpu_seconds(p, reaped=True) for p in {root} | descendants(root)
+               if only in cmdline(p))
+
+
 def command(port: int, *, launcher: bool = False) -> list[str]:
     """``streamlit run app.py`` on 127.0.0.1:port, headless, without usage statistics;
     with ``launcher``, ``python -m sinkscope_app.launch`` (``make run``: the same server,
