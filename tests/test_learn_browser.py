@@ -96,6 +96,8 @@ def test_01_next_through_every_step(page, app_server):
 def test_02_arrow_keys_move_between_steps(page, app_server):
     page.goto(f"{app_server}/learn?step={N_STEPS}&lang=en")
     wait_step(page, N_STEPS)
+    # the keys script is mounted with the page's components, possibly after the step shows
+    page.wait_for_function("() => document.__sinkscopeLearnKeys === true", timeout=TIMEOUT)
     page.evaluate("() => document.activeElement && document.activeElement.blur()")
     page.keyboard.press("ArrowLeft")
     wait_step(page, N_STEPS - 1)
