@@ -38,14 +38,14 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
-import struct
 import time
 import zlib
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+
+from engine.relation import frames
 
 MAGIC = b"SKA1"
 #: The scores the live scores line shows, in its order (of ``engine.alignment.score.METRICS``).
@@ -203,21 +203,17 @@ class LivePayload:
         """``SKA1``, the header's length (uint32, little-endian), the header (UTF-8 JSON),
         then V (G·n·m float32) and the scores (G·100·6 uint16, when there is gold), both
         little-endian, compressed with zlib (the browser's ``DecompressionStream("deflate")``)."""
-        head = json.dumps(self.header(), ensure_ascii=False).encode("utf-8")
         raw = np.ascontiguousarray(self.V, dtype="<f4").tobytes()
         if self.scores is not None:
             raw += np.ascontiguousarray(self.scores, dtype="<u2").tobytes()
-        return MAGIC + struct.pack("<I", len(head)) + head + zlib.compress(raw, 6)
+        return frames.framed(MAGIC, self.header(), zlib.compress(raw, 6))
 
 
 def decode(data: bytes) -> tuple[dict, np.ndarray, np.ndarray | None]:
     """(header, V (G, n, m) float32, scores (G, 100, 6) or None) from
     :meth:`LivePayload.encode`'s bytes."""
-    if data[:4] != MAGIC:
-        raise ValueError("not a sinkscope alignment payload (no SKA1 header)")
-    size = struct.unpack("<I", data[4:8])[0]
-    h = json.loads(data[8:8 + size].decode("utf-8"))
-    raw = zlib.decompress(data[8 + size:])
+    h, body = frames.unframed(data, MAGIC)
+    raw = zlib.decompress(body)
     shape = (max(len(h["grid"]), 1), h["n"], h["m"])
     V = np.frombuffer(raw, dtype="<f4", count=int(np.prod(shape))).reshape(shape)
     if h["scores"] is None:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import struct
 import time
 import zlib
 from dataclasses import dataclass
@@ -199,15 +198,15 @@ def texts_id(lattice: str, lang: str) -> str:
 def texts_payload(payload: Payload, lang: str = "en", level: int = 9) -> bytes:
     """:func:`frame_texts` as the browser gets them: ``b"SKT1"``, a uint32 header length,
     the header (JSON: {"id": :func:`texts_id`}), then the texts as deflated JSON."""
-    head = json.dumps({"id": texts_id(payload.id, lang)}).encode()
     body = json.dumps(frame_texts(payload, lang), ensure_ascii=False, separators=(",", ":"))
-    return TEXTS_MAGIC + struct.pack("<I", len(head)) + head + zlib.compress(body.encode(), level)
+    return frames.framed(TEXTS_MAGIC, {"id": texts_id(payload.id, lang)},
+                         zlib.compress(body.encode(), level))
 
 
 def read_texts(data: bytes) -> dict:
     """A :func:`texts_payload` back: its header's fields and the texts (the tests')."""
-    (size,) = struct.unpack("<I", data[4:8])
-    return {**json.loads(data[8:8 + size]), **json.loads(zlib.decompress(data[8 + size:]))}
+    head, body = frames.unframed(data, TEXTS_MAGIC)
+    return {**head, **json.loads(zlib.decompress(body))}
 
 
 def sliders(*, key: str, eps: float, steps: int, eps_stops, step_stops, lattice: str | None,

@@ -61,6 +61,21 @@ def _quantise(x: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
     return np.clip(q, 0, top).astype(f"<u{bits // 8}"), scale
 
 
+def framed(magic: bytes, header: dict, body: bytes) -> bytes:
+    """``magic`` (4 bytes), a uint32 header length, the header as UTF-8 JSON, then ``body``:
+    the framing of every payload the browser reads (js/lattice.js ``readPayload``)."""
+    head = json.dumps(header, ensure_ascii=False, allow_nan=False).encode()
+    return magic + struct.pack("<I", len(head)) + head + body
+
+
+def unframed(data: bytes, magic: bytes = MAGIC) -> tuple[dict, bytes]:
+    """A :func:`framed` payload back: (header, body); ValueError for another magic."""
+    if data[:4] != magic:
+        raise ValueError(f"not a sinkscope payload (no {magic.decode()} header)")
+    (size,) = struct.unpack("<I", data[4:8])
+    return json.loads(data[8:8 + size]), data[8 + size:]
+
+
 def _pack(lat: Lattice, id_: str, bits: int, level: int) -> bytes:
     E, T = lat.shape
     n, m = lat.plans.shape[-2:]
@@ -84,14 +99,13 @@ def _pack(lat: Lattice, id_: str, bits: int, level: int) -> bytes:
         body.append(raw + b"\0" * pad)
         at += len(raw) + pad
     tail = zlib.compress(np.ascontiguousarray(metrics).tobytes(), level)
-    header = json.dumps({
+    header = {
         "v": 1, "id": id_, "n": int(n), "m": int(m), "bits": bits,
         "eps": [float(e) for e in lat.eps], "steps": [int(t) for t in lat.steps],
         "a": [float(x) for x in lat.a], "b": [float(x) for x in lat.b], "tol": lat.tol,
         "metrics": list(METRICS), "metrics_bytes": len(tail), "sections": offsets,
-    }, allow_nan=False).encode()
-    return (MAGIC + struct.pack("<I", len(header)) + header
-            + zlib.compress(b"".join(body), level) + tail)
+    }
+    return framed(MAGIC, header, zlib.compress(b"".join(body), level) + tail)
 
 
 def encode(lat: Lattice, id_: str, *, max_bytes: int, level: int = 6) -> tuple[bytes | None, int]:
@@ -116,8 +130,8 @@ def decode(data: bytes) -> dict:
         (E, n, m), ``row_sums`` (E, T, n), ``col_sums`` (E, T, m) as float64 and
         ``metrics`` {name: (E, T)} (none in a :func:`browser_copy`).
     """
-    h = header(data)
-    body = zlib.decompress(data[8 + _size(data):len(data) - h.get("metrics_bytes", 0)])
+    h, rest = unframed(data)
+    body = zlib.decompress(rest[:len(rest) - h.get("metrics_bytes", 0)])
     E, T, n, m = len(h["eps"]), len(h["steps"]), h["n"], h["m"]
 
     def sec(name, dtype, shape):
@@ -136,16 +150,9 @@ def decode(data: bytes) -> dict:
             "metrics": metrics(data) if "metrics_bytes" in h else {}}
 
 
-def _size(data: bytes) -> int:
-    """The header's length in bytes (the uint32 after the magic)."""
-    if data[:4] != MAGIC:
-        raise ValueError("not a sinkscope lattice payload")
-    return struct.unpack("<I", data[4:8])[0]
-
-
 def header(data: bytes) -> dict:
     """The payload's header alone (sizes, ε and half-step values, bits)."""
-    return json.loads(data[8:8 + _size(data)])
+    return unframed(data)[0]
 
 
 def metrics(data: bytes) -> dict[str, np.ndarray]:
@@ -161,8 +168,7 @@ def metrics(data: bytes) -> dict[str, np.ndarray]:
 def browser_copy(data: bytes) -> bytes:
     """The payload as the browser gets it: without the metrics (the page sends their
     texts instead) and without their fields in the header."""
-    h, size = header(data), _size(data)
+    h, rest = unframed(data)
     cut = h.pop("metrics_bytes", 0)
     h.pop("metrics", None)
-    head = json.dumps(h, allow_nan=False).encode()
-    return MAGIC + struct.pack("<I", len(head)) + head + data[8 + size:len(data) - cut]
+    return framed(MAGIC, h, rest[:len(rest) - cut])
