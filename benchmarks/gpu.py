@@ -38,6 +38,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import importlib
+import importlib.metadata
 import importlib.util
 import inspect
 import json
@@ -260,10 +261,14 @@ def machine(plan: Plan) -> dict:
                     device_memory_gib=props.total_memory / 2**30,
                     capability=f"{props.major}.{props.minor}",
                     multiprocessors=props.multi_processor_count)
-    for mod in ("transformers", "sentence_transformers", "ot", "ray"):
+    # Read from the installed packages' metadata: importing sentence_transformers and ray
+    # only for their versions cost seconds the run does not need them for.
+    for mod, dist in (("transformers", "transformers"),
+                      ("sentence_transformers", "sentence-transformers"),
+                      ("ot", "POT"), ("ray", "ray")):
         try:
-            info[mod] = importlib.import_module(mod).__version__
-        except Exception:
+            info[mod] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
             info[mod] = None
     return info
 
