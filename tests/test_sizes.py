@@ -1,6 +1,6 @@
 """Product code stays readable in pieces: no function over 80 code lines and no module over
-500. A code line holds code: blank lines, comments and docstrings
-are not counted (a string that is not a docstring is)."""
+500. A code line holds code: blank lines, comments and docstrings are not counted (a
+string that is not a docstring is)."""
 
 from __future__ import annotations
 
