@@ -149,9 +149,12 @@ def test_train_a_few_steps_then_stop_then_switch_target():
     ok(at)
     assert en["couplings_title"].format(k=3, n=12) in charts(at)
 
-    # A run cut short by a click leaves its results "training"; Stop keeps what it reached.
+    # Nothing runs, so Stop is disabled. Results left "training" by a run that is not
+    # running (a previous session's, a server restart) say it stopped, and keep what it
+    # reached.
+    assert at.button(key="lab_stop").disabled
     at.session_state["_lab_results"]["status"] = "training"
-    at.button(key="lab_stop").click().run()
+    at.run()
     ok(at)
     assert [w.value for w in at.warning] == [en["stopped"]]
     assert en["curves_title"] in charts(at)
@@ -166,6 +169,26 @@ def test_train_a_few_steps_then_stop_then_switch_target():
     assert at.success
     assert (at.slider(key="lab_pair").value, at.slider(key="lab_size").value) == (0, 8)
     assert en["couplings_title"].format(k=0, n=8) in charts(at)
+
+
+def test_stop_is_enabled_while_training_runs_and_keeps_what_it_reached(monkeypatch, tmp_path):
+    from sinkscope_app import jobs
+
+    monkeypatch.setattr(jobs, "WATCH_S", 0.0)  # one look per run: the test clicks meanwhile
+    monkeypatch.setattr(jobs, "SLOTS", jobs.Slots(tmp_path / "slots"))
+    en = TEXTS["en"]
+    at = lab(**{**SMALL, "lab_steps": 4000})
+    assert at.button(key="lab_stop").disabled
+    at.button(key="lab_train").click().run()
+    job = at.session_state["_jobs"]["lab_train"]
+    assert job.active and not at.button(key="lab_stop").disabled
+    at.button(key="lab_stop").click().run()
+    assert job.wait(120) and job.state in ("done", "stopped")
+    at.run()
+    ok(at)
+    assert at.session_state["_lab_results"]["status"] == "stopped"
+    assert [w.value for w in at.warning] == [en["stopped"]]
+    assert at.button(key="lab_stop").disabled
 
 
 def test_every_model_that_draws_a_coupling_has_its_row():

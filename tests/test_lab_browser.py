@@ -1,7 +1,7 @@
 """The Lab page in headless Chromium against a real ``streamlit run`` server: Train shows a
-progress bar while it trains, then the couplings of a held-out pair are drawn, and above
-each matrix its second marginal as bars: on their ticks for the target and the Sinkhorn
-Transformer, off them for the softmax layer."""
+progress bar while it trains (Stop is enabled only then), then the couplings of a held-out
+pair are drawn, and above each matrix its second marginal as bars: on their ticks for the
+target and the Sinkhorn Transformer, off them for the softmax layer."""
 
 from __future__ import annotations
 
@@ -32,11 +32,14 @@ def test_train_shows_progress_then_draws_the_couplings_and_marginals(app_server,
                     viewport={"width": 1400, "height": 2200}) as pg:
         pg.wait_for_selector(".st-key-lab_train button", timeout=TIMEOUT)
         pg.wait_for_selector("text=Nothing is trained yet", timeout=TIMEOUT)
+        stop = pg.locator(".st-key-lab_stop button")
+        assert stop.is_disabled()  # nothing runs: nothing to stop
         pg.locator(".st-key-lab_train button").click()
         bar = pg.locator('[data-testid="stProgress"]')
         bar.wait_for(state="visible", timeout=TIMEOUT)
         wait_js(pg, """() => [...document.querySelectorAll('[data-testid="stProgress"]')]
             .some(e => e.innerText.includes('Training Sinkhorn Transformer: step'))""", polling=20)
+        assert stop.is_enabled()
         wait_js(pg, f"() => ({JS_COUPLINGS})().length === 1")
         traces = json.loads(pg.evaluate(JS_COUPLINGS)[0])
         lines = [t for t in traces if t[0] == "scatter" and t[1] == "lines"]
@@ -45,6 +48,7 @@ def test_train_shows_progress_then_draws_the_couplings_and_marginals(app_server,
         assert len(points) == 6 and all(n == 8 for _, _, n in points)  # μ, ν in three panels
         pg.wait_for_selector("text=Trained 2 model(s)", timeout=TIMEOUT)
         assert bar.count() == 0  # the bar goes once training is done
+        wait_js(pg, "() => document.querySelector('.st-key-lab_stop button').disabled")
         wait_js(pg, f"() => ({JS_BARS})().length === 1")
         got = json.loads(pg.evaluate(JS_BARS)[0])
         per = {}

@@ -65,6 +65,12 @@ def on_stop() -> None:
         res["status"] = "stopped"
 
 
+def _running() -> bool:
+    """Whether a Lab job (training or the sweep) waits or runs: Stop is enabled only then."""
+    ss = st.session_state
+    return any(j is not None and j.active for j in (jobs.get(ss, TRAIN), jobs.get(ss, SWEEP)))
+
+
 def on_sweep() -> None:
     ss = st.session_state
     if ss["lab_models"]:
@@ -101,7 +107,8 @@ def _buttons(ui: dict, num) -> None:
     b = st.columns([1, 1, 2, 4], vertical_alignment="center")
     b[0].button(ui["train"], key="lab_train", type="primary", on_click=on_train,
                 disabled=not ss["lab_models"], width="stretch")
-    b[1].button(ui["stop"], key="lab_stop", on_click=on_stop, width="stretch")
+    b[1].button(ui["stop"], key="lab_stop", on_click=on_stop, disabled=not _running(),
+                width="stretch")
     b[2].button(ui["sweep"], key="lab_sweep", on_click=on_sweep, disabled=not ss["lab_models"],
                 width="stretch", help=ui["sweep_help"].format(
                     steps=num.count(min(int(ss["lab_steps"]), SWEEP_STEPS))))
@@ -122,7 +129,8 @@ def progress_text(job: jobs.Job, ui: dict, num) -> str:
 
 def _watch(fr: frame.Frame, ui: dict, bar, curves_slot) -> None:
     """The running jobs' progress (and, while training, the curves growing) until they end:
-    training, then the sweep (a job that waits for the other shows its place in line)."""
+    training, then the sweep (a job that waits for the other shows its place in line).
+    Once they have ended the page runs again, so that Stop is disabled."""
     ss = st.session_state
     drawn = {"at": 0.0, "n": 0}
 
@@ -134,12 +142,16 @@ def _watch(fr: frame.Frame, ui: dict, bar, curves_slot) -> None:
             curves_slot.plotly_chart(curves_figure(res, ui, fr), key=f"lab_live_{drawn['n']}",
                                      width="stretch")
 
+    ended = False
     for job in (jobs.get(ss, TRAIN), jobs.get(ss, SWEEP)):
         if job is not None and job.active:
             jobs.watch(job, draw)
             if job.active:  # (watched for jobs.WATCH_S only): the bar stays, the run ends
                 return
+            ended = True
     bar.empty()
+    if ended:  # drawn while a job ran (Stop enabled): the page again, with what it reached
+        st.rerun()
 
 
 def curves_figure(res: dict, ui: dict, fr: frame.Frame):
