@@ -158,6 +158,12 @@ def test_payload_round_trip_within_display_precision(lat):
     np.testing.assert_array_equal(scrub.decode(web)["plans"], d["plans"])
     d8 = scrub.decode(frames._pack(L, "abc", 8, 6))
     assert (np.abs(d8["plans"] - L.plans) <= peak / 255).all()
+    # a payload of another kind, or cut short (a served engine's answer broken off), is
+    # refused with a sentence, never read past its end
+    for bad, says in ((b"SKT1" + data[4:], "no SKL1 header"), (data[:6], "cut short"),
+                      (data[:40], "cut short")):
+        with pytest.raises(ValueError, match=says):
+            scrub.decode(bad)
 
 
 def test_payload_shrinks_to_8_bits_then_falls_back(lat):

@@ -63,16 +63,19 @@ def _quantise(x: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
 
 def framed(magic: bytes, header: dict, body: bytes) -> bytes:
     """``magic`` (4 bytes), a uint32 header length, the header as UTF-8 JSON, then ``body``:
-    the framing of every payload the browser reads (js/lattice.js ``readPayload``)."""
+    the framing of every payload the browser reads (js/state.js ``readPayload``)."""
     head = json.dumps(header, ensure_ascii=False, allow_nan=False).encode()
     return magic + struct.pack("<I", len(head)) + head + body
 
 
 def unframed(data: bytes, magic: bytes = MAGIC) -> tuple[dict, bytes]:
-    """A :func:`framed` payload back: (header, body); ValueError for another magic."""
+    """A :func:`framed` payload back: (header, body); ValueError for another magic or a
+    payload cut short."""
     if data[:4] != magic:
         raise ValueError(f"not a sinkscope payload (no {magic.decode()} header)")
-    (size,) = struct.unpack("<I", data[4:8])
+    size = struct.unpack("<I", data[4:8])[0] if len(data) >= 8 else len(data)
+    if 8 + size > len(data):
+        raise ValueError(f"the {magic.decode()} payload is cut short ({len(data)} bytes)")
     return json.loads(data[8:8 + size]), data[8 + size:]
 
 

@@ -22,7 +22,8 @@ from ..errors import SettingsError
 from .frames import grid  # noqa: F401  (re-exported: the frames a lattice holds)
 from .relate import summarise
 from ..settings import DEFAULT_TOL
-from ..solver.core import check_eps, check_half_steps, check_weights, sinkhorn, softmax_attention
+from ..solver.checks import check_weights
+from ..solver.core import check_eps, check_half_steps, sinkhorn, softmax_attention
 from ..types import Lattice, Relation
 
 

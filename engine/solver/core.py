@@ -34,8 +34,8 @@ from ..settings import EPS_MAX, EPS_MIN, HALF_STEPS_CAP, check_eps, check_half_s
 from ..types import Coupling, History
 from . import references
 from .cancel import poll, scope
-from .checks import (_as_tensor, _broadcast, _check_eps_values, _check_tau_values,  # noqa: F401
-                     _parameter, check_weights)
+from .checks import (_as_tensor, _broadcast, _check_eps_values, _check_tau_values, _parameter,
+                     check_weights)
 from .kernel import _absorb, _kernel_block
 
 
