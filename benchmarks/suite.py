@@ -5,8 +5,8 @@ The budget (docs/testing.md) was set on the machine of 2026-12-01: ``make test``
 300 s of tests on 2 cores, where the suite of ``cb8632d`` (the last round's) took 273–291 s
 (:data:`REFERENCE`). The machines these runs get differ from one another by more than 2×
 in speed, so the budget is checked as a ratio measured in one sitting: this tree's suite
-over ``cb8632d``'s, within 300 / 282 = 1.06. Each round runs both suites with ``make
-test``'s own pytest command; ``--rounds 2`` runs base, this, this, base, so that a
+over ``cb8632d``'s, within 300 / 282 = 1.06. Each round runs both suites with each tree's own ``make
+test`` (its install steps taken as done); ``--rounds 2`` runs base, this, this, base, so that a
 machine slowing down over the hour counts against both alike.
 
 Prints each run (its tests and seconds), the ratio of the summed seconds, and the verdict.
@@ -16,7 +16,6 @@ The base runs in a temporary git worktree with this tree's ``.venv``; it is remo
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import subprocess
 import sys
@@ -27,11 +26,9 @@ ROOT = Path(__file__).resolve().parents[1]
 BASE = "cb8632d"  # the last round's suite, 958 tests
 REFERENCE = 282.0  # its seconds of tests on the budget's machine (2026-12-01, 273–291 s)
 BUDGET = 300.0
-# make test's command and environment (the Makefile), less its install steps
-PYTEST = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile",
-          "--no-loadscope-reorder"]
-ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
-       "NUMBA_THREADING_LAYER": "omp", "PYTHONUNBUFFERED": "1"}
+# each tree's make test, its install and chromium steps taken as done (the base shares this
+# tree's .venv, which its install must not touch)
+MAKE_TEST = ["make", "-s", "-o", "install", "-o", "chromium", "test"]
 _SUMMARY = re.compile(r"^=*\s*(?P<counts>\d+ (?:passed|failed|errors?)\b[^\n]*?) "
                       r"in (?P<secs>[\d.]+)s", re.M)
 
@@ -57,10 +54,9 @@ def verdict(base_s: float, this_s: float) -> str:
             f"at the budget's machine ≈ {at_reference:.0f} s of {BUDGET:.0f} s")
 
 
-def run_suite(tree: Path, python: str) -> tuple[str, float]:
-    """``make test``'s pytest in ``tree``: (counts, seconds of tests)."""
-    out = subprocess.run([python, *PYTEST], cwd=tree, env={**os.environ, **ENV},
-                         capture_output=True, text=True)
+def run_suite(tree: Path) -> tuple[str, float]:
+    """``make test`` in ``tree``: (counts, seconds of tests)."""
+    out = subprocess.run(MAKE_TEST, cwd=tree, capture_output=True, text=True)
     return summary(out.stdout + out.stderr)
 
 
@@ -71,21 +67,25 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rounds", type=int, choices=(1, 2), default=1,
                     help="1: base then this; 2: base, this, this, base")
     args = ap.parse_args(argv)
-    python = str(ROOT / ".venv" / "bin" / "python")
-    if not Path(python).exists():
+    if not (ROOT / ".venv" / "bin" / "python").exists():
         sys.exit("no .venv here: run `make install` first")
     with tempfile.TemporaryDirectory(prefix="sinkscope-suite-") as tmp:
         base = Path(tmp) / "base"
-        subprocess.run(["git", "worktree", "add", "-q", "--detach", str(base), args.base],
-                       cwd=ROOT, check=True)
+        made = subprocess.run(["git", "worktree", "add", "-q", "--detach", str(base), args.base],
+                              cwd=ROOT, capture_output=True, text=True)
+        if made.returncode:
+            sys.exit(f"no worktree of {args.base!r}: {made.stderr.strip()}")
         try:
             (base / ".venv").symlink_to(ROOT / ".venv")
             order = ["base", "this"] if args.rounds == 1 else ["base", "this", "this", "base"]
             secs = {"base": 0.0, "this": 0.0}
             for which in order:
-                counts, s = run_suite(base if which == "base" else ROOT, python)
-                secs[which] += s
                 label = args.base if which == "base" else "this tree"
+                try:
+                    counts, s = run_suite(base if which == "base" else ROOT)
+                except ValueError as e:
+                    sys.exit(f"{label}: {e}")
+                secs[which] += s
                 print(f"{label}: {counts} in {s:.1f} s", flush=True)
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT)

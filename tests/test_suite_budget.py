@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.suite import BUDGET, REFERENCE, summary, verdict
+from benchmarks.suite import BUDGET, REFERENCE, main, summary, verdict
 
 
 def test_summary_reads_the_last_line_with_its_skips_and_warnings():
@@ -29,3 +29,8 @@ def test_verdict_is_the_ratio_against_the_budget_at_the_reference():
     assert "within" in verdict(100.0, 100.0 * most - 1e-9)
     assert "OVER" in verdict(100.0, 100.0 * most + 0.01)
     assert f"≈ {REFERENCE * 1.2:.0f} s of 300 s" in verdict(700.0, 840.0)
+
+
+def test_an_unknown_base_is_refused_with_a_sentence():
+    with pytest.raises(SystemExit, match="no worktree of 'no-such-commit'"):
+        main(["--base", "no-such-commit"])

@@ -73,9 +73,9 @@ def unframed(data: bytes, magic: bytes = MAGIC) -> tuple[dict, bytes]:
     payload cut short."""
     if data[:4] != magic:
         raise ValueError(f"not a sinkscope payload (no {magic.decode()} header)")
-    size = struct.unpack("<I", data[4:8])[0] if len(data) >= 8 else len(data)
-    if 8 + size > len(data):
+    if len(data) < 8 or 8 + struct.unpack("<I", data[4:8])[0] > len(data):
         raise ValueError(f"the {magic.decode()} payload is cut short ({len(data)} bytes)")
+    (size,) = struct.unpack("<I", data[4:8])
     return json.loads(data[8:8 + size]), data[8 + size:]
 
 
