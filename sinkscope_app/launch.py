@@ -56,6 +56,8 @@ def load_and_warm(model: str) -> Any:
         gc.freeze()
         if was_on:
             gc.enable()
+    if PRELOAD.stopping.is_set():  # the server stopped meanwhile: no warm-up, no message
+        return enc
     t = time.perf_counter()
     try:
         from engine import encode_texts, relate_encodings
