@@ -1,4 +1,4 @@
-"""Example text pairs from ``assets/examples.json``."""
+"""Example text pairs from ``sinkscope_app/assets/examples.json`` (``assets/`` at the root)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import functools
 import json
 from pathlib import Path
 
-PATH = Path(__file__).resolve().parent.parent / "assets" / "examples.json"
+PATH = Path(__file__).resolve().parent / "assets" / "examples.json"
 SETS_PATH = PATH.with_name("sentences.json")
 
 

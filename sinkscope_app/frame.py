@@ -28,7 +28,7 @@ from typing import Any
 
 import streamlit as st
 
-from . import history, locale
+from . import history, locale, where
 from .inputs import parse_bool
 
 PAGES = ("main", "learn", "align", "lab")
@@ -102,7 +102,7 @@ def route() -> None:
     """The router: the page the address names, inside the frame (``app.py`` calls it)."""
     from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 
-    nav = st.navigation([st.Page(f"sinkscope_app/pages/{name}.py", title=name, url_path=name,
+    nav = st.navigation([st.Page(where.page(name), title=name, url_path=name,
                                  default=name == "main") for name in PAGES],
                         position="hidden")
     fr = open_frame(nav.url_path or "main")
@@ -202,7 +202,7 @@ def sidebar(fr: Frame) -> None:
         st.segmented_control(w["language"], list(locale.LANGS), format_func=locale.LANGS.get,
                              key="lang", required=True)
         for name, label in links:
-            st.page_link(f"sinkscope_app/pages/{name}.py", label=label, icon=LINK_ICONS[name],
+            st.page_link(where.page(name), label=label, icon=LINK_ICONS[name],
                          query_params={"lang": fr.lang})
 
 

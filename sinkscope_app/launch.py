@@ -1,9 +1,13 @@
-"""Start the app with the model already loading: ``python -m sinkscope_app.launch``.
+"""Start the app with the model already loading: ``sinkscope app`` (``python -m
+sinkscope_app.launch``).
 
 ``make run`` uses it. It starts one background thread that imports the engine, loads the
 default model and relates two tiny texts (so torch's first-call costs are paid too), then
-runs Streamlit in the same process: ``python -m sinkscope_app.launch --server.port 8501``
-takes every option of ``streamlit run`` and runs ``app.py`` (or the script given first).
+runs Streamlit in the same process: ``sinkscope app --server.port 8501`` takes every option
+of ``streamlit run`` and runs the packaged app (``sinkscope_app/app.py``, found from the
+package, with its ``.streamlit/config.toml`` beside it), or the script given first. When
+the server stops (Ctrl-C, SIGTERM) the preload stops too: a thread that has not begun
+loading never begins, one inside the load is waited for, and neither says anything.
 The page's cached loader (:func:`sinkscope_app.compute.encoder`) takes the model from
 :data:`PRELOAD` (waiting for it while it loads) instead of loading it a second time. A
 failure here is logged and changes nothing else: the page then loads the model itself
@@ -24,11 +28,9 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 log = logging.getLogger("sinkscope.launch")
-ROOT = Path(__file__).resolve().parents[1]
 
 # The warm-up relation's texts: the first forward pass and the solver's first call.
 WARM_A = "The bank of the river."
@@ -54,6 +56,8 @@ def load_and_warm(model: str) -> Any:
         gc.freeze()
         if was_on:
             gc.enable()
+    if PRELOAD.stopping.is_set():  # the server stopped meanwhile: no warm-up, no message
+        return enc
     t = time.perf_counter()
     try:
         from engine import encode_texts, relate_encodings
@@ -175,6 +179,7 @@ class Preload:
         self.seconds: float | None = None
         self.thread: threading.Thread | None = None
         self._handed = False
+        self.stopping = threading.Event()  # set by stop(): the server is going away
 
     def start(self, model: str, *, after: Callable[[], object] | None = None
               ) -> threading.Thread:
@@ -198,18 +203,32 @@ class Preload:
         try:
             if after is not None:
                 after()
+                if self.stopping.is_set():
+                    return
                 log.info("sinkscope: loading %s (%.2f s after the start)", self.model,
                          time.perf_counter() - t)
             self.value = self._load(self.model)
         except Exception as e:  # the page loads the model itself and reports the error
             self.error = e
-            log.warning("sinkscope: preloading %s failed (%s: %s); the page will load it "
-                        "on the first visit", self.model, type(e).__name__, e)
+            if not self.stopping.is_set():
+                log.warning("sinkscope: preloading %s failed (%s: %s); the page will load "
+                            "it on the first visit", self.model, type(e).__name__, e)
         else:
-            log.info("sinkscope: %s preloaded in %.2f s", self.model, time.perf_counter() - t)
+            if not self.stopping.is_set():
+                log.info("sinkscope: %s preloaded in %.2f s", self.model,
+                         time.perf_counter() - t)
         finally:
             self.seconds = time.perf_counter() - t
             self._done.set()
+
+    def stop(self, timeout: float = 120.0) -> None:
+        """The server stopped: load nothing more, and wait up to ``timeout`` seconds for a
+        load already under way (a thread still inside torch when the interpreter shuts
+        down fails there, e.g. "cannot schedule new futures after interpreter
+        shutdown"). Says nothing; a no-op when nothing was started."""
+        self.stopping.set()
+        if self.thread is not None and self.thread is not threading.current_thread():
+            self.thread.join(timeout)
 
     @property
     def loading(self) -> bool:
@@ -241,8 +260,9 @@ class Preload:
 PRELOAD = Preload()  # the process's one preload (empty unless the launcher started it)
 
 
-def server_listening(timeout: float = 30.0) -> None:
-    """Return once this process's Streamlit server is up (or after ``timeout`` seconds).
+def server_listening(timeout: float = 30.0, stop: threading.Event | None = None) -> None:
+    """Return once this process's Streamlit server is up (or after ``timeout`` seconds, or
+    once ``stop`` is set).
 
     The preload's imports hold the interpreter lock for long stretches (torch's libraries
     load under it): started together with Streamlit's own start, they delayed the server's
@@ -250,7 +270,7 @@ def server_listening(timeout: float = 30.0) -> None:
     controls are drawn while the model loads.
     """
     end = time.monotonic() + timeout
-    while time.monotonic() < end:
+    while time.monotonic() < end and not (stop is not None and stop.is_set()):
         try:
             from streamlit.runtime import Runtime
             from streamlit.runtime.runtime import RuntimeState
@@ -268,20 +288,25 @@ def plan(argv: list[str], engine: str) -> tuple[bool, list[str]]:
     """(whether to preload, ``streamlit run`` arguments) for the launcher's ``argv``.
 
     No preload with ``--no-preload``, nor when ``engine`` (``SINKSCOPE_ENGINE``) names a
-    served engine rather than "embedded" (the model lives there). The script is ``app.py``
-    unless ``argv`` starts with a ``.py`` file; every other argument goes to Streamlit.
+    served engine rather than "embedded" (the model lives there). The script is the
+    packaged app (:data:`sinkscope_app.where.APP`) unless ``argv`` starts with a ``.py``
+    file; every other argument goes to Streamlit.
     """
+    from sinkscope_app.where import APP
+
     from engine.settings import EMBEDDED
 
     preload = "--no-preload" not in argv and engine == EMBEDDED
     argv = [a for a in argv if a != "--no-preload"]
     if argv and argv[0].endswith(".py"):
         return preload, ["run", argv[0], *argv[1:]]
-    return preload, ["run", str(ROOT / "app.py"), *argv]
+    return preload, ["run", str(APP), *argv]
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Start the preload, then run Streamlit in this process (does not return)."""
+    """Start the preload, then run Streamlit in this process; when the server stops, stop
+    the preload (:meth:`Preload.stop`) before the interpreter shuts down. Ends with
+    Streamlit's ``SystemExit``."""
     argv = sys.argv[1:] if argv is None else argv
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
@@ -292,13 +317,17 @@ def main(argv: list[str] | None = None) -> None:
 
     preload, args = plan(argv, settings.CONFIG.engine)
     if preload:
-        PRELOAD.start(settings.DEFAULT_MODEL, after=server_listening)
+        PRELOAD.start(settings.DEFAULT_MODEL,
+                      after=lambda: server_listening(stop=PRELOAD.stopping))
     else:
         log.info("sinkscope: no preload (--no-preload, or a served engine)")
     skip_direct_run_check()
     from streamlit.web.cli import main as streamlit_main
 
-    streamlit_main(args=args, prog_name="streamlit")
+    try:
+        streamlit_main(args=args, prog_name="streamlit")
+    finally:
+        PRELOAD.stop()
 
 
 def skip_direct_run_check() -> None:

@@ -15,7 +15,7 @@ frame swapped into a figure's data, no DOM), ``paint.js`` (canvases and Plotly.r
 as data (the tick labels' widths here, the stops' indices and texts in :mod:`.scrub`); the
 JavaScript that still follows a Python function is checked against it on fixtures.
 :func:`bundle` joins them, in :data:`JS_FILES` order and without their
-``import`` lines, into the one module the components share (``sinkscope_live_chart``,
+``import`` lines (:mod:`.browser`, which the notebook widget shares), into the one module the components share (``sinkscope_live_chart``,
 ``sinkscope_scrub``, ``sinkscope_lattice``, ``sinkscope_texts``); the tests import
 the files one by one under Node (``tests/js``). plotly.js is the copy bundled with the
 installed ``plotly`` package, served by Streamlit's component file route, so nothing is
@@ -24,39 +24,16 @@ fetched from the network.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import plotly
 import plotly.graph_objects as go
-import plotly.io as pio
 import streamlit as st
 import streamlit.components.v1 as components_v1
 
-from viz.theme import text_px
+from .browser import FAILED, JS_DIR, JS_FILES, bundle, chart_data, label_widths  # noqa: F401
 
 _PLOTLY_DIR = Path(plotly.__file__).resolve().parent / "package_data"
-FAILED = "This chart could not be drawn: {error}"  # what a chart says when plotly.js fails
-JS_DIR = Path(__file__).with_name("js")
-# Each file only uses what an earlier one defines at its top level (or, inside functions,
-# any): state, then pure helpers, then the DOM, then the entry point.
-JS_FILES = ("state", "format", "lattice", "patch", "paint", "axes", "chart", "slider", "scrub",
-            "main")
-_IMPORT = re.compile(r'^import\s*\{[^}]*\}\s*from\s*"\./[\w-]+\.js";[ \t]*\n', re.M)
-_COMMENT = re.compile(r"^[ \t]*//[^\n]*\n", re.M)  # a line that is only a comment
-_AXIS = re.compile(r"[xy]axis\d*")
-
-
-def bundle(names: tuple[str, ...] = JS_FILES) -> str:
-    """The files of ``js/`` as one ES module: each file's text without its imports of the
-    others (they are all in the bundle) and without its comment lines (the files keep
-    them), in order, each under a ``// ---- js/<name>.js`` line. Its only default export
-    is main.js's."""
-    parts = []
-    for name in names:
-        text = (JS_DIR / f"{name}.js").read_text(encoding="utf-8")
-        parts.append(f"// ---- js/{name}.js\n" + _COMMENT.sub("", _IMPORT.sub("", text)))
-    return "\n".join(parts)
 
 
 JS = bundle()
@@ -89,18 +66,6 @@ def _plotly_src() -> str:
     return f"./component/{files.name}/plotly.min.js"
 
 
-def label_widths(fig: go.Figure) -> dict[str, float]:
-    """The widest tick label of each axis of ``fig`` that names its ticks (``ticktext``),
-    in font sizes (``viz.theme.text_px`` at size 1): the browser keeps every k-th label of
-    a token axis where the chart's real size leaves too little room (js/axes.js)."""
-    out = {}
-    for name, axis in fig.layout.to_plotly_json().items():
-        text = axis.get("ticktext") if _AXIS.fullmatch(name) else None
-        if text is not None and len(text):
-            out[name] = max(text_px(str(t), 1) for t in text)
-    return out
-
-
 def chart(fig: go.Figure, *, key: str, config: dict, bind: dict | None = None,
           failed: str = FAILED) -> None:
     """Draw ``fig`` full width under ``key``; later calls with the same key update it.
@@ -114,11 +79,7 @@ def chart(fig: go.Figure, *, key: str, config: dict, bind: dict | None = None,
         failed: what the chart says when plotly.js fails, in the page's language (its
             ``{error}`` field is plotly.js's message); English by default.
     """
-    height = int(fig.layout.height or 450)
-    data = {"spec": pio.to_json(fig, validate=False), "src": _plotly_src(), "config": config,
-            "height": height, "failed": failed, "tick_em": label_widths(fig)}
-    if bind:
-        data["bind"] = bind
+    data = chart_data(fig, src=_plotly_src(), config=config, bind=bind, failed=failed)
     component("sinkscope_live_chart")(key=key, data=sent(data))
 
 

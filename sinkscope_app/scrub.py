@@ -40,7 +40,6 @@ from engine.types import Summary
 
 from . import metrics as strip
 from .inputs import written
-from .live import component, sent
 
 TEXTS_MAGIC = b"SKT1"
 
@@ -96,6 +95,19 @@ def too_large_note(n: int, m: int, max_cells: int) -> str:
 
 
 # --------------------------------------------------------------------------- components
+def component(name: str):
+    """:func:`sinkscope_app.live.component` (imported on first use: the payload's functions
+    and :func:`slider_data` serve the notebook widget, which runs without Streamlit)."""
+    from .live import component as mount
+
+    return mount(name)
+
+
+def sent(data: dict) -> list:
+    """:func:`sinkscope_app.live.sent`: ``data`` in a one-element list."""
+    return [data]
+
+
 # Every word the sliders show; the browser fills the {fields} (js/format.js, fill).
 WORDS = {
     "eps_label": "ε — entropy (log scale)",
@@ -243,9 +255,21 @@ def sliders(*, key: str, eps: float, steps: int, eps_stops, step_stops, lattice:
         released, else empty. (Not "value": Streamlit unwraps a state holding only a
         dict named "value" and would call callbacks per field.)
     """
+    data = slider_data(eps=eps, steps=steps, eps_stops=eps_stops, step_stops=step_stops,
+                       lattice=lattice, metrics=metrics, note=note, help=help, words=words,
+                       url_keys=url_keys, num=num, grid=grid, lang=lang)
+    return component("sinkscope_scrub")(key=key, data=sent(data), on_frame_change=on_change)
+
+
+def slider_data(*, eps: float, steps: int, eps_stops, step_stops, lattice: str | None,
+                metrics: list[Metric], note: str, help: dict[str, str],
+                words: dict[str, str] | None = None, url_keys: dict[str, str] | None = None,
+                num: Numbers = NUMBERS["en"], grid=None, lang: str = "en") -> dict:
+    """What ``js/scrub.js`` draws the sliders and the metric strip from (:func:`sliders`'
+    arguments, the same names; the app's page and the notebook widget both send it)."""
     words = {**WORDS, **(words or {})}
     i, k = nearest_stops(eps, steps, eps_stops, step_stops)
-    data = {
+    return {
         "role": "scrub", "lattice": lattice, "eps": float(eps), "steps": int(steps),
         "eps_stops": [float(e) for e in eps_stops], "eps_index": i,
         "eps_labels": eps_labels(eps_stops, num),
@@ -258,7 +282,6 @@ def sliders(*, key: str, eps: float, steps: int, eps_stops, step_stops, lattice:
         "url_eps": [written(float(e)) for e in eps_stops],
         "frames": frame_stops(eps_stops, step_stops, *(grid or (eps_stops, step_stops))),
     }
-    return component("sinkscope_scrub")(key=key, data=sent(data), on_frame_change=on_change)
 
 
 def lattice_element(payload: Payload | None, *, key: str = "sinkscope_lattice") -> None:

@@ -333,10 +333,16 @@ def test_the_bundle_is_the_js_files_without_their_imports():
     assert "import {" not in live.JS and live.JS.count("export default") == 1
     for name in live.JS_FILES:
         assert f"// ---- js/{name}.js" in live.JS
+    from sinkscope_app.browser import WIDGET_FILES, bundle
+
+    widget = bundle(WIDGET_FILES)  # the notebook widget's module: one default export, its own
+    assert "import {" not in widget and widget.count("export default") == 1
+    assert widget.rstrip().endswith("export default {render};")
     for path in (ROOT / "sinkscope_app" / "js").glob("*.js"):  # what a file imports is bundled
+        files = WIDGET_FILES if path.stem in ("widget", "align") else live.JS_FILES
         for name in re.findall(r'^import\s*\{[^}]*\}\s*from\s*"\./([\w-]+)\.js";',
                                path.read_text(encoding="utf-8"), re.M):
-            assert name in live.JS_FILES, (path.name, name)
+            assert name in files, (path.name, name)
 
 
 def test_the_sliders_words_come_from_python():

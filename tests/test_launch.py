@@ -209,3 +209,44 @@ def test_the_direct_run_check_the_launcher_skips_is_the_one_streamlit_makes():
         assert dg._use_warning_has_been_displayed is True
     finally:
         dg._use_warning_has_been_displayed = was
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_stopping_the_app_stops_the_preload_quietly(sig, tmp_path):
+    """``sinkscope app`` started outside the checkout (the settings come from the package:
+    loopback) and stopped (Ctrl-C or SIGTERM) while its preload loads the model: it exits
+    with status 0, its preload thread ends before the interpreter does, and nothing is
+    printed after Streamlit's "Stopping..." (no "cannot schedule new futures after
+    interpreter shutdown", no traceback, no log line)."""
+    import os
+    import select
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.support.server import ROOT, die_with_parent, free_port, stop
+
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1",
+           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "sinkscope", "app", "--server.port",
+                             str(port)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, preexec_fn=die_with_parent())
+    out = []
+    try:
+        end = time.monotonic() + 60
+        while not any("sinkscope: loading" in line for line in out):  # the load began
+            assert time.monotonic() < end and proc.poll() is None, "".join(out)
+            if select.select([proc.stdout], [], [], 1)[0]:
+                out.append(proc.stdout.readline())
+        proc.send_signal(getattr(signal, sig))
+        rest, _ = proc.communicate(timeout=120)
+    finally:
+        stop(proc)
+    text = "".join(out) + rest
+    assert proc.returncode == 0, text
+    assert f"URL: http://127.0.0.1:{port}" in text  # loopback: the package's settings
+    after = text.split("Stopping...", 1)[1]
+    assert after.strip() == "", text

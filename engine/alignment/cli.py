@@ -119,7 +119,7 @@ def _read(args, path, gold=None):
 def run(args) -> int:
     """Align and score as the arguments say; print the result. Returns the exit status
     (engine errors and unreadable files go up to ``engine.io.cli.main``: status 2)."""
-    from . import api, remote
+    from . import remote
 
     if args.out:  # before any work: a long run never ends failing to write
         from ..io.paths import check_writable
@@ -134,6 +134,27 @@ def run(args) -> int:
         from ..errors import SettingsError
 
         raise SettingsError("the dev file needs gold links for every pair.")
+    result, out_method, alignments = compare(args, pairs, dev)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            for a in alignments:
+                fh.write(a.pharaoh + "\n")
+    if args.json:
+        doc = _document(args, result, dev is not None, out_method, alignments)
+        json.dump(doc, sys.stdout, ensure_ascii=False, allow_nan=False)
+        print()
+        return 0
+    print(_table(result, dev is not None))
+    return 0
+
+
+def compare(args, pairs, dev=None):
+    """The methods compared on ``pairs`` as the arguments say (tuned on ``dev`` when
+    given): (the :class:`~engine.alignment.api.Comparison`, the method whose links are
+    written, its alignments). ``run`` prints them; ``sinkscope.align`` returns them as
+    the ``--json`` document."""
+    from . import api, remote
+
     theta = _trained_theta(args)  # checked before the model loads
     encoder = None
     if args.model and not args.engine:
@@ -165,17 +186,7 @@ def run(args) -> int:
     out_method = "trained" if aligner is not None else args.method or api.DEFAULT_METHOD
     alignments = result.alignments.get(out_method) or api.extract_links(
         scored, api.method_of(out_method, source.kind))
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as fh:
-            for a in alignments:
-                fh.write(a.pharaoh + "\n")
-    if args.json:
-        doc = _document(args, result, dev is not None, out_method, alignments)
-        json.dump(doc, sys.stdout, ensure_ascii=False, allow_nan=False)
-        print()
-        return 0
-    print(_table(result, dev is not None))
-    return 0
+    return result, out_method, alignments
 
 
 def _threads() -> None:

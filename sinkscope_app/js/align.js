@@ -266,6 +266,7 @@ export class AlignLive {
     if (this.setStateValue) this.setStateValue("choice", v);
   }
   writeUrl() {  // the stops' values as the address writes them (align_live.controls)
+    if (!this.data.url) return;  // a notebook: no address to keep
     const u = new URL(window.location.href), names = this.data.url, vals = this.data.url_values;
     u.searchParams.set(names.theta, vals.theta[this.theta.index]);
     if (this.grid) u.searchParams.set(names[this.gridKey], vals.grid[this.grid.index]);

@@ -135,8 +135,8 @@ export class Scrub {
     this.writeUrl();
     this.commit();
   }
-  writeUrl() {  // each stop's value as the address writes it (scrub.py, url_eps)
-    writeUrl(this.data.url, this.data.url_eps[this.eps.index], this.value().steps);
+  writeUrl() {  // each stop's value as the address writes it (scrub.py, url_eps); no url: a notebook
+    if (this.data.url) writeUrl(this.data.url, this.data.url_eps[this.eps.index], this.value().steps);
   }
   commit() {
     const v = this.value();

@@ -22,7 +22,7 @@ from engine.lab.targets import NAMES
 from engine.lab.training import SWEEP_STEPS, LabSettings
 from viz import lab as vlab
 
-from .. import frame, jobs, locale
+from .. import frame, jobs, locale, where
 from . import aligners, runs
 from .params import D, DEFAULTS, EPS_CHOICES, SCHEMA, STEPS_MAX, WIDTH_MAX
 from .results import results, sweep_chart
@@ -188,7 +188,7 @@ def show(fr: frame.Frame) -> None:
     st.caption(ui["subtitle"])
     frame.notices(fr)
     st.markdown(ui["theorem"])
-    st.page_link("sinkscope_app/pages/learn.py", label=ui["learn_link"], icon=":material/school:",
+    st.page_link(where.page("learn"), label=ui["learn_link"], icon=":material/school:",
                  query_params={"step": "8", "lang": fr.lang})
     _buttons(ui, fr.num)
     status, bar, curves_slot = st.empty(), st.empty(), st.empty()

@@ -27,7 +27,7 @@ from engine.settings import DEFAULT_HALF_STEPS, Settings
 from engine.relation.summary import Numbers
 from viz import learn as vl
 
-from .. import compute, locale
+from .. import compute, locale, where
 from ..main.params import DEFAULTS as MAIN_DEFAULTS, to_query as main_query
 from ..main.views import chart
 from .params import SHIFT_STEP
@@ -375,7 +375,7 @@ def step_paper(ctx: Ctx, left, right) -> None:
         _text(ctx)
         _math(ctx)
         st.caption(ctx.w["refs"])
-        st.page_link("sinkscope_app/pages/lab.py", label=ctx.w["lab_link"], icon=":material/model_training:",
+        st.page_link(where.page("lab"), label=ctx.w["lab_link"], icon=":material/model_training:",
                      query_params={"target": "whitened", "lang": ctx.lang})
     fig = vl.coupling_map(r.coupling.plan, r.tokens_a, r.tokens_b,
                           title=ctx.w["title"].format(layer=ctx.n_layers - 1),
