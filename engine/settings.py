@@ -73,12 +73,12 @@ SERVE_WORK = {
 
 # The engine's jobs (engine.jobs: /v1/jobs, and the embedded engine's threads): what each
 # job asks Ray for, how long it may run, how many may wait, what is kept, and the work
-# budgets a job is priced against on submission (413 above). ``job_gpus`` None: 1 GPU
-# where the cluster has one, else 0. Each budget is the Lab page's (or a 2,000-pair
+# budgets a job is priced against on submission (413 above). ``job_gpus``: "auto" (1 GPU
+# where the cluster has one, else 0), "cpu" (none) or a number. Each budget is the Lab page's (or a 2,000-pair
 # file's) largest job, rounded up (docs/serving.md).
 JOB_DEFAULTS = {
     "job_cpus": 1.0,             # SINKSCOPE_JOB_CPUS: Ray's num_cpus per job
-    "job_gpus": None,            # SINKSCOPE_JOB_GPUS: Ray's num_gpus per job ("auto": None)
+    "job_gpus": "auto",          # SINKSCOPE_JOB_GPUS: Ray's num_gpus per job (auto, cpu, N)
     "job_deadline_s": 3600.0,    # SINKSCOPE_JOB_DEADLINE_S: then the job stops (its partial kept)
     "job_queue": 64,             # SINKSCOPE_JOB_QUEUE: jobs waiting per engine (then 503)
     "job_keep_mb": 512,          # SINKSCOPE_JOB_KEEP_MB: ended jobs' results kept, oldest dropped
@@ -156,7 +156,7 @@ class Config:
         serve_batch_bytes: most bytes of float64 scores a served request solves at once
             (the solver holds several arrays of that size); 413 above it.
         job_cpus, job_gpus: the CPUs and GPUs a served job asks Ray for (``job_gpus``
-            None: one where the cluster has a GPU, else none).
+            "auto": one where the cluster has a GPU, else none; "cpu": none; or a number).
         job_deadline_s: seconds a job may run; then it stops, keeping its partial result.
         job_queue: jobs that may wait per engine; more are answered 503.
         job_keep_mb: megabytes of ended jobs' results kept (oldest dropped first).
@@ -191,7 +191,7 @@ class Config:
     serve_work_align: int = SERVE_WORK["align"]
     serve_batch_bytes: int = 16 * 2**20
     job_cpus: float = JOB_DEFAULTS["job_cpus"]
-    job_gpus: float | None = JOB_DEFAULTS["job_gpus"]
+    job_gpus: str = JOB_DEFAULTS["job_gpus"]
     job_deadline_s: float = JOB_DEFAULTS["job_deadline_s"]
     job_queue: int = JOB_DEFAULTS["job_queue"]
     job_keep_mb: int = JOB_DEFAULTS["job_keep_mb"]
@@ -239,21 +239,29 @@ def _jobs(env: Mapping[str, str]) -> dict:
     default."""
     d = JOB_DEFAULTS
     gpus = env.get("SINKSCOPE_JOB_GPUS", "auto").strip().lower()
-    try:
-        job_gpus = None if gpus in ("", "auto") else float(gpus)
-    except ValueError:
-        job_gpus = None
-    if job_gpus is not None and not (math.isfinite(job_gpus) and job_gpus >= 0):
-        job_gpus = None
+    if gpus not in ("auto", "cpu") and job_gpus(gpus) is None:
+        gpus = "auto"
     try:
         cpus = float(env.get("SINKSCOPE_JOB_CPUS", d["job_cpus"]))
     except ValueError:
         cpus = d["job_cpus"]
     return {"job_cpus": cpus if math.isfinite(cpus) and cpus >= 0 else d["job_cpus"],
-            "job_gpus": job_gpus,
+            "job_gpus": gpus,
             "job_deadline_s": _float(env, "SINKSCOPE_JOB_DEADLINE_S", d["job_deadline_s"]),
             **{k: _int(env, "SINKSCOPE_" + k.upper(), d[k]) for k in
                ("job_queue", "job_keep_mb", "job_max_body", "job_work_lab", "job_work_text")}}
+
+
+def job_gpus(value: str) -> float | None:
+    """GPUs per job from ``SINKSCOPE_JOB_GPUS``: "cpu" 0, a number ≥ 0 itself, "auto" (or
+    anything else) None: decided by the cluster."""
+    if value == "cpu":
+        return 0.0
+    try:
+        v = float(value)
+    except ValueError:
+        return None
+    return v if math.isfinite(v) and v >= 0 else None
 
 
 CONFIG = Config.from_env()

@@ -84,7 +84,7 @@ class JobStatus:
         partial = d.get("partial")
         return cls(str(d["id"]), str(d["kind"]), str(d["state"]), float(d["progress"]),
                    int(d["place"]), dict(d.get("info") or {}),
-                   None if partial is None else read(partial),
+                   None if partial is None else _partial(partial),
                    None if not err else JobError(str(err.get("type", "")),
                                                  str(err.get("code", "")),
                                                  dict(err.get("params") or {}),
@@ -93,6 +93,11 @@ class JobStatus:
                    float(d.get("seconds", 0.0)), dict(d.get("worker") or {}),
                    dict(d.get("resources") or {}), bool(d.get("result", False)),
                    tuple(d.get("files") or ()))
+
+
+def _partial(doc: Any):
+    """A partial result, read when it is a known document (else as it came)."""
+    return read(doc) if isinstance(doc, dict) and doc.get("schema") in READERS else doc
 
 
 # --------------------------------------------------------------------------- the Lab

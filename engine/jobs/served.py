@@ -159,9 +159,9 @@ class BoardActor:
 
 def resources(config=None) -> dict:
     """What each job asks Ray for: ``SINKSCOPE_JOB_CPUS`` CPUs and ``SINKSCOPE_JOB_GPUS``
-    GPUs (by default one where the cluster has a GPU, else none)."""
+    GPUs ("auto": one where the cluster has a GPU, else none)."""
     c = config or engine_settings.CONFIG
-    gpus = c.job_gpus
+    gpus = engine_settings.job_gpus(c.job_gpus)
     if gpus is None:
         gpus = 1.0 if ray.cluster_resources().get("GPU", 0) >= 1 else 0.0
     return {"num_cpus": float(c.job_cpus), "num_gpus": float(gpus)}
