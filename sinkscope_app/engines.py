@@ -207,7 +207,7 @@ class Embedded:
         loaded here, ``SINKSCOPE_HEAVY_JOBS`` at once."""
         from engine.jobs.local import LocalJobs
 
-        return LocalJobs(encoder=self.model)
+        return LocalJobs(encoder=self.model, models=self.models)
 
     def start_job(self, body: dict):
         """Check, price and start a job (``{"kind", "settings", "data"}``); its

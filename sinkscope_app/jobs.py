@@ -37,7 +37,6 @@ Example::
 from __future__ import annotations
 
 import collections
-import ctypes
 import fcntl
 import logging
 import os
@@ -186,19 +185,14 @@ class Slots:
 
 
 SLOTS = Slots()
-_BOUNDED = []
 
 
 def bound_arenas() -> None:
-    """Keep worker threads' memory bounded: glibc's mmap threshold fixed at 64 KiB (as
-    ``MALLOC_MMAP_THRESHOLD_=65536`` does), once per process; nothing elsewhere."""
-    if _BOUNDED:
-        return
-    _BOUNDED.append(True)
-    try:
-        ctypes.CDLL("libc.so.6").mallopt(-3, 65536)  # M_MMAP_THRESHOLD
-    except (OSError, AttributeError):
-        pass
+    """Keep worker threads' memory bounded (``engine.jobs.runner.bound_arenas``: glibc's
+    mmap threshold at 64 KiB, once per process)."""
+    from engine.jobs.runner import bound_arenas as bound
+
+    bound()
 
 
 def _run(job: Job, work: Callable[[Job], Any]) -> None:

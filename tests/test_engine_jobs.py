@@ -103,7 +103,8 @@ def test_two_slots_run_two_jobs_at_once():
     jobs = local(gate, slots=2)
     a, b, c = (jobs.submit(TINY_LAB) for _ in range(3))
     deadline = time.monotonic() + 10
-    while jobs.status(b["id"])["state"] != "running" and time.monotonic() < deadline:
+    while any(jobs.status(j["id"])["state"] != "running" for j in (a, b)) and \
+            time.monotonic() < deadline:
         time.sleep(0.005)
     assert [jobs.status(j["id"])["state"] for j in (a, b)] == ["running", "running"]
     assert jobs.status(c["id"])["place"] == 1
@@ -215,6 +216,21 @@ def test_bad_bodies_are_refused_with_a_code(body, code, where):
         assert e.value.params["where"] == where
 
 
+def test_a_model_or_aligner_the_engine_does_not_offer_is_refused_by_name():
+    pair = {"text_a": "a", "text_b": "b"}
+    jobs = LocalJobs(models=lambda: ["all-MiniLM-L6-v2"])
+    with pytest.raises(SinkscopeError) as e:
+        jobs.submit({"kind": "align_corpus", "settings": {"model": "nope"},
+                     "data": {"pairs": [pair]}})
+    assert e.value.code == "job_model" and e.value.params == {
+        "model": "nope", "models": "all-MiniLM-L6-v2"}
+    with pytest.raises(SinkscopeError) as e:
+        jobs.submit({"kind": "align_corpus", "settings": {"aligner": "mine"},
+                     "data": {"pairs": [pair]}})
+    assert e.value.code == "not_listed" and e.value.params["name"] == "mine"
+    assert jobs.board.jobs == {}  # nothing was queued
+
+
 def test_a_lab_setting_out_of_range_is_the_lab_s_own_error():
     with pytest.raises(SinkscopeError, match="width must be a whole number from 1 to 256"):
         spec.check({"kind": "lab_sweep", "settings": {"width": 999}})
@@ -228,7 +244,7 @@ def test_a_job_over_its_budget_is_refused_before_it_runs(monkeypatch):
     with pytest.raises(WorkTooLarge) as e:
         LocalJobs().submit({"kind": "lab_train"})
     p = e.value.params
-    assert e.value.code == "work" and p["kind"] == "lab_train" and p["limit"] == 1000
+    assert e.value.code == "job_work" and p["kind"] == "lab_train" and p["limit"] == 1000
     assert p["env"] == "SINKSCOPE_JOB_WORK_LAB" and p["work"] > 1000
 
 
@@ -246,6 +262,27 @@ def test_the_schema_takes_what_the_engine_takes():
         body = {"kind": kind, "data": data.get(kind, {})}
         via_schema = spec.check(adapter.validate_python(body).model_dump())
         assert via_schema.body == spec.check(body).body
+
+
+def test_every_job_error_reads_in_spanish_with_its_facts():
+    from engine.jobs.errors import MESSAGES, JobError
+    from sinkscope_app import locale
+
+    params = {"id": "7-ab", "state": "running", "name": "mtref", "names": "sinkhorn",
+              "waiting": 64, "limit": 64, "deadline_s": 60.0, "reason": "WorkerCrashedError",
+              "model": "nope", "models": "all-MiniLM-L6-v2", "kinds": "lab_train",
+              "value": "x", "where": "data.pairs", "problem": "must be a list", "fields": "a",
+              "count": 3, "least": 4, "most": 2000, "pair": 2, "work": 10, "unit": "word pairs",
+              "env": "SINKSCOPE_JOB_WORK_TEXT", "change": "Send fewer pairs."}
+    for code, template in MESSAGES.items():
+        import string
+
+        used = {f for _, f, _, _ in string.Formatter().parse(template) if f}
+        e = JobError.of(code, **{k: params[k.split("!")[0]] for k in used})
+        es = locale.error(e, "es")
+        assert locale.error(e, "en") == str(e) and es != str(e), code
+        for k in used - {"change", "problem", "unit"}:  # the facts stay (sentences are words)
+            assert str(params[k]).replace(".0", "") in es.replace(".0", ""), (code, k, es)
 
 
 # --------------------------------------------------------------------------- readers

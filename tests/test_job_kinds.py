@@ -152,7 +152,7 @@ def test_an_aligner_job_gives_a_zip_that_loads(tiny, tmp_path):
             "settings": {"name": "tiny-aligner", "model": tiny.name, "layer": 2, "top": 1,
                          "epochs": 2, "batch": 4, "patience": 0},
             "data": {"train": as_dicts(pairs[:8]), "dev": as_dicts(pairs[8:])}}
-    s, r, files = run(LocalJobs(lambda name: tiny, slots=1, every=0.0), body)
+    s, r, files = run(LocalJobs(lambda name: tiny, models=lambda: [tiny.name], slots=1, every=0.0), body)
     assert s["state"] == "done" and s["files"] == ["aligner"] and r.files == ("aligner",)
     assert r.run.epochs == 2 and len(r.history) == 2 and 1 <= r.run.best_epoch <= 2
     with zipfile.ZipFile(io.BytesIO(files["aligner"])) as z:
@@ -168,7 +168,7 @@ def test_the_text_comparison_job_compares_three_with_paired_intervals(tiny):
     body = {"kind": "compare_text", "settings": {"model": tiny.name, "epochs": 1,
                                                  "bootstrap": 50},
             "data": {"pairs": as_dicts(pairs)}}
-    s, r, files = run(LocalJobs(lambda name: tiny, slots=1, every=0.0), body)
+    s, r, files = run(LocalJobs(lambda name: tiny, models=lambda: [tiny.name], slots=1, every=0.0), body)
     assert s["state"] == "done" and r.status == "done"
     assert r.sizes == {"train": 15, "dev": 3, "test": 6, "unused": 0}
     assert r.untrained["method"] and r.untrained["score"].n_pairs == 6

@@ -124,7 +124,7 @@ def test_errors_have_codes(url):
     assert status == 404 and e["error"]["code"] == "job_not_found"
     status, _, e = call(url, "POST", "/v1/jobs", {"kind": "lab_train", "settings": {
         "steps": 20000, "width": 256, "depth": 8}})
-    assert status == 413 and e["error"]["code"] == "work"
+    assert status == 413 and e["error"]["code"] == "job_work"
     assert e["error"]["params"]["env"] == "SINKSCOPE_JOB_WORK_LAB"
     status, _, e = call(url, "POST", "/v1/jobs", {"kind": "lab_train",
                                                   "settings": {"width": 999}})
@@ -135,6 +135,9 @@ def test_errors_have_codes(url):
     assert status == 422 and e["error"]["code"] == "link_out_of_range"
     status, _, e = call(url, "POST", "/v1/jobs", {"kind": "nope"})
     assert status == 422 and e["error"]["code"] == "job_kind"
+    status, _, e = call(url, "POST", "/v1/jobs", {"kind": "compare_text", "settings": {
+        "model": "nope"}, "data": {"pairs": [{"text_a": "a", "text_b": "b", "gold": ""}] * 4}})
+    assert status == 422 and e["error"]["code"] == "job_model"
 
 
 def test_an_aligner_trained_as_a_job_downloads_as_a_zip(url, tmp_path):

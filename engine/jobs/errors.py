@@ -20,11 +20,15 @@ MESSAGES: dict[str, str] = {
     "job_lost": "The worker running the job died ({reason}); restart the job.",
     "job_failed": "The job failed on the engine ({reason}); the operator's log has the "
                   "details. Restart it, or change its settings.",
+    "job_model": "Model {model!r} is not served here; choose one of: {models}. Operators "
+                 "add models with SINKSCOPE_MODELS.",
     "job_kind": "kind must be one of {kinds}, got {value!r}.",
     "job_body": "{where} {problem}.",
     "job_unknown": "Unknown field {name!r} in {where}: the fields are {fields}.",
     "job_pairs": "{where} holds {count:,} pairs; give {least:,} to {most:,}.",
     "job_gold": "{where}: pair {pair} has no gold links; every pair needs them here.",
+    "job_work": "This job needs {work} {unit}; the engine allows {limit} per job ({env}). "
+                "{change}",
     "job_weights": "The weights of {model!r} do not fit its settings ({reason}); send the "
                    "weights of a Lab job run with the same settings.",
 }

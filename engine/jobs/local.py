@@ -17,7 +17,13 @@ from .. import settings as engine_settings
 from .board import Board
 from .context import Context
 from .runner import bound_arenas, run, work_of
-from .spec import check, price
+from .spec import check, check_names, price
+
+
+def _allowed():
+    from ..models.registry import allowed_models
+
+    return allowed_models()
 
 
 class LocalJobs:
@@ -26,6 +32,7 @@ class LocalJobs:
     Args:
         encoder: ``encoder(name)`` → the loaded model ``name`` (the embedded engine's own,
             shared read-only); None: loaded by the job.
+        models: ``models()`` → the names a job may ask for (default: the allow-list).
         slots, queue, keep_bytes, deadline_s: the board's limits and the jobs' deadline
             (default: ``SINKSCOPE_HEAVY_JOBS``, ``SINKSCOPE_JOB_QUEUE``,
             ``SINKSCOPE_JOB_KEEP_MB``, ``SINKSCOPE_JOB_DEADLINE_S``).
@@ -34,7 +41,7 @@ class LocalJobs:
     """
 
     def __init__(self, encoder: Callable[[str], Any] | None = None, *,
-                 slots: int | None = None, queue: int | None = None,
+                 models: Callable[[], Any] | None = None, slots: int | None = None, queue: int | None = None,
                  keep_bytes: int | None = None, deadline_s: float | None = None,
                  every: float = 0.2, work: dict | None = None) -> None:
         c = engine_settings.CONFIG
@@ -43,12 +50,13 @@ class LocalJobs:
                            c.job_keep_mb * 2**20 if keep_bytes is None else keep_bytes)
         self.deadline_s = c.job_deadline_s if deadline_s is None else deadline_s
         self.encoder, self.every, self.work = encoder, every, work
+        self.models = models or _allowed
         self.lock = threading.Lock()
         self.threads: dict[str, threading.Thread] = {}
 
     def submit(self, body: Any) -> dict:
         """Check and price a job (SinkscopeError, WorkTooLarge), put it in line; its status."""
-        spec = check(body)
+        spec = check_names(check(body), self.models())
         price(spec).check()
         with self.lock:
             status = self.board.submit(spec.kind, spec.body)

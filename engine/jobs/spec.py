@@ -197,6 +197,32 @@ def check(body: Any) -> Spec:
             "compare_text": _text_job}[kind](b["settings"], b["data"])
 
 
+def check_names(spec: Spec, models) -> Spec:
+    """The job's model among ``models`` (the engine's: an allow-list or the models a
+    replica serves) and its trained aligner among ``SINKSCOPE_ALIGNERS``; else the
+    ``ModelError`` (code "job_model") or ``AlignerError`` (code "not_listed") a page words."""
+    from ..errors import ModelError
+    from .errors import MESSAGES
+
+    model = None if spec.kind in LAB_KINDS else (
+        spec.settings.model if spec.kind == "train_aligner" else spec.settings["model"])
+    models = list(models)
+    if model is not None and model not in models:
+        params = {"model": str(model)[:60], "models": ", ".join(models)}
+        raise ModelError(MESSAGES["job_model"].format(**params), code="job_model",
+                         params=params)
+    aligner = spec.settings.get("aligner") if spec.kind == "align_corpus" else None
+    if aligner:
+        from ..aligner.checkpoint import allowed_aligners
+        from ..aligner.config import AlignerError
+
+        allowed = allowed_aligners()
+        if aligner not in allowed:
+            raise AlignerError.of("not_listed", name=str(aligner)[:200],
+                                  names=", ".join(sorted(allowed)) or "(none)")
+    return spec
+
+
 # --------------------------------------------------------------------------- price
 @dataclass(frozen=True)
 class Price:
@@ -219,12 +245,13 @@ class Price:
         from ..serving.limits import WorkTooLarge
 
         if self.work > self.limit:
-            raise WorkTooLarge(
+            e = WorkTooLarge(
                 f"This job needs {self.work:,.0f} {self.unit} ({self.figure}); the engine "
                 f"allows {self.limit:,} per job ({self.env}). {self.change}",
-                params={"route": "jobs", "kind": self.kind, "work": int(self.work),
-                        "limit": self.limit, "env": self.env, "unit": self.unit,
-                        "change": self.change})
+                params={"kind": self.kind, "work": int(self.work), "limit": self.limit,
+                        "env": self.env, "unit": self.unit, "change": self.change})
+            e.code = "job_work"  # (a request's is "work": the page words a job's its way)
+            raise e
         return self
 
 
@@ -280,4 +307,4 @@ def price(spec: Spec) -> Price:
 
 
 __all__ = ["KINDS", "LAB_KINDS", "TEXT_KINDS", "MAX_PAIRS", "Price", "Spec", "check",
-           "price"]
+           "check_names", "price"]

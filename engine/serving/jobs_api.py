@@ -29,7 +29,7 @@ from ..errors import SettingsError, SinkscopeError
 from ..jobs.errors import JobConflict, JobError
 from ..jobs.schemas import (BODIES, JobDocument, JobStatusResponse, LabPredictDocument,
                             LabPredictRequest)
-from ..jobs.spec import check, price
+from ..jobs.spec import check, check_names, price
 from . import wire
 
 ZIP = "application/zip"
@@ -111,7 +111,7 @@ def register(api: FastAPI, engine) -> None:
                  responses={**_ERRORS})
     async def submit(req: Annotated[Union[BODIES], Body(discriminator="kind")]) -> Response:
         """Start a job: checked, priced, put in line; its status (202)."""
-        spec = check(req.model_dump())
+        spec = check_names(check(req.model_dump()), engine.encoders)
         price(spec).check()
         return _json(await engine.jobs.submit(spec), 202)
 
@@ -155,7 +155,7 @@ def register(api: FastAPI, engine) -> None:
     async def restart(job_id: str) -> Response:
         """The same job again, as a new job (after it was lost, failed or stopped)."""
         _, body, _ = await engine.jobs.body(job_id)
-        spec = check(body)
+        spec = check_names(check(body), engine.encoders)
         price(spec).check()
         return _json(await engine.jobs.submit(spec), 202)
 
