@@ -6,7 +6,10 @@ computation to the served engine that ``SINKSCOPE_ENGINE`` names, through
 imported). :func:`current` picks one per process from ``SINKSCOPE_ENGINE``; pages ask it,
 never which kind it is. Methods take the engine's :class:`~engine.settings.Settings` (or
 keywords), return the engine's own dataclasses, and raise the engine's errors
-(``SinkscopeError``) or, from a served engine, ``EngineUnavailable``.
+(``SinkscopeError``) or, from a served engine, ``EngineUnavailable``. Long work is an
+engine job on both (``start_job``, ``job``, ``stop_job``, ``restart_job``, ``job_result``,
+``job_zip``; ``engine.jobs``): threads here, Ray tasks there, the same ``JobStatus`` and
+results (``engine.jobs.results``); ``lab_predict`` is the Lab's held-out view.
 
 Caching lives in :mod:`sinkscope_app.compute` (``st.cache_data`` keyed by the engine's
 name, the texts and the settings); this module holds no Streamlit state, so it can be

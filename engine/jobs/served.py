@@ -197,6 +197,9 @@ class Jobs:
             if isinstance(cause, JobError):
                 raise cause from None
             raise
+        except ray.exceptions.RayActorError:  # the board died: a new one next time
+            self._board = None
+            raise
 
     async def submit(self, spec) -> dict:
         """Put a checked and priced job (:class:`~engine.jobs.spec.Spec`) in line."""

@@ -23,7 +23,7 @@ from .config import (MAX_PAIRS, MAX_STEPS, MODELS, SWEEP_STEPS, SWEEP_WIDTHS,  #
 from .errors import LabError
 from .measures import Family, Pairs, draw_pairs
 from .nets import CouplingModel
-from .targets import DEFAULT_TARGET, NAMES, Target, get_target
+from .targets import NAMES, Target, get_target
 
 @dataclass(frozen=True)
 class Progress:
@@ -88,13 +88,20 @@ class Run:
 
 
 @functools.lru_cache(maxsize=8)
+def _heldout(target: Target, family: Family, count: int, seed: int) -> tuple[Pairs, np.ndarray]:
+    """A run's held-out pairs and their target plans (without its training set)."""
+    pairs = draw_pairs(family, count, seed, stream=1)
+    return pairs, target(pairs)
+
+
+@functools.lru_cache(maxsize=8)
 def _data(target: Target, family: Family, train_pairs: int, heldout_pairs: int,
           seed: int) -> Data:
     train = draw_pairs(family, train_pairs, seed, stream=0)
-    heldout = draw_pairs(family, heldout_pairs, seed, stream=1)
+    heldout, heldout_plans = _heldout(target, family, heldout_pairs, seed)
     double = draw_pairs(family.resized(min(2 * family.points, 64)),
                         max(1, heldout_pairs // 2), seed, stream=2)
-    return Data(train, target(train), heldout, target(heldout), double, target(double))
+    return Data(train, target(train), heldout, heldout_plans, double, target(double))
 
 
 def make_data(settings: LabSettings, target: "Target | None" = None) -> Data:
@@ -283,9 +290,8 @@ def heldout_pairs(settings: LabSettings, points: int | None = None, *,
     from the same family and seed (never trained on).
     """
     t = get_target(settings.target if target is None else target)
-    if points is None or points == settings.points:
-        d = make_data(settings, target)
-        return d.heldout, d.heldout_plans
+    if points is None or points == settings.points:  # (the training set is not drawn)
+        return _heldout(t, settings.family, settings.heldout_pairs, settings.seed)
     return _other_size(t, settings.family.resized(int(points)), 16, settings.seed)
 
 

@@ -21,7 +21,7 @@ from typing import Annotated, Callable, Optional, Union
 
 from fastapi import APIRouter, Body, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from fastapi.routing import APIRoute
 
 from .. import settings
