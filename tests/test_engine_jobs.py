@@ -352,3 +352,40 @@ def test_the_app_s_helpers_start_follow_stop_restart_and_fetch_a_job():
     jobs.adopt(other, "lab_train", "gone")
     assert jobs.status(other, "lab_train", engine=eng) is None  # unknown: forgotten
     assert jobs.job_id(other, "lab_train") is None
+
+
+def test_a_page_s_job_calls_on_a_served_engine_load_no_torch():
+    """Start a job and fetch its typed result through the pages' helpers on a served
+    engine (a loopback stand-in answering as one would), in a fresh process: no torch."""
+    import subprocess
+    import sys
+
+    from engine.lab.config import LabSettings
+    from tests.support.engine_server import scripted
+
+    status = Board().submit("lab_train", {})
+    doc = {"schema": "sinkscope.job.lab_train/1", "status": "done", "target": "whitened",
+           "steps": 5, "models": ["softmax"],
+           "settings": {"softmax": LabSettings(model="softmax").to_dict()},
+           "curves": {"softmax": {"step": [5], "heldout_l1": [0.5]}},
+           "runs": {"softmax": {"heldout_l1": 0.5, "heldout_l1_double": 0.6, "row_err": 0.0,
+                                "col_err": 0.1, "seconds": 0.2, "steps_done": 5,
+                                "stopped": "done"}},
+           "weights": {"softmax": {"w": [[1.0, 2.0]]}}, "seconds": 0.2}
+    answers = [(202, {}, json.dumps(status).encode()), (200, {}, json.dumps(doc).encode())]
+    code = """if True:
+        import sys
+        from sinkscope_app import engines, jobs
+        served, store = engines.Served(sys.argv[1]), {}
+        st = jobs.submit(store, "lab_train", {"kind": "lab_train"}, engine=served)
+        r = jobs.result(store, "lab_train", engine=served)
+        print(st.state, st.place, type(r).__name__, r.weights["softmax"]["w"].dtype,
+              r.runs["softmax"].steps_done, "torch" in sys.modules)
+    """
+    with scripted(*answers) as (url, seen):
+        out = subprocess.run([sys.executable, "-c", code, url], capture_output=True, text=True,
+                             timeout=60, env={**__import__("os").environ,
+                                              "SINKSCOPE_ENGINE": url})
+    assert out.stdout.split() == ["waiting", "1", "LabTrainResult", "float32", "5", "False"], \
+        out.stderr[-2000:]
+    assert len(seen) == 2

@@ -4,7 +4,8 @@ progress and partial curves, a second job waits with its place in line, DELETE k
 partial result, fetched as JSON and NPZ (the same objects); the held-out view over HTTP
 equals the embedded one; a job whose worker process is killed is reported lost within 5 s
 and Restart runs it again; an aligner trained as a job downloads as a zip that loads;
-errors have codes (404 unknown id, 409 no result yet, 413 over budget, 422 bad body)."""
+errors have codes (404 unknown id, 409 no result yet, 413 over budget, 422 bad body); the
+jobs' workers listen on loopback only."""
 
 from __future__ import annotations
 
@@ -158,3 +159,14 @@ def test_an_aligner_trained_as_a_job_downloads_as_a_zip(url, tmp_path):
         z.extractall(tmp_path)
     back = checkpoint.load(tmp_path / "served", encoder=default_encoder())
     assert back.theta == pytest.approx(r.run.theta)
+
+
+def test_jobs_and_their_board_listen_on_loopback_only(url):
+    """After jobs ran (their workers and the board actor alive), every socket Ray's
+    processes listen on is still 127.0.0.1."""
+    from tests.support.engine_server import listeners, loopback
+    from tests.support.server import descendants
+
+    found = listeners(descendants(os.getpid()))
+    assert len(found) >= 10, found
+    assert [a for a, _ in found if not loopback(a)] == [], found
