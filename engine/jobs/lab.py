@@ -43,8 +43,9 @@ def train_models(ctx: Context, spec: Spec) -> tuple[dict, dict]:
 
     def doc(status: str) -> dict:
         return {"schema": TRAIN_SCHEMA, "status": status, "target": s0.target,
-                "steps": s0.steps, "models": list(models), "settings": settings,
-                "curves": curves, "runs": runs, "seconds": seconds}
+                "steps": s0.steps, "models": list(models), "settings": dict(settings),
+                "curves": {m: {k: list(v) for k, v in c.items()} for m, c in curves.items()},
+                "runs": dict(runs), "seconds": seconds}  # copies: a reader may hold them
 
     ctx.report(0.0, doc("partial"), stage="train", model=models[0], step=0, steps=s0.steps)
     for i, m in enumerate(models):

@@ -298,8 +298,10 @@ def compare_text(ctx: Context, spec: Spec) -> tuple[dict, dict]:
            "null_share": null_share(sp.test), "untrained": None, "trained": {},
            "paired": [], "history": {}}
 
-    def partial() -> dict:
-        return {k: res[k] for k in ("schema", "status", "sizes", "null_share", "history")}
+    def partial() -> dict:  # (copies: a reader may hold it while training goes on)
+        return {"schema": TEXT_SCHEMA, "status": "partial", "sizes": res["sizes"],
+                "null_share": res["null_share"],
+                "history": {f: list(h) for f, h in res["history"].items()}}
 
     ctx.report(0.0, partial(), stage="untrained")
     tu = tune(sp.dev, sp.test, encoder=enc, bootstrap=bootstrap,
