@@ -29,6 +29,8 @@ into :data:`CONFIG`; code reads ``settings.CONFIG`` at call time, so a test can 
 | ``SINKSCOPE_SERVE_DEADLINE_S`` | 60 | seconds a served request may compute (then 408) |
 | ``SINKSCOPE_SERVE_WORK_*`` | see :data:`SERVE_WORK` | each served route's work budget (then 413) |
 | ``SINKSCOPE_SERVE_BATCH_BYTES`` | 16777216 | most bytes of problems a served request solves at once (413) |
+| ``SINKSCOPE_HEAVY_JOBS`` | 1 | jobs (``/v1/jobs``) running at once per engine; the others wait in line |
+| ``SINKSCOPE_JOB_*`` | see :data:`JOB_DEFAULTS` | the engine's jobs: resources, deadline, line, budgets |
 """
 
 from __future__ import annotations
@@ -67,6 +69,22 @@ SERVE_WORK = {
     "lattice": 48 * 2**20,        # frames × token pairs × 8 bytes (app: 41 × 28 × 64² × 8)
     "rank": 100_000_000_000,      # Σ token pairs of 3 solves × 10,000 half-steps (app: 50 × 256²)
     "align": 41_000_000,          # Σ word pairs (app: 256 pairs of 400 words)
+}
+
+# The engine's jobs (engine.jobs: /v1/jobs, and the embedded engine's threads): what each
+# job asks Ray for, how long it may run, how many may wait, what is kept, and the work
+# budgets a job is priced against on submission (413 above). ``job_gpus``: "auto" (1 GPU
+# where the cluster has one, else 0), "cpu" (none) or a number. Each budget is the Lab page's (or a 2,000-pair
+# file's) largest job, rounded up (docs/serving.md).
+JOB_DEFAULTS = {
+    "job_cpus": 1.0,             # SINKSCOPE_JOB_CPUS: Ray's num_cpus per job
+    "job_gpus": "auto",          # SINKSCOPE_JOB_GPUS: Ray's num_gpus per job (auto, cpu, N)
+    "job_deadline_s": 3600.0,    # SINKSCOPE_JOB_DEADLINE_S: then the job stops (its partial kept)
+    "job_queue": 64,             # SINKSCOPE_JOB_QUEUE: jobs waiting per engine (then 503)
+    "job_keep_mb": 512,          # SINKSCOPE_JOB_KEEP_MB: ended jobs' results kept, oldest dropped
+    "job_max_body": 8_000_000,   # SINKSCOPE_JOB_MAX_BODY: largest /v1/jobs body, bytes
+    "job_work_lab": 200_000_000_000,  # SINKSCOPE_JOB_WORK_LAB: atom operations (lab kinds)
+    "job_work_text": 8_000_000_000,   # SINKSCOPE_JOB_WORK_TEXT: word pairs × passes (text kinds)
 }
 
 # What the libraries underneath read: no network, no telemetry, no progress bars, and a
@@ -137,6 +155,14 @@ class Config:
             request priced above it is answered 413 before any computation.
         serve_batch_bytes: most bytes of float64 scores a served request solves at once
             (the solver holds several arrays of that size); 413 above it.
+        job_cpus, job_gpus: the CPUs and GPUs a served job asks Ray for (``job_gpus``
+            "auto": one where the cluster has a GPU, else none; "cpu": none; or a number).
+        job_deadline_s: seconds a job may run; then it stops, keeping its partial result.
+        job_queue: jobs that may wait per engine; more are answered 503.
+        job_keep_mb: megabytes of ended jobs' results kept (oldest dropped first).
+        job_max_body: the largest ``POST /v1/jobs`` or ``/v1/lab/predict`` body, bytes.
+        job_work_lab, job_work_text: the work budgets of the Lab's jobs and of the text
+            jobs (:data:`JOB_DEFAULTS`); a job priced above is refused (413).
     """
 
     models: str = ""
@@ -164,6 +190,14 @@ class Config:
     serve_work_rank: int = SERVE_WORK["rank"]
     serve_work_align: int = SERVE_WORK["align"]
     serve_batch_bytes: int = 16 * 2**20
+    job_cpus: float = JOB_DEFAULTS["job_cpus"]
+    job_gpus: str = JOB_DEFAULTS["job_gpus"]
+    job_deadline_s: float = JOB_DEFAULTS["job_deadline_s"]
+    job_queue: int = JOB_DEFAULTS["job_queue"]
+    job_keep_mb: int = JOB_DEFAULTS["job_keep_mb"]
+    job_max_body: int = JOB_DEFAULTS["job_max_body"]
+    job_work_lab: int = JOB_DEFAULTS["job_work_lab"]
+    job_work_text: int = JOB_DEFAULTS["job_work_text"]
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Config":
@@ -196,7 +230,38 @@ class Config:
             **{f"serve_work_{k}": _int(env, f"SINKSCOPE_SERVE_WORK_{k.upper()}", v)
                for k, v in SERVE_WORK.items()},
             serve_batch_bytes=_int(env, "SINKSCOPE_SERVE_BATCH_BYTES", 16 * 2**20),
+            **_jobs(env),
         )
+
+
+def _jobs(env: Mapping[str, str]) -> dict:
+    """The ``SINKSCOPE_JOB_*`` variables (:data:`JOB_DEFAULTS`); a bad value keeps its
+    default."""
+    d = JOB_DEFAULTS
+    gpus = env.get("SINKSCOPE_JOB_GPUS", "auto").strip().lower()
+    if gpus not in ("auto", "cpu") and job_gpus(gpus) is None:
+        gpus = "auto"
+    try:
+        cpus = float(env.get("SINKSCOPE_JOB_CPUS", d["job_cpus"]))
+    except ValueError:
+        cpus = d["job_cpus"]
+    return {"job_cpus": cpus if math.isfinite(cpus) and cpus >= 0 else d["job_cpus"],
+            "job_gpus": gpus,
+            "job_deadline_s": _float(env, "SINKSCOPE_JOB_DEADLINE_S", d["job_deadline_s"]),
+            **{k: _int(env, "SINKSCOPE_" + k.upper(), d[k]) for k in
+               ("job_queue", "job_keep_mb", "job_max_body", "job_work_lab", "job_work_text")}}
+
+
+def job_gpus(value: str) -> float | None:
+    """GPUs per job from ``SINKSCOPE_JOB_GPUS``: "cpu" 0, a number ≥ 0 itself, "auto" (or
+    anything else) None: decided by the cluster."""
+    if value == "cpu":
+        return 0.0
+    try:
+        v = float(value)
+    except ValueError:
+        return None
+    return v if math.isfinite(v) and v >= 0 else None
 
 
 CONFIG = Config.from_env()

@@ -6,7 +6,10 @@ computation to the served engine that ``SINKSCOPE_ENGINE`` names, through
 imported). :func:`current` picks one per process from ``SINKSCOPE_ENGINE``; pages ask it,
 never which kind it is. Methods take the engine's :class:`~engine.settings.Settings` (or
 keywords), return the engine's own dataclasses, and raise the engine's errors
-(``SinkscopeError``) or, from a served engine, ``EngineUnavailable``.
+(``SinkscopeError``) or, from a served engine, ``EngineUnavailable``. Long work is an
+engine job on both (``start_job``, ``job``, ``stop_job``, ``restart_job``, ``job_result``,
+``job_zip``; ``engine.jobs``): threads here, Ray tasks there, the same ``JobStatus`` and
+results (``engine.jobs.results``); ``lab_predict`` is the Lab's held-out view.
 
 Caching lives in :mod:`sinkscope_app.compute` (``st.cache_data`` keyed by the engine's
 name, the texts and the settings); this module holds no Streamlit state, so it can be
@@ -200,6 +203,67 @@ class Embedded:
     def answers(self) -> bool:
         return True
 
+    # ------------------------------------------------------------------ jobs
+    @functools.cached_property
+    def jobs(self):
+        """This process's jobs (``engine.jobs.local.LocalJobs``): threads, the models
+        loaded here, ``SINKSCOPE_HEAVY_JOBS`` at once."""
+        from engine.jobs.local import LocalJobs
+
+        return LocalJobs(encoder=self.model, models=self.models)
+
+    def start_job(self, body: dict):
+        """Check, price and start a job (``{"kind", "settings", "data"}``); its
+        ``JobStatus``. The engine's error (a code) for a bad body, ``WorkTooLarge`` over
+        the job budget, ``JobQueueFull`` when too many wait."""
+        from engine.jobs.results import JobStatus
+
+        return JobStatus.from_dict(self.jobs.submit(body))
+
+    def job(self, job_id: str):
+        """A job's ``JobStatus``; ``JobNotFound`` for an unknown id."""
+        from engine.jobs.results import JobStatus
+
+        return JobStatus.from_dict(self.jobs.status(job_id))
+
+    def stop_job(self, job_id: str):
+        """Stop a job (it keeps its best or partial result); its ``JobStatus``."""
+        from engine.jobs.results import JobStatus
+
+        return JobStatus.from_dict(self.jobs.stop(job_id))
+
+    def restart_job(self, job_id: str):
+        """The same job again, as a new one; its ``JobStatus``."""
+        from engine.jobs.results import JobStatus
+
+        return JobStatus.from_dict(self.jobs.restart(job_id))
+
+    def job_result(self, job_id: str):
+        """An ended job's typed result (``engine.jobs.results.read``)."""
+        from engine.jobs.results import read
+
+        return read(self.jobs.outcome(job_id)[0])
+
+    def job_zip(self, job_id: str, name: str | None = None) -> bytes:
+        """A trained aligner of the job as a zip (``name``: one of its files)."""
+        from engine.jobs.errors import JobConflict
+
+        files = self.jobs.outcome(job_id)[1]
+        name = name or (sorted(files)[0] if files else "")
+        if name not in files:
+            raise JobConflict.of("job_no_aligner", id=job_id, name=name,
+                                 names=", ".join(sorted(files)) or "(none)")
+        return files[name]
+
+    def lab_predict(self, settings, weights: dict, size: int, pair: int = 0):
+        """Held-out pair ``pair`` of ``size`` atoms as trained Lab models couple it: a
+        ``LabPrediction`` (the target's plan, each model's plan and errors)."""
+        from engine.jobs.lab import lab_fields, predict
+        from engine.jobs.results import read
+
+        one_thread()
+        return read(predict(lab_fields(settings), weights, int(size), int(pair)))
+
 
 # A method's settings as POST /v1/align fields (it takes no others).
 ALIGN_FIELDS = ("method", "threshold", "tau", "mass", "eps")
@@ -299,6 +363,28 @@ class Served:
         """One pair by one method (its values included)."""
         fields = {f: v for f, v in method.to_dict().items() if f in ALIGN_FIELDS}
         return self.client.align([pair], model=model, lowercase=lowercase, **fields)[0]
+
+    # Jobs (engine.jobs on the served engine: Ray tasks), as Embedded's.
+    def start_job(self, body: dict):
+        return self.client.start_job(body)
+
+    def job(self, job_id: str):
+        return self.client.job(job_id)
+
+    def stop_job(self, job_id: str):
+        return self.client.stop_job(job_id)
+
+    def restart_job(self, job_id: str):
+        return self.client.restart_job(job_id)
+
+    def job_result(self, job_id: str):
+        return self.client.job_result(job_id)
+
+    def job_zip(self, job_id: str, name: str | None = None) -> bytes:
+        return self.client.job_zip(job_id, name)
+
+    def lab_predict(self, settings, weights: dict, size: int, pair: int = 0):
+        return self.client.lab_predict(settings, weights, size, pair)
 
     def answers(self) -> bool:
         """Whether the engine answers its health check right now."""

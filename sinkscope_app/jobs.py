@@ -1,4 +1,6 @@
-"""Long work as jobs of a session: off the script thread, with progress and Stop, kept
+"""Long work as jobs: the engine's (the helpers at the end: :func:`submit`, :func:`status`,
+:func:`follow`, :func:`stop`, :func:`restart`, :func:`result`), and, until every page uses
+those, jobs of a session run here: off the script thread, with progress and Stop, kept
 across reruns, page and language switches and Back, under a machine-wide limit.
 
 A job is ``work(job)``, a plain function (no Streamlit inside) run in a worker thread.
@@ -35,7 +37,6 @@ Example::
 from __future__ import annotations
 
 import collections
-import ctypes
 import fcntl
 import logging
 import os
@@ -184,19 +185,14 @@ class Slots:
 
 
 SLOTS = Slots()
-_BOUNDED = []
 
 
 def bound_arenas() -> None:
-    """Keep worker threads' memory bounded: glibc's mmap threshold fixed at 64 KiB (as
-    ``MALLOC_MMAP_THRESHOLD_=65536`` does), once per process; nothing elsewhere."""
-    if _BOUNDED:
-        return
-    _BOUNDED.append(True)
-    try:
-        ctypes.CDLL("libc.so.6").mallopt(-3, 65536)  # M_MMAP_THRESHOLD
-    except (OSError, AttributeError):
-        pass
+    """Keep worker threads' memory bounded (``engine.jobs.runner.bound_arenas``: glibc's
+    mmap threshold at 64 KiB, once per process)."""
+    from engine.jobs.runner import bound_arenas as bound
+
+    bound()
 
 
 def _run(job: Job, work: Callable[[Job], Any]) -> None:
@@ -268,3 +264,147 @@ def watch(job: Job, draw: Callable[[Job], None], *, every: float = POLL_S) -> No
     while job.active and time.monotonic() < end:
         time.sleep(every)
         draw(job)
+
+
+# --------------------------------------------------------------------------- engine jobs
+# Long work as the engine's jobs (``engine.jobs``: threads embedded, Ray tasks served),
+# reached through the engine interface (``sinkscope_app.engines``); a session remembers
+# each of its jobs by name: the engine's id (for the page's address) and the body (for
+# Restart). Torch-free: the results come back as ``engine.jobs.results``' dataclasses.
+ENGINE_JOBS = "_engine_jobs"  # session key: name → {"id", "body", "result"}
+
+
+def _engine(engine=None):
+    from . import engines
+
+    return engine or engines.current()
+
+
+def _kept(store: dict, name: str) -> dict | None:
+    return store.get(ENGINE_JOBS, {}).get(name)
+
+
+def submit(store: dict, name: str, body: dict, *, engine=None):
+    """Start ``body`` (``{"kind", "settings", "data"}``) as the engine's job and remember it
+    as the session's job ``name``; its ``JobStatus`` (``.id`` goes in the page's address).
+    The session's previous job of that name is stopped (when it still runs) and forgotten.
+
+    Raises:
+        SinkscopeError: a bad body (with a code), ``WorkTooLarge`` over the job budget;
+        ``EngineUnavailable`` / ``EngineBusy`` from a served engine.
+    """
+    eng = _engine(engine)
+    old = _kept(store, name)
+    if old is not None:
+        with _quiet():
+            eng.stop_job(old["id"])
+    st = eng.start_job(body)
+    store.setdefault(ENGINE_JOBS, {})[name] = {"id": st.id, "body": body, "result": None}
+    return st
+
+
+def adopt(store: dict, name: str, job_id: str) -> None:
+    """Make the job ``job_id`` (from the page's address, after a reload or a restart of
+    the front end) the session's job ``name``, unless it is already."""
+    kept = _kept(store, name)
+    if kept is None or kept["id"] != job_id:
+        store.setdefault(ENGINE_JOBS, {})[name] = {"id": str(job_id), "body": None,
+                                                   "result": None}
+
+
+def job_id(store: dict, name: str) -> str | None:
+    """The engine's id of the session's job ``name``, or None."""
+    kept = _kept(store, name)
+    return None if kept is None else kept["id"]
+
+
+def status(store: dict, name: str, *, engine=None):
+    """The ``JobStatus`` of the session's job ``name`` (None when there is none, or when
+    the engine no longer knows it: then it is forgotten)."""
+    from engine.jobs.errors import JobNotFound
+
+    kept = _kept(store, name)
+    if kept is None:
+        return None
+    try:
+        return _engine(engine).job(kept["id"])
+    except JobNotFound:
+        store[ENGINE_JOBS].pop(name, None)
+        return None
+
+
+def stop(store: dict, name: str, *, engine=None):
+    """Stop the session's job ``name`` (it keeps its best or partial result); its status,
+    or None when there is none."""
+    kept = _kept(store, name)
+    return None if kept is None else _engine(engine).stop_job(kept["id"])
+
+
+def restart(store: dict, name: str, *, engine=None):
+    """The session's job ``name`` again, with the same body (a lost, failed or stopped
+    job's Restart): a new job, remembered under the same name; its status."""
+    eng = _engine(engine)
+    kept = _kept(store, name)
+    if kept is None:
+        return None
+    st = eng.start_job(kept["body"]) if kept["body"] is not None else eng.restart_job(kept["id"])
+    store[ENGINE_JOBS][name] = {"id": st.id, "body": kept["body"], "result": None}
+    return st
+
+
+def result(store: dict, name: str, *, engine=None):
+    """The typed result of the session's ended job ``name`` (kept in the session once
+    fetched), or None while it runs or when it has none."""
+    from engine.jobs.errors import JobConflict, JobNotFound
+
+    kept = _kept(store, name)
+    if kept is None:
+        return None
+    if kept["result"] is None:
+        try:
+            kept["result"] = _engine(engine).job_result(kept["id"])
+        except (JobConflict, JobNotFound):
+            return None
+    return kept["result"]
+
+
+def aligner_zip(store: dict, name: str, file: str | None = None, *, engine=None) -> bytes:
+    """A trained aligner of the session's job ``name`` as a zip (``file``: which one)."""
+    kept = _kept(store, name)
+    if kept is None:
+        raise KeyError(name)
+    return _engine(engine).job_zip(kept["id"], file)
+
+
+def follow(store: dict, name: str, draw: Callable[[Any], None], *, engine=None,
+           every: float = POLL_S):
+    """Poll the session's job ``name`` and draw its status with ``draw(status)`` every
+    ``every`` seconds until it ends (or :data:`WATCH_S` passed); its last status (None
+    when there is none). As with :func:`watch`, a click meanwhile ends this run while the
+    job runs on; the next run follows it again."""
+    st = status(store, name, engine=engine)
+    if st is None:
+        return None
+    end = time.monotonic() + WATCH_S
+    draw(st)
+    while st.active and time.monotonic() < end:
+        time.sleep(every)
+        st = status(store, name, engine=engine)
+        if st is None:
+            return None
+        draw(st)
+    return st
+
+
+class _quiet:
+    """Ignore the engine's refusals and absence (stopping a job that may be gone)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, e, tb) -> bool:
+        from engine.errors import SinkscopeError
+
+        from .engines import EngineUnavailable
+
+        return e is not None and isinstance(e, (SinkscopeError, EngineUnavailable))

@@ -19,7 +19,7 @@ _WHERE = {
     "get_target": "targets", "round_to_marginals": "targets",
     "MeasureEncoder": "nets", "PointEncoder": "nets", "CouplingModel": "nets",
     "SinkhornTransformer": "nets", "sinkhorn_log_plan": "nets", "round_to_coupling": "nets",
-    "LabSettings": "training", "Progress": "training", "Run": "training",
+    "LabSettings": "config", "Progress": "training", "Run": "training",
     "train": "training", "predict": "training", "plan_errors": "training",
     "make_data": "training", "save": "training", "load": "training",
     "LabError": "errors", "TargetError": "errors",

@@ -29,12 +29,7 @@ import torch
 from torch import nn
 
 from ..solver.core import log_plan
-from .errors import check_choice, check_final_layer, check_whole
-
-MODELS = ("sinkhorn", "softmax", "context-free")
-FINALS = ("sinkhorn", "softmax")
-MAX_WIDTH = 256
-MAX_DEPTH = 8
+from .config import FINALS, MAX_DEPTH, MAX_WIDTH, MODELS, check_model  # noqa: F401
 
 
 def log_weights(a: torch.Tensor) -> torch.Tensor:
@@ -214,13 +209,3 @@ class SinkhornTransformer(CouplingModel):
                  half_steps: int = 100) -> None:
         super().__init__("sinkhorn", width=width, depth=depth, heads=heads, eps=eps,
                          half_steps=half_steps)
-
-
-def check_model(kind: str, width: int, depth: int, heads: int, eps: float,
-                half_steps: int) -> None:
-    """Raise :class:`LabError` with the fix for an unknown model or a size out of range."""
-    check_choice("model", kind, MODELS)
-    check_whole("width", width, 1, MAX_WIDTH)
-    check_whole("depth", depth, 0, MAX_DEPTH)  # depth 0: embedding and head only
-    check_whole("heads", heads, 1, 16)
-    check_final_layer(eps, half_steps)

@@ -12,78 +12,18 @@ from __future__ import annotations
 import functools
 import json
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
 import torch
 
-from .errors import LabError, check_lr, check_whole
+from .config import (MAX_PAIRS, MAX_STEPS, MODELS, SWEEP_STEPS, SWEEP_WIDTHS,  # noqa: F401
+                     LabSettings)
+from .errors import LabError
 from .measures import Family, Pairs, draw_pairs
-from .nets import MODELS, CouplingModel, check_model
-from .targets import DEFAULT_TARGET, NAMES, Target, get_target
-
-MAX_STEPS = 20000
-MAX_PAIRS = 20000
-
-
-@dataclass(frozen=True)
-class LabSettings:
-    """One training run. The defaults are the Lab page's defaults.
-
-    Attributes:
-        target: a target's name (see ``engine.lab.targets.NAMES``).
-        model: "sinkhorn", "softmax" or "context-free".
-        width, depth, heads: encoder sizes. eps: ε of the final layer.
-        half_steps: Sinkhorn half-steps unrolled in the final layer.
-        steps: Adam steps (1 … 20 000). batch: pairs per step. lr: Adam's learning rate.
-        points, spread, weights: the family of clouds (see :class:`Family`).
-        train_pairs, heldout_pairs: sizes of the fixed training and held-out sets.
-        seed: fixes the pairs, the initial weights and the batches.
-        eval_every: steps between held-out evaluations (and progress reports).
-        patience: stop after this many evaluations without a better held-out error
-            (0: never stop early); the best weights are kept either way.
-    """
-
-    target: str = DEFAULT_TARGET
-    model: str = "sinkhorn"
-    width: int = 16
-    depth: int = 2
-    heads: int = 2
-    eps: float = 0.5
-    half_steps: int = 100
-    steps: int = 400
-    batch: int = 64
-    lr: float = 6e-3
-    points: int = 8
-    spread: float = 1.0
-    weights: str = "uniform"
-    train_pairs: int = 1024
-    heldout_pairs: int = 128
-    seed: int = 0
-    eval_every: int = 25
-    patience: int = 0
-
-    def __post_init__(self) -> None:
-        check_model(self.model, self.width, self.depth, self.heads, self.eps, self.half_steps)
-        for name, v, lo, hi in (("steps", self.steps, 1, MAX_STEPS), ("batch", self.batch, 1, 4096),
-                                ("train_pairs", self.train_pairs, 1, MAX_PAIRS),
-                                ("heldout_pairs", self.heldout_pairs, 2, MAX_PAIRS),
-                                ("eval_every", self.eval_every, 1, MAX_STEPS),
-                                ("patience", self.patience, 0, MAX_STEPS),
-                                ("seed", self.seed, 0, 2**63 - 1)):
-            check_whole(name, v, lo, hi, " (about 400 steps make the default point in under a "
-                        "minute)" if name == "steps" else "")
-        check_lr(self.lr, 6e-3)
-        self.family  # validates points, spread, weights
-
-    @property
-    def family(self) -> Family:
-        return Family(points=self.points, spread=self.spread, weights=self.weights)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
+from .nets import CouplingModel
+from .targets import NAMES, Target, get_target
 
 @dataclass(frozen=True)
 class Progress:
@@ -148,13 +88,20 @@ class Run:
 
 
 @functools.lru_cache(maxsize=8)
+def _heldout(target: Target, family: Family, count: int, seed: int) -> tuple[Pairs, np.ndarray]:
+    """A run's held-out pairs and their target plans (without its training set)."""
+    pairs = draw_pairs(family, count, seed, stream=1)
+    return pairs, target(pairs)
+
+
+@functools.lru_cache(maxsize=8)
 def _data(target: Target, family: Family, train_pairs: int, heldout_pairs: int,
           seed: int) -> Data:
     train = draw_pairs(family, train_pairs, seed, stream=0)
-    heldout = draw_pairs(family, heldout_pairs, seed, stream=1)
+    heldout, heldout_plans = _heldout(target, family, heldout_pairs, seed)
     double = draw_pairs(family.resized(min(2 * family.points, 64)),
                         max(1, heldout_pairs // 2), seed, stream=2)
-    return Data(train, target(train), heldout, target(heldout), double, target(double))
+    return Data(train, target(train), heldout, heldout_plans, double, target(double))
 
 
 def make_data(settings: LabSettings, target: "Target | None" = None) -> Data:
@@ -291,15 +238,12 @@ def _train(settings, data, callback, should_stop, model) -> Run:
     return Run(settings, model, l1, l1d, row, col, seconds, step, stopped, tuple(history))
 
 
-SWEEP_WIDTHS = (1, 2, 4, 8, 16, 32)
-SWEEP_STEPS = 150  # steps per run of a sweep (at most the run's own)
-
-
 def sweep_widths(settings: LabSettings, models=MODELS, widths=SWEEP_WIDTHS, *,
                  steps: int | None = None,
                  callback: Callable[[int, int, str, int], None] | None = None,
                  target: "Target | None" = None,
-                 should_stop: Callable[[], bool] | None = None) -> dict[str, np.ndarray]:
+                 should_stop: Callable[[], bool] | None = None,
+                 out: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """Held-out L1 of each model trained at each width: the approximation theorem as a curve.
 
     Args:
@@ -309,12 +253,15 @@ def sweep_widths(settings: LabSettings, models=MODELS, widths=SWEEP_WIDTHS, *,
         target: a :class:`Target` instead of ``settings.target``.
         should_stop: polled before each run and every step: True ends the sweep, its runs
             so far kept (a run cut short keeps its best weights' error).
+        out: a dict to fill in place (model → its NaN-filled row, written as runs end), so
+            a caller reading it while the sweep runs sees the widths reached.
 
     Returns:
         model name → (len(widths),) held-out L1 per width (NaN for a run not made).
     """
     steps = steps or min(settings.steps, SWEEP_STEPS)
-    out = {m: np.full(len(widths), np.nan) for m in models}
+    out = {} if out is None else out
+    out.update({m: np.full(len(widths), np.nan) for m in models})
     total, done = len(models) * len(widths), 0
     for i, w in enumerate(widths):
         for m in models:
@@ -343,9 +290,8 @@ def heldout_pairs(settings: LabSettings, points: int | None = None, *,
     from the same family and seed (never trained on).
     """
     t = get_target(settings.target if target is None else target)
-    if points is None or points == settings.points:
-        d = make_data(settings, target)
-        return d.heldout, d.heldout_plans
+    if points is None or points == settings.points:  # (the training set is not drawn)
+        return _heldout(t, settings.family, settings.heldout_pairs, settings.seed)
     return _other_size(t, settings.family.resized(int(points)), 16, settings.seed)
 
 

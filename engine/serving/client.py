@@ -47,13 +47,16 @@ import urllib3
 from .. import errors
 
 from . import wire
+from .jobs_client import ZIP, JobCalls
 from .limits import DEADLINE_HEADER
 from ..io.export import ranking_from_dict, relation_from_dict
+from ..jobs.errors import JOB_ERRORS
 from ..settings import DEFAULT_MODEL, Settings
 from ..types import Ranking, Relation
 
 _ERRORS = {"TextError": errors.TextError, "SettingsError": errors.SettingsError,
            "ModelError": errors.ModelError}
+_ERRORS.update(JOB_ERRORS)  # JobNotFound (404), JobConflict (409), JobError
 
 
 class EngineUnavailable(RuntimeError):
@@ -125,7 +128,7 @@ class ServedModel:
 ModelInfo = ServedModel
 
 
-class EngineClient:
+class EngineClient(JobCalls):
     """Talks to ``python -m engine serve`` (or a Ray Serve cluster running it).
 
     Args:
@@ -286,11 +289,15 @@ class EngineClient:
 
     # ----------------------------------------------------------------------- transport
     def _call(self, method: str, path: str, body: dict | None = None, *,
-              timeout: float | None = None) -> dict[str, Any]:
+              timeout: float | None = None, retry: bool = True,
+              accept: str | None = None) -> dict[str, Any]:
         """One call: the decoded document, an engine error, or EngineUnavailable once the
         retries (connection errors, 502/503/504, a 500 not from the engine) or the
-        ``timeout`` (seconds for the whole call, retries included) are spent."""
-        headers = {"Accept": wire.NPZ if self.binary else wire.JSON}
+        ``timeout`` (seconds for the whole call, retries included) are spent.
+        ``retry=False``: sent once (a call that is not idempotent); ``accept``: a media
+        type instead of the document's (``application/zip``: the answer's bytes)."""
+        headers = {"Accept": accept or (wire.NPZ if self.binary else wire.JSON)}
+        retries = self.retries if retry else 0
         data = None
         if body is not None:
             data = json.dumps(body, ensure_ascii=False, allow_nan=True,
@@ -298,7 +305,7 @@ class EngineClient:
             headers["Content-Type"] = wire.JSON
         budget = self.timeout if timeout is None else float(timeout)
         deadline = time.monotonic() + budget
-        for attempt in range(self.retries + 1):
+        for attempt in range(retries + 1):
             left = max(0.05, deadline - time.monotonic())
             # The engine stops computing a little before this call gives up, so its 408
             # arrives (RequestTimedOut) instead of nothing, and no work outlives the call.
@@ -319,7 +326,7 @@ class EngineClient:
                 failure = (f"HTTP {resp.status}", resp.status)
                 wait = _retry_after(resp.headers.get("Retry-After"))
             delay = self._delay(attempt, wait)
-            if timed_out or attempt == self.retries or time.monotonic() + delay >= deadline:
+            if timed_out or attempt == retries or time.monotonic() + delay >= deadline:
                 tries = f" after {attempt + 1} tries" if attempt else ""
                 raise (EngineBusy if failure[1] == 503 else EngineUnavailable)(
                     self.url, failure[0] + tries, failure[1])
@@ -353,11 +360,13 @@ class EngineClient:
     def _answer(self, method: str, path: str, resp) -> dict[str, Any]:
         """The document of an answer, or the engine's error it carries."""
         media = (resp.headers.get("Content-Type") or "").split(";")[0].strip()
+        if resp.status == 200 and media == ZIP:  # a job's file
+            return resp.data
         try:
             doc = wire.loads(resp.data, wire.NPZ if media == wire.NPZ else wire.JSON)
         except (ValueError, UnicodeDecodeError):
             doc = None
-        if resp.status == 200 and isinstance(doc, dict):
+        if resp.status in (200, 202) and isinstance(doc, dict):  # 202: a job accepted
             return doc
         err = doc.get("error") if isinstance(doc, dict) else None
         coded = _coded(err)
@@ -373,6 +382,8 @@ class EngineClient:
                                     "without a sinkscope error: is this a sinkscope engine?",
                                     resp.status)
         message = str(err["message"])
+        if str(err.get("type")) in JOB_ERRORS:  # an unknown job (404), no result yet (409)
+            raise JOB_ERRORS[str(err["type"])](message, **coded)
         if resp.status >= 500 or resp.status == 404:
             raise EngineUnavailable(self.url, f"HTTP {resp.status}: {message}", resp.status)
         raise _ERRORS.get(str(err.get("type")), errors.SinkscopeError)(message, **coded)

@@ -28,6 +28,7 @@ from ray.serve.config import BackpressureConfig
 
 from .. import settings
 from ..errors import ModelError, SinkscopeError
+from ..jobs.served import Jobs
 from ..models.encoder import Encoder, allowed_models
 from ..relation.sentences import measures
 from ..settings import DEFAULT_MODEL
@@ -104,6 +105,7 @@ class Engine:
         self.batching = Batcher(self.encoders, EncodingCache(settings.CONFIG.cache_mb * 2**20),
                                 max_batch_size=TUNING["max_batch_size"])
         self.lanes = limits.Lanes()
+        self.jobs = Jobs()  # /v1/jobs: the board (a named actor) is found on first use
         self.requests = 0
         self.errors: collections.Counter[int] = collections.Counter()
         try:

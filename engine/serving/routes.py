@@ -32,7 +32,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import SinkscopeError
 from ..solver.cancel import Cancelled, DeadlineExceeded
-from . import answers, limits, wire
+from . import answers, jobs_api, limits, wire
 from .limits import Busy, WorkTooLarge
 from .schemas import (AlignmentsDocument, AlignRequest, EpsPathDocument, EpsPathRequest, ErrorResponse, HealthResponse,
                       LatticeDocument, LatticeRequest, ModelsResponse, RankingDocument,
@@ -127,6 +127,8 @@ class Guard:
     async def _read(scope, receive):
         """(a refusal or None, a ``receive`` that replays the body read here)."""
         limit = max_body()
+        if scope.get("path", "").startswith(jobs_api.PREFIXES):  # jobs carry corpora
+            limit = jobs_api.max_body()
         headers = dict(scope.get("headers") or [])
         declared = headers.get(b"content-length")
         if declared is not None:
@@ -251,6 +253,7 @@ def build_api(engine) -> FastAPI:
         """Word alignments of many pairs (engine.alignment), solved in batches on the replica."""
         return await engine.align(req, request.headers.get("accept"))
 
+    jobs_api.register(api, engine)  # /v1/jobs, /v1/lab/predict
     return api
 
 

@@ -46,7 +46,8 @@ RAY_PATIENCE = {"RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S": "60",
 
 @contextlib.contextmanager
 def local_ray(num_cpus: int | None = None) -> Iterator[None]:
-    """A local Ray instance for this process: every listener on 127.0.0.1 (GCS, raylet,
+    """A local Ray instance for this process (``num_cpus`` for the replicas, and room for
+    the engine's jobs on top: :func:`job_cpus`): every listener on 127.0.0.1 (GCS, raylet,
     object and node managers, workers, agents; the replicas' own gRPC servers through
     :func:`replica_setup`), no dashboard, worker logs kept in Ray's log folder, token
     authentication off (nothing listens beyond this machine), Serve's throughput settings
@@ -64,7 +65,8 @@ def local_ray(num_cpus: int | None = None) -> Iterator[None]:
     from ray._private import ray_constants
 
     ray_constants.ENABLE_RAY_CLUSTER = False  # (read at import: ray may be imported already)
-    ray.init(num_cpus=num_cpus or max(2, os.cpu_count() or 2), include_dashboard=False,
+    ray.init(num_cpus=(num_cpus or max(2, os.cpu_count() or 2)) + job_cpus(),
+             include_dashboard=False,
              log_to_driver=False, configure_logging=False, _node_ip_address=LOOPBACK)
     try:
         yield
@@ -72,6 +74,16 @@ def local_ray(num_cpus: int | None = None) -> Iterator[None]:
         with contextlib.suppress(Exception):
             serve.shutdown()
         ray.shutdown()
+
+
+def job_cpus() -> float:
+    """CPUs a local instance adds for the engine's jobs (``engine.jobs.served``): what the
+    jobs running at once ask for (``SINKSCOPE_HEAVY_JOBS`` × ``SINKSCOPE_JOB_CPUS``), so
+    a job can start beside replicas that hold every core's CPU."""
+    from .. import settings
+
+    c = settings.CONFIG
+    return max(0, int(-(-c.heavy_jobs * c.job_cpus // 1)))
 
 
 def start(application=None, *, host: str = "127.0.0.1", port: int = 8000) -> str:
