@@ -315,12 +315,18 @@ def _paired_lines(v) -> list[str]:
     if not v.paired:
         return []
     lines = ["", f"Paired on the same {v.n_pairs} pairs: difference in total F1, its 95 % "
-             f"paired-bootstrap interval ({v.bootstrap} resamples) and p of no difference"]
+             f"paired-bootstrap interval ({v.bootstrap} resamples) and p of no difference "
+             "(p < 0.05 exactly when the interval leaves out 0)" if v.bootstrap else
+             f"Paired on the same {v.n_pairs} pairs: difference in total F1 (no resamples: "
+             "no interval, no p)"]
     for title, group in ((f"against the best, {v.best}:", v.against_best()),
                          ("transport against softmax-argmax:", v.against_baseline())):
         if group:
             lines.append("  " + title)
         for p in group:
+            if not v.bootstrap:
+                lines.append(f"    {p.method:<21} {p.delta:+.3f}")
+                continue
             pv = "p<0.001" if p.p < 0.001 else f"p {p.p:.3f}"
             lines.append(f"    {p.method:<21} {p.delta:+.3f}  [{p.ci95[0]:+.3f}, "
                          f"{p.ci95[1]:+.3f}]  {pv}")
