@@ -29,6 +29,7 @@ into :data:`CONFIG`; code reads ``settings.CONFIG`` at call time, so a test can 
 | ``SINKSCOPE_SERVE_DEADLINE_S`` | 60 | seconds a served request may compute (then 408) |
 | ``SINKSCOPE_SERVE_WORK_*`` | see :data:`SERVE_WORK` | each served route's work budget (then 413) |
 | ``SINKSCOPE_SERVE_BATCH_BYTES`` | 16777216 | most bytes of problems a served request solves at once (413) |
+| ``SINKSCOPE_SERVE_MAX_ANSWER`` | 33554432 | most bytes of a served answer, priced before computing (413) |
 """
 
 from __future__ import annotations
@@ -137,6 +138,8 @@ class Config:
             request priced above it is answered 413 before any computation.
         serve_batch_bytes: most bytes of float64 scores a served request solves at once
             (the solver holds several arrays of that size); 413 above it.
+        serve_max_answer: most bytes of one served answer (JSON or NPZ), bounded from the
+            request's shape before computing; 413 above it.
     """
 
     models: str = ""
@@ -164,6 +167,7 @@ class Config:
     serve_work_rank: int = SERVE_WORK["rank"]
     serve_work_align: int = SERVE_WORK["align"]
     serve_batch_bytes: int = 16 * 2**20
+    serve_max_answer: int = 32 * 2**20
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Config":
@@ -196,6 +200,7 @@ class Config:
             **{f"serve_work_{k}": _int(env, f"SINKSCOPE_SERVE_WORK_{k.upper()}", v)
                for k, v in SERVE_WORK.items()},
             serve_batch_bytes=_int(env, "SINKSCOPE_SERVE_BATCH_BYTES", 16 * 2**20),
+            serve_max_answer=_int(env, "SINKSCOPE_SERVE_MAX_ANSWER", 32 * 2**20),
         )
 
 

@@ -793,23 +793,50 @@ def test_every_listener_of_the_local_ray_is_on_loopback(service):
 
 
 def test_answers_over_four_mebibytes_arrive_in_npz_and_json(url, encoder):
-    """The heads grid of a 60-word pair (62 × 62 tokens): 11 MB as NPZ, 25 MB as JSON,
+    """The heads grid of a 50-word pair (52 × 52 tokens): 8 MB as NPZ, 17 MB as JSON,
     beyond the 4 MiB that gRPC between Serve's proxy and a replica carried; both equal
     embedded, and the replica gives the memory back."""
     from benchmarks.service import replica_pids
     from tests.support.server import rss_mb
 
-    embedded = relate(SIXTY, SIXTY, encoder=encoder, layer="all", head="all")
-    assert_same(EngineClient(url).relate(SIXTY, SIXTY, layer="all", head="all"), embedded)
+    fifty = " ".join(SIXTY.split()[:50])
+    embedded = relate(fifty, fifty, encoder=encoder, layer="all", head="all")
+    assert_same(EngineClient(url).relate(fifty, fifty, layer="all", head="all"), embedded)
     pids = replica_pids(url, REPLICAS)
     before = {name: rss_mb(pid) for name, pid in pids.items()}
     r = HTTP.request("POST", url + "/v1/relate", body=json.dumps(
-        {"text_a": SIXTY, "text_b": SIXTY, "layer": "all", "head": "all"}).encode(),
+        {"text_a": fifty, "text_b": fifty, "layer": "all", "head": "all"}).encode(),
         headers={"Content-Type": wire.JSON})
     assert r.status == 200 and len(r.data) > 4 * 2**20
     assert_same(relation_from_dict(json.loads(r.data)), embedded)
     name = r.headers["X-Sinkscope-Replica"]
     assert rss_mb(pids[name]) - before[name] < 40  # the answer's memory was given back
+
+
+def test_the_longest_history_is_bounded_and_every_answer_within_its_size(url):
+    """The heads grid of a 2-word pair at 100,000 half-steps, tol 1e-300: each head keeps
+    at most 1,002 half-steps of marginal errors (it answered 124 MB of JSON when it kept
+    all 100,000), far within SINKSCOPE_SERVE_MAX_ANSWER; an answer that could be larger
+    (the heads grid of 160 × 160 tokens) is refused before any work, with its code."""
+    from engine.serving.limits import max_answer
+
+    body = {"text_a": "river bank", "text_b": "the bank", "layer": "all", "head": "all",
+            "half_steps": 100_000, "tol": 1e-300}
+    ans = HTTP.request("POST", url + "/v1/relate", body=json.dumps(body).encode(),
+                       headers={"Content-Type": wire.JSON})
+    assert ans.status == 200 and len(ans.data) < 2 * 2**20 <= max_answer() == 32 * 2**20
+    r = relation_from_dict(json.loads(ans.data))
+    steps = r.coupling.err_steps
+    assert r.coupling.half_steps_run == 100_000 and steps[-1] == 100_000 and len(steps) <= 1002
+    assert r.coupling.row_err.shape == (6, 12, len(steps)) and np.all(np.diff(steps) > 0)
+    big = " ".join(["river bank money water loan quiet house morning"] * 20)  # 160 tokens
+    t = time.monotonic()
+    for accept in (wire.JSON, wire.NPZ):
+        status, _, doc = post(url, "/v1/relate", {"text_a": big, "text_b": big, "layer": "all",
+                                                  "head": "all"}, accept=accept)
+        assert status == 413 and doc["error"]["code"] == "answer", doc
+        assert doc["error"]["params"]["env"] == "SINKSCOPE_SERVE_MAX_ANSWER"
+    assert time.monotonic() - t < 4
 
 
 @pytest.mark.parametrize("path, body, words", [

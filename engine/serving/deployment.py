@@ -167,8 +167,8 @@ class Engine:
         self.requests += 1
         t0, since = time.perf_counter(), time.monotonic()
         job = self._job(req)
-        price = self._price(req, job)
         media = wire.media_type(accept)
+        price = self._price(req, job, media)
         token = limits.token()
         try:
             encodings, batch = await self.batching.encodings(
@@ -241,8 +241,10 @@ class Engine:
         self.requests += 1
         enc = self.encoder(req.model)
         answers.check_request(req, enc)
-        counts = self._count(enc.name)([req.text_a, *answers.candidate_lines(req)])
-        price = limits.rank_price(counts[0], counts[1:]).check()
+        lines = answers.candidate_lines(req)
+        counts = self._count(enc.name)([req.text_a, *lines])
+        price = limits.rank_price(counts[0], counts[1:], len(req.text_a) + sum(map(
+            len, lines))).check(wire.media_type(accept))
         key = ("measures", enc.name, req.text_a, json.dumps(req.candidates))
         kept = self.batching.cache.get(key)
         made: list = []
@@ -266,7 +268,7 @@ class Engine:
         answers.check_request(req, enc)
         price = limits.align_price([(p.text_a, p.text_b) for p in req.pairs], req.values)
         return await self._run(lambda: answers.align_answer(enc, req, self.on_device),
-                               price.check(), accept)
+                               price.check(wire.media_type(accept)), accept)
 
     async def _run(self, compute: Callable[[], dict], price: limits.Price,
                    accept: str | None) -> Response:
@@ -286,19 +288,21 @@ class Engine:
             token.cancel()
             raise
 
-    def _price(self, req, job: Job) -> limits.Price:
+    def _price(self, req, job: Job, media: str = wire.JSON) -> limits.Price:
         """The request's price from its token counts (tokenised here, no model call);
-        WorkTooLarge (413) when it is over its route's budget."""
+        WorkTooLarge (413) when it is over its route's budget, or its answer as ``media``
+        could be over the answer limit."""
         enc = self.encoders[job.model]
         counts = self._count(job.model)([t.text for t in job.texts])
         n, m = counts[0], counts[-1]
         if isinstance(req, EpsPathRequest):
-            return limits.eps_path_price(req, n, m).check()
+            return limits.eps_path_price(req, n, m).check(media)
         if isinstance(req, LatticeRequest):
-            return limits.lattice_price(req, n, m).check()
+            return limits.lattice_price(req, n, m).check(media)
         if req.layer == "all":
             answers.check_grid(n, m)  # the app's own limit first: its message says more
-        return limits.relate_price(req, n, m, enc.n_layers, enc.n_heads).check()
+        return limits.relate_price(req, n, m, enc.n_layers, enc.n_heads,
+                                   enc.d_head).check(media)
 
     def encoder(self, name: Any) -> Encoder:
         """The served model ``name``, or a ModelError naming the ones served."""
