@@ -222,6 +222,8 @@ def command_line(pairs: str, *, settings: Mapping[str, Method] | None = None,
         words += ["--set", f"trained:threshold={_number(float(trained.threshold))}"]
     if len(methods) == 1:
         words += ["--method", methods[0].name]
+    elif aligner and not methods and trained is not None:  # the trained aligner alone
+        words += ["--method", "trained"]
     for m in methods if not dev else ():
         changes = _changes(m, method_of(m.name, src.kind))
         if len(methods) == 1:  # one method: its own flags where it has them
