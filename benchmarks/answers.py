@@ -59,6 +59,12 @@ def cases() -> list[tuple[str, object]]:
         ("align, 256 pairs of 30 words, values", schemas.AlignRequest(
             pairs=[{"text_a": text(32, 100 + k), "text_b": text(32, 400 + k)}
                    for k in range(256)], values=True)),
+        ("align/live, 64 × 64 words, unbalanced (41 τ)", schemas.AlignLiveRequest(
+            text_a=text(66, 13), text_b=text(66, 14), method="unbalanced")),
+        ("project, 256 × 256 tokens, hidden, 3-d", schemas.ProjectRequest(
+            text_a=text(256, 7), text_b=text(256, 8), layer=5, head=3, space="hidden",
+            dim=3)),
+        ("toy, the coupling at ε = 0.02", schemas.ToyRequest(plan="coupling", eps=0.02)),
     ]
 
 
@@ -71,6 +77,13 @@ def price(enc, req) -> limits.Price:
 
     if isinstance(req, schemas.AlignRequest):
         return limits.align_price([(p.text_a, p.text_b) for p in req.pairs], req.values)
+    if isinstance(req, schemas.AlignLiveRequest):
+        from engine.alignment.live import MASS_STOPS, TAU_STOPS, grid_of
+
+        grid = grid_of(req.method, TAU_STOPS, MASS_STOPS)[1]
+        return limits.live_price(req.text_a, req.text_b, len(grid), req.max_bytes)
+    if isinstance(req, schemas.ToyRequest):
+        return limits.toy_price(req.t)
     if isinstance(req, schemas.RankRequest):
         lines = answers.candidate_lines(req)
         c = count([req.text_a, *lines])
@@ -80,6 +93,8 @@ def price(enc, req) -> limits.Price:
         return limits.eps_path_price(req, n, m)
     if isinstance(req, schemas.LatticeRequest):
         return limits.lattice_price(req, n, m)
+    if isinstance(req, schemas.ProjectRequest):
+        return limits.project_price(n, m, enc.n_heads * enc.d_head, req.dim)
     return limits.relate_price(req, n, m, enc.n_layers, enc.n_heads, enc.d_head)
 
 
@@ -90,6 +105,10 @@ def document(enc, req) -> dict:
 
     if isinstance(req, schemas.AlignRequest):
         return answers.align_answer(enc, req)
+    if isinstance(req, schemas.AlignLiveRequest):
+        return answers.align_live_answer(enc, req)
+    if isinstance(req, schemas.ToyRequest):
+        return answers.toy_answer(req)
     if isinstance(req, schemas.RankRequest):
         return answers.rank_answer(enc, req, measures(enc, req.text_a, req.candidates))
     encodings = encode_texts(enc, req.text_a, req.text_b, req.mode)
@@ -97,6 +116,8 @@ def document(enc, req) -> dict:
         return answers.eps_path_answer(encodings, req, None)
     if isinstance(req, schemas.LatticeRequest):
         return answers.lattice_answer(encodings, req, None)
+    if isinstance(req, schemas.ProjectRequest):
+        return answers.project_answer(encodings, req, None)
     return answers.relation_answer(encodings, req, None)
 
 

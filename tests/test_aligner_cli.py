@@ -190,3 +190,33 @@ def test_align_refuses_an_aligner_of_another_base_model(files, trained_dir, tiny
     assert main(["align", "--pairs", files["dev"], "--aligner", str(files["dir"]),
                  "--quiet"]) == 2
     assert "is not a trained aligner" in capsys.readouterr().err
+
+
+def test_one_lookup_resolves_a_name_to_one_loaded_aligner(files, trained_dir, monkeypatch):
+    """engine.aligner.registry: the operator's aligners (SINKSCOPE_ALIGNERS, read when
+    looked up) load once per process; register(name, aligner) adds one (an aligner a job
+    trained), which hides a listed one of that name; infos lists them without loading."""
+    from engine import settings
+    from engine.aligner import registry
+    from engine.aligner.config import AlignerError
+
+    monkeypatch.setattr(settings, "CONFIG", settings.Config.from_env(
+        {"SINKSCOPE_ALIGNERS": f"tiny={trained_dir};gone={files['dir'] / 'nothing'}"}))
+    registry.forget()
+    try:
+        ok, broken = registry.infos()
+        assert [(a.name, a.base_model, a.final, a.registered) for a in ok] == [
+            ("tiny", files["model"], "sinkhorn", False)]
+        assert [name for name, _ in broken] == ["gone"]
+        first = registry.lookup("tiny")
+        assert registry.lookup("tiny") is first and first.name == "tiny"  # loaded once
+        with pytest.raises(AlignerError, match="choose one of: gone, tiny") as e:
+            registry.lookup("nope")
+        assert e.value.code == "not_listed"
+        registry.register("mine", first)
+        assert registry.lookup("mine") is first and registry.names()[0] == "mine"
+        assert [a.name for a in registry.infos()[0]] == ["mine", "tiny"]
+        assert registry.infos()[0][0].registered
+    finally:
+        registry.forget()
+    assert registry.names() == ["gone", "tiny"]  # forgotten: only the operator's list

@@ -113,6 +113,9 @@ def test_answers_are_bounded_by_what_they_hold():
     a = limits.Answer(floats=10, listed=2, ints=3, chars=4, octets=5)
     assert a.bytes(wire.JSON) == limits.DOC_BYTES + 250 + 50 + 33 + 24 + 20
     assert a.bytes(wire.NPZ) == limits.DOC_BYTES + 80 + 50 + 33 + 24 + 5
+    from engine.relation.relate import ERROR_POINTS
+
+    assert limits.KEPT_ERRORS == ERROR_POINTS + 2  # what a relation keeps per head
     # The longest history a relation keeps: 72 heads × 100,000 half-steps of a 2-word pair
     # is far within the limit (the solver's 14.4 million errors are not sent).
     p = limits.relate_price(request(layer="all", head="all", half_steps=100_000), 4, 4, 6, 12)

@@ -36,7 +36,7 @@ from ..solver.cancel import scope
 from . import answers, batching, limits, runtime, stream, wire
 from .batching import OVERLOAD, TUNING, Batcher
 from .cache import EncodingCache, Job
-from .schemas import EpsPathRequest, LatticeRequest
+from .schemas import EpsPathRequest, LatticeRequest, ProjectRequest
 
 log = logging.getLogger("ray.serve.sinkscope")
 
@@ -267,8 +267,39 @@ class Engine:
         enc = self.encoder(req.model)
         answers.check_request(req, enc)
         price = limits.align_price([(p.text_a, p.text_b) for p in req.pairs], req.values)
-        return await self._run(lambda: answers.align_answer(enc, req, self.on_device),
+        return await self._run(lambda: answers.align_answer(enc, req, self.on_device,
+                                                            self.encoders),
                                price.check(wire.media_type(accept)), accept)
+
+    async def align_live(self, req, accept: str | None) -> Response:
+        """POST /v1/align/live: the Align page's live payload of one pair and method, in a
+        worker thread (the pair's words encoded here, a trained aligner looked up)."""
+        from ..alignment.live import MASS_STOPS, TAU_STOPS, grid_of
+
+        self.requests += 1
+        enc = self.encoder(req.model)
+        answers.check_request(req, enc)
+        _, grid = grid_of(req.method, TAU_STOPS, MASS_STOPS)
+        price = limits.live_price(req.text_a, req.text_b, len(grid), int(req.max_bytes))
+        return await self._run(lambda: answers.align_live_answer(enc, req, self.on_device,
+                                                                 self.encoders),
+                               price.check(wire.media_type(accept)), accept)
+
+    async def toy(self, req, accept: str | None) -> Response:
+        """POST /v1/toy: one plan between the Learn page's clouds (no model)."""
+        self.requests += 1
+        price = limits.toy_price(req.t).check(wire.media_type(accept))
+        return await self._run(lambda: answers.toy_answer(req), price, accept)
+
+    def aligners(self) -> dict:
+        """GET /v1/aligners: the trained aligners this replica aligns with (the operator's
+        SINKSCOPE_ALIGNERS, read here, and any registered in this process): name, base
+        model, final layer, θ; and listed ones that cannot be read."""
+        from ..aligner.registry import infos
+
+        ok, broken = infos()
+        return {"aligners": [a.to_dict() for a in ok],
+                "unavailable": [{"name": n, "message": m} for n, m in broken]}
 
     async def _run(self, compute: Callable[[], dict], price: limits.Price,
                    accept: str | None) -> Response:
@@ -299,6 +330,9 @@ class Engine:
             return limits.eps_path_price(req, n, m).check(media)
         if isinstance(req, LatticeRequest):
             return limits.lattice_price(req, n, m).check(media)
+        if isinstance(req, ProjectRequest):
+            return limits.project_price(n, m, enc.n_heads * enc.d_head,
+                                        int(req.dim)).check(media)
         if req.layer == "all":
             answers.check_grid(n, m)  # the app's own limit first: its message says more
         return limits.relate_price(req, n, m, enc.n_layers, enc.n_heads,

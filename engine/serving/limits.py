@@ -81,8 +81,8 @@ JSON, NPZ = "application/json", "application/x-npz"  # engine.serving.wire's med
 #: float.__repr__, at most 24 characters as in "-2.2250738585072014e-308", and a comma;
 #: NPZ: 8 bytes), a number in a list (JSON in both: NPZ keeps lists in its JSON
 #: skeleton), a whole number in a list (up to 10 digits), a character of text (JSON's
-#: \uXXXX escape), a
-#: byte of a binary payload sent as a list of numbers ("255,"; NPZ: a uint8 array).
+#: \uXXXX escape), a byte of a binary payload sent as a list of numbers ("255,"; NPZ: a
+#: uint8 array).
 VALUE_BYTES = {JSON: {"floats": 25, "listed": 25, "ints": 11, "chars": 6, "octets": 4},
                NPZ: {"floats": 8, "listed": 25, "ints": 11, "chars": 6, "octets": 1}}
 DOC_BYTES = 64 * 1024  # the rest of a document: settings, summary, notices, versions
@@ -142,10 +142,11 @@ class Price:
     batch: float = 0.0  # bytes of the largest batch of problems solved at once (float64)
     batch_figure: str = ""
     answer: Answer = field(default_factory=Answer)  # what its document holds, at most
+    budget: str = ""  # the route whose work budget it shares ("": its own)
 
     @property
     def limit(self) -> int:
-        return int(getattr(settings.CONFIG, f"serve_work_{self.route}"))
+        return int(getattr(settings.CONFIG, f"serve_work_{self.budget or self.route}"))
 
     @property
     def light(self) -> bool:
@@ -156,8 +157,8 @@ class Price:
         """This price, or :class:`WorkTooLarge` when it is over its budget, or its answer
         written as ``media`` could be larger than ``serve_max_answer``."""
         for work, limit, env, unit, figure in (
-                (self.work, self.limit, ENV.format(self.route.upper()), self.unit,
-                 self.figure), *self.extra):
+                (self.work, self.limit, ENV.format((self.budget or self.route).upper()),
+                 self.unit, self.figure), *self.extra):
             if work > limit:
                 raise WorkTooLarge(
                     f"This request needs {work:,.0f} {unit} ({figure}); the served engine "
@@ -365,3 +366,37 @@ class Lanes:
                 self.heavy.release()
 
         return release
+
+
+def live_price(text_a: str, text_b: str, grid: int, max_bytes: int) -> Price:
+    """POST /v1/align/live: word pairs × slider values (against align's budget); its
+    answer at most ``max_bytes`` of values, its scores and its header."""
+    n, m = len(text_a.split()), len(text_b.split())
+    work = n * m * max(grid, 1)
+    return Price("align/live", work, "word pairs × slider values",
+                 f"{n} × {m} words × {max(grid, 1)} values",
+                 "Send shorter texts, or a method without a second slider.",
+                 bytes=float(min(max_bytes, 4 * work)), solve=math.inf, budget="align",
+                 answer=Answer(octets=min(max_bytes, 4 * work) + 1200 * max(grid, 1),
+                               chars=3 * _chars(text_a, text_b) + 64 * (n + m)))
+
+
+def project_price(n: int, m: int, d_model: int, dim: int) -> Price:
+    """POST /v1/project: the relation it projects (n·m token pairs, one half-step, against
+    relate's budget); its answer (n + m) points of ``dim`` coordinates."""
+    return Price("project", n * m, "token pairs", _cells(n, m),
+                 "Send shorter texts.", bytes=8.0 * (n + m) * dim, solve=math.inf,
+                 batch=8.0 * n * m, batch_figure=_cells(n, m), budget="relate",
+                 answer=Answer(floats=(n + m) * dim + 8, chars=64))
+
+
+def toy_price(t: int) -> Price:
+    """POST /v1/toy: at most 7 × 7 points × its half-steps (the coupling's: its warm start
+    and its last solve), against relate's budget; a 7 × 7 plan."""
+    from ..lab.clouds import EPS_PATH, MAX_HALF_STEPS, WARM_HALF_STEPS
+
+    steps = max(int(t), MAX_HALF_STEPS + len(EPS_PATH) * WARM_HALF_STEPS)
+    return Price("toy", 49 * steps, "point pairs × half-steps",
+                 f"7 × 7 points × {steps:,} half-steps", "Ask for fewer half-steps.",
+                 bytes=2000.0, solve=49.0 * steps, budget="relate",
+                 answer=Answer(floats=49 + 4 * 7 + 8, chars=64))
