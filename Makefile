@@ -70,6 +70,7 @@ bench: install chromium
 
 fuzz: install
 	SINKSCOPE_FUZZ_EXAMPLES=10000 $(PY) -m pytest -q tests/test_sinkhorn.py -k hypothesis
+	SINKSCOPE_API_FUZZ_EXAMPLES=300 $(PY) -m tests.test_api_fuzz
 
 load: install chromium
 	$(PY) -m tests.load --sessions 20 --seconds 120

@@ -31,6 +31,7 @@ into :data:`CONFIG`; code reads ``settings.CONFIG`` at call time, so a test can 
 | ``SINKSCOPE_SERVE_BATCH_BYTES`` | 16777216 | most bytes of problems a served request solves at once (413) |
 | ``SINKSCOPE_HEAVY_JOBS`` | 1 | jobs (``/v1/jobs``) running at once per engine; the others wait in line |
 | ``SINKSCOPE_JOB_*`` | see :data:`JOB_DEFAULTS` | the engine's jobs: resources, deadline, line, budgets |
+| ``SINKSCOPE_SERVE_MAX_ANSWER`` | 33554432 | most bytes of a served answer, priced before computing (413) |
 """
 
 from __future__ import annotations
@@ -163,6 +164,8 @@ class Config:
         job_max_body: the largest ``POST /v1/jobs`` or ``/v1/lab/predict`` body, bytes.
         job_work_lab, job_work_text: the work budgets of the Lab's jobs and of the text
             jobs (:data:`JOB_DEFAULTS`); a job priced above is refused (413).
+        serve_max_answer: most bytes of one served answer (JSON or NPZ), bounded from the
+            request's shape before computing; 413 above it.
     """
 
     models: str = ""
@@ -198,6 +201,7 @@ class Config:
     job_max_body: int = JOB_DEFAULTS["job_max_body"]
     job_work_lab: int = JOB_DEFAULTS["job_work_lab"]
     job_work_text: int = JOB_DEFAULTS["job_work_text"]
+    serve_max_answer: int = 32 * 2**20
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Config":
@@ -231,6 +235,7 @@ class Config:
                for k, v in SERVE_WORK.items()},
             serve_batch_bytes=_int(env, "SINKSCOPE_SERVE_BATCH_BYTES", 16 * 2**20),
             **_jobs(env),
+            serve_max_answer=_int(env, "SINKSCOPE_SERVE_MAX_ANSWER", 32 * 2**20),
         )
 
 

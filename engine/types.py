@@ -124,8 +124,9 @@ class Coupling:
     Attributes:
         plan: (..., n, m) the plan after ``half_steps_run`` half-steps.
         f: (..., n) row potential; g: (..., m) column potential.
-        row_err, col_err: (..., T) residuals of the plan after each half-step t = 1..T.
-            Balanced: the L1 marginal errors ‖π1 − a‖₁ and ‖πᵀ1 − b‖₁. Unbalanced and
+        row_err, col_err: (..., T) residuals of the plan after each half-step t = 1..T
+            (or (..., K) after the half-steps ``err_steps``, when a relation bounded a
+            long history). Balanced: the L1 marginal errors ‖π1 − a‖₁ and ‖πᵀ1 − b‖₁. Unbalanced and
             partial: ‖π1 − r‖₁ and ‖πᵀ1 − c‖₁, where r (c) is the marginal one more row
             (column) update would give from the plan, so both are 0 at the fixed point
             (see :func:`engine.solver.core` and :func:`engine.solver.partial`).
@@ -144,6 +145,9 @@ class Coupling:
         tau: the KL strength τ of the marginal relaxation: math.inf for balanced transport
             (and for partial), a float, or (...) when each problem had its own.
         mass: the mass m a partial plan moves (a float or (...)); None for Sinkhorn.
+        err_steps: (K,) the half-steps t (increasing, the last is T) whose residuals
+            ``row_err`` and ``col_err`` hold, when only some were kept
+            (:func:`engine.relation.relate.bound_errors`); None: every t = 1..T.
 
     Arrays are numpy when the scores were numpy and torch tensors when they were torch.
     """
@@ -162,6 +166,7 @@ class Coupling:
     history: History | None = None
     tau: Any = math.inf
     mass: Any = None
+    err_steps: Any = None
 
     @property
     def max_err(self) -> Any:
@@ -172,7 +177,8 @@ class Coupling:
     def apply(self, fn) -> Coupling:
         """The same coupling with ``fn`` applied to every array, the history's included
         (e.g. tensors to numpy, float32 to float64); plain numbers stay as they are."""
-        fields = {k: fn(getattr(self, k)) for k in _COUPLING_ARRAYS if _is_array(getattr(self, k))}
+        fields = {k: fn(getattr(self, k)) for k in (*_COUPLING_ARRAYS, "err_steps")
+                  if _is_array(getattr(self, k))}
         history = None if self.history is None else self.history.apply(fn)
         return replace(self, **fields, history=history)
 

@@ -169,7 +169,8 @@ def test_json_carries_the_verdict_and_the_table_ranks(monkeypatch, capsys, tmp_p
     for p in doc["paired"]:
         assert set(p) == {"method", "vs", "delta_total_f1", "ci95", "p"}
         lo, hi = p["ci95"]
-        assert lo <= p["delta_total_f1"] <= hi and 0 < p["p"] <= 1
+        assert lo <= p["delta_total_f1"] <= hi and 0 <= p["p"] <= 1
+        assert (p["p"] < 0.05) == (lo > 0 or hi < 0)  # one test: p and its interval agree
         want = (doc["methods"][p["method"]]["scores"]["macro"]["total_f1"]
                 - doc["methods"][p["vs"]]["scores"]["macro"]["total_f1"])
         assert p["delta_total_f1"] == pytest.approx(want, abs=1e-12)

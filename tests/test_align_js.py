@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -364,3 +365,43 @@ def test_the_address_gets_python_s_text_of_each_stop(name, lang, monkeypatch):
     assert vals["theta"][30] == "0.3" and vals["theta"][0] == "0"
     js = (ROOT / "sinkscope_app" / "js" / "align.js").read_text(encoding="utf-8")
     assert "replace(/0+$/" not in js and "url_values" in js
+
+
+# ------------------------------------------------------------------ the payload is the engine's
+def _kind_table_by_viz(gold: bool) -> dict:
+    """Each cell's kind as viz.align.classify names it, linked and not, by its gold."""
+    cells = [(0, 0), (0, 1), (0, 2)]
+    kw = {"sure": [(0, 1)], "possible": [(0, 2)]} if gold else {}
+    out = {}
+    for name, links in (("linked", cells), ("unlinked", [])):
+        kinds = [None] * len(cells)
+        for kind, found in va.classify(links, 1, len(cells), **kw).items():
+            for _, j in found:
+                kinds[j] = kind
+        out[name] = kinds
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=12))
+def test_the_engines_payload_words_are_the_pages(word):
+    """engine.alignment.live builds the payload without viz: its labels are viz's escape,
+    its cells' kinds viz's classify, its τ and m stops the page's sliders'."""
+    from engine.alignment import live
+    from viz import theme
+
+    assert live.escape(word) == theme.escape(word)
+    for gold in (False, True):
+        assert live.kind_table(gold) == _kind_table_by_viz(gold)
+    assert live.TAU_STOPS == TAU_OPTIONS and live.MASS_STOPS == MASS_OPTIONS
+
+
+def test_the_payload_and_the_clouds_build_without_torch():
+    """What a front end on a served engine imports: the payload's format and readers, the
+    Learn page's clouds, the aligners' list and the client."""
+    code = ("import sys; import engine.alignment.live, engine.lab.clouds, "
+            "engine.aligner.registry, engine.serving.client, sinkscope_app.align_live; "
+            "engine.lab.clouds.received(engine.lab.clouds.product(engine.lab.clouds.clouds()))"
+            "; assert 'torch' not in sys.modules, 'torch'")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT,
+                   env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -119,11 +119,40 @@ def test_align_scores_the_aligner_as_the_method_trained(files, trained_dir, tmp_
     assert trained["settings"]["method"] == "trained" and trained["settings"]["final"] == "sinkhorn"
     assert 0 <= trained["scores"]["macro"]["total_f1"] <= 1
     assert main(["align", "--pairs", files["dev"], "--aligner", str(trained_dir), "--model",
-                 files["model"], "--layer", "2", "--method", "softmax-argmax", "--dev",
-                 files["dev"], "--bootstrap", "0", "--out", str(links), "--quiet"]) == 0
+                 files["model"], "--layer", "2", "--dev", files["dev"], "--bootstrap", "0",
+                 "--out", str(links), "--quiet"]) == 0
     table = capsys.readouterr().out
-    assert "trained" in table and "final=sinkhorn" in table
-    assert len(links.read_text().splitlines()) == 16  # --out writes the trained links
+    assert "trained" in table and "final=sinkhorn" in table and "unbalanced" in table
+    assert len(links.read_text().splitlines()) == 16  # no --method: the trained links
+
+
+def test_trained_is_a_method_wherever_a_method_is_named(files, trained_dir, tmp_path, capsys):
+    """--method trained (alone, its θ by --threshold or --set), --out writing its links,
+    the JSON's alignments, and the command that reproduces the run."""
+    links, other = tmp_path / "links.txt", tmp_path / "other.txt"
+    base = ["align", "--pairs", files["dev"], "--aligner", str(trained_dir), "--model",
+            files["model"], "--layer", "2", "--bootstrap", "0", "--quiet"]
+    assert main(base + ["--method", "trained", "--threshold", "0.2", "--out", str(links),
+                        "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc["methods"]) == {"trained"} and doc["ranked"] == ["trained"]
+    assert doc["methods"]["trained"]["settings"]["threshold"] == 0.2
+    assert doc["alignments"]["method"] == "trained"
+    assert [p["pharaoh"] for p in doc["alignments"]["pairs"]] == links.read_text().splitlines()
+    assert " --method trained" in doc["command"] and "trained:threshold=0.2" in doc["command"]
+    assert main(base + ["--method", "trained", "--set", "trained:threshold=0.2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["methods"] == doc["methods"]
+    # --out follows --method: another method's links with the aligner beside it
+    assert main(base + ["--method", "softmax-argmax", "--out", str(other)]) == 0
+    assert "trained" in capsys.readouterr().out
+    assert len(other.read_text().splitlines()) == 16
+    for extra, words in ((["--tau", "2"], "--tau do not apply to --method trained"),
+                         (["--threshold", "1.5"], "0 ≤ θ < 1")):
+        assert main(base + ["--method", "trained", *extra]) == 2
+        assert words in capsys.readouterr().err
+    no_aligner = [w for w in base if w not in ("--aligner", str(trained_dir))]
+    assert main(no_aligner + ["--method", "trained"]) == 2
+    assert "--method trained needs --aligner" in capsys.readouterr().err
 
 
 def test_the_trained_theta_is_set_and_the_command_reproduces_a_tuned_run(files, trained_dir,
@@ -161,3 +190,33 @@ def test_align_refuses_an_aligner_of_another_base_model(files, trained_dir, tiny
     assert main(["align", "--pairs", files["dev"], "--aligner", str(files["dir"]),
                  "--quiet"]) == 2
     assert "is not a trained aligner" in capsys.readouterr().err
+
+
+def test_one_lookup_resolves_a_name_to_one_loaded_aligner(files, trained_dir, monkeypatch):
+    """engine.aligner.registry: the operator's aligners (SINKSCOPE_ALIGNERS, read when
+    looked up) load once per process; register(name, aligner) adds one (an aligner a job
+    trained), which hides a listed one of that name; infos lists them without loading."""
+    from engine import settings
+    from engine.aligner import registry
+    from engine.aligner.config import AlignerError
+
+    monkeypatch.setattr(settings, "CONFIG", settings.Config.from_env(
+        {"SINKSCOPE_ALIGNERS": f"tiny={trained_dir};gone={files['dir'] / 'nothing'}"}))
+    registry.forget()
+    try:
+        ok, broken = registry.infos()
+        assert [(a.name, a.base_model, a.final, a.registered) for a in ok] == [
+            ("tiny", files["model"], "sinkhorn", False)]
+        assert [name for name, _ in broken] == ["gone"]
+        first = registry.lookup("tiny")
+        assert registry.lookup("tiny") is first and first.name == "tiny"  # loaded once
+        with pytest.raises(AlignerError, match="choose one of: gone, tiny") as e:
+            registry.lookup("nope")
+        assert e.value.code == "not_listed"
+        registry.register("mine", first)
+        assert registry.lookup("mine") is first and registry.names()[0] == "mine"
+        assert [a.name for a in registry.infos()[0]] == ["mine", "tiny"]
+        assert registry.infos()[0][0].registered
+    finally:
+        registry.forget()
+    assert registry.names() == ["gone", "tiny"]  # forgotten: only the operator's list

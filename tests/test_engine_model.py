@@ -86,6 +86,29 @@ def test_relate_separate_defaults(enc):
     assert r.points_a.shape[0] == n and r.hidden_a.shape == (n, 384)
 
 
+def test_long_runs_keep_a_bounded_convergence_history(enc):
+    """At most ~1,000 half-steps of marginal errors per head, log-spaced pairs (a row step
+    and its column step) and the last; each one the solver's own error at that half-step."""
+    from engine import sinkhorn
+    from engine.relation.relate import ERROR_POINTS
+
+    T = 20_000
+    r = relate("river bank", "the bank", encoder=enc, layer=5, head=3, half_steps=T, tol=1e-300)
+    c = r.coupling
+    steps = c.err_steps
+    assert c.half_steps_run == T and steps[-1] == T and steps[:2].tolist() == [1, 2]
+    assert len(steps) <= ERROR_POINTS + 2 and c.row_err.shape == c.col_err.shape == steps.shape
+    assert np.all(np.diff(steps) > 0) and np.all(steps[steps % 2 == 1] + 1 <= T)
+    full = sinkhorn(r.scores, r.a, r.b, r.eps, T, tol=1e-300)
+    np.testing.assert_allclose(c.row_err, full.row_err[steps - 1], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(c.col_err, full.col_err[steps - 1], rtol=0, atol=1e-15)
+    grid = relate("river bank", "the bank", encoder=enc, layer="all", head="all",
+                  half_steps=3000, tol=1e-300).coupling
+    assert grid.row_err.shape == (6, 12, len(grid.err_steps)) and grid.err_steps[-1] == 3000
+    short = relate("river bank", "the bank", encoder=enc, layer=5, head=3, half_steps=1000)
+    assert short.coupling.err_steps is None and short.coupling.row_err.shape == (1000,)
+
+
 def test_mean_head_scores_are_mean_over_heads(enc):
     ea, eb = encode_texts(enc, A, B, "separate")
     mean = relate_encodings((ea, eb), layer=2, head="mean")

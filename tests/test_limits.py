@@ -44,7 +44,19 @@ def test_relate_price_counts_cells_half_steps_and_heads_and_names_the_limit():
     grid = limits.relate_price(request(layer="all", head="all", half_steps=1000), 160, 160,
                                6, 12)
     assert grid.work == 160 * 160 * 1000 * 72 <= settings.CONFIG.serve_work_relate
-    grid.check()  # the app's largest heads grid fits
+    # the app's largest heads grid is within the work budget; its answer (5 arrays of
+    # 72 × 160² float64: 88 MiB as NPZ) is not within SINKSCOPE_SERVE_MAX_ANSWER
+    for media in (wire.NPZ, wire.JSON):
+        with pytest.raises(limits.WorkTooLarge, match="SINKSCOPE_SERVE_MAX_ANSWER") as e:
+            grid.check(media)
+        assert e.value.code == "answer" and e.value.params["limit"] == 32 * 2**20
+        assert e.value.params["work"] >= 72 * 5 * 160 * 160 * 8
+    assert "Accept: application/x-npz" in str(e.value)
+    mid = limits.relate_price(request(layer="all", head="all", half_steps=1000), 100, 100,
+                              6, 12)
+    assert mid.check(wire.NPZ) is mid
+    with pytest.raises(limits.WorkTooLarge, match="as JSON"):
+        mid.check(wire.JSON)
     with pytest.raises(limits.WorkTooLarge) as e:
         limits.relate_price(request(half_steps=100_000), 256, 256, 6, 12).check()
     msg = str(e.value)
@@ -80,7 +92,9 @@ def test_every_route_prices_its_own_shape(monkeypatch):
     with pytest.raises(limits.WorkTooLarge, match=r"25\.0 MiB .*50 candidates × 256 × 256"
                        r" token pairs × 8 bytes.*SINKSCOPE_SERVE_BATCH_BYTES"):
         big.check()
-    limits.rank_price(200, [200] * 50).check()
+    limits.rank_price(200, [200] * 50).check(wire.NPZ)  # 50 plans of 200²: 15 MiB as NPZ
+    with pytest.raises(limits.WorkTooLarge, match="as JSON"):
+        limits.rank_price(200, [200] * 50).check(wire.JSON)
     with pytest.raises(limits.WorkTooLarge, match="64 ε values × 256 × 256 token pairs × 8"):
         limits.eps_path_price(request(half_steps=100, eps_values=[1.0] * 64), 256, 256).check()
     al = limits.align_price([("a b c", "d e"), ("x", "y z w")])
@@ -89,6 +103,27 @@ def test_every_route_prices_its_own_shape(monkeypatch):
         {"SINKSCOPE_SERVE_WORK_ALIGN": "8"}))
     with pytest.raises(limits.WorkTooLarge, match="9 word pairs .* allows 8"):
         al.check()
+
+
+def test_answers_are_bounded_by_what_they_hold():
+    """The bound of an answer is its values at their largest written size: the longest
+    float repr and a comma in JSON, 8 bytes in NPZ (lists stay JSON inside NPZ)."""
+    longest = json.dumps([-2.2250738585072014e-308] * 2, separators=(",", ":"))
+    assert len(longest) - 2 == 2 * limits.VALUE_BYTES[wire.JSON]["floats"] - 1
+    a = limits.Answer(floats=10, listed=2, ints=3, chars=4, octets=5)
+    assert a.bytes(wire.JSON) == limits.DOC_BYTES + 250 + 50 + 33 + 24 + 20
+    assert a.bytes(wire.NPZ) == limits.DOC_BYTES + 80 + 50 + 33 + 24 + 5
+    from engine.relation.relate import ERROR_POINTS
+
+    assert limits.KEPT_ERRORS == ERROR_POINTS + 2  # what a relation keeps per head
+    # The longest history a relation keeps: 72 heads × 100,000 half-steps of a 2-word pair
+    # is far within the limit (the solver's 14.4 million errors are not sent).
+    p = limits.relate_price(request(layer="all", head="all", half_steps=100_000), 4, 4, 6, 12)
+    assert p.answer.bytes(wire.JSON) < 8 * 2**20 and p.check(wire.JSON) is p
+    al = limits.align_price([("a " * 400, "b " * 400)] * 2, values=True)
+    assert al.answer.listed >= 2 * 400 * 400 and al.answer.ints >= 4 * 2 * 400 * 400
+    with pytest.raises(limits.WorkTooLarge, match="values: false"):
+        limits.align_price([("a " * 400, "b " * 400)] * 20, values=True).check(wire.NPZ)
 
 
 def test_heavy_requests_wait_for_their_slot_and_light_ones_do_not():

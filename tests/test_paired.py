@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from engine.alignment.score import macro_from_metrics, metrics_from_counts, paired_bootstrap
+from engine.alignment.score import (interval95, macro_from_metrics, metrics_from_counts,
+                                    p_value, paired_bootstrap, resample_sums)
 from engine.errors import SettingsError
 
 
@@ -39,8 +40,9 @@ def test_matches_a_direct_loop_over_resamples():
     d = np.array([_total_f1(x[i]) - _total_f1(y[i]) for i in idx])
     delta = _total_f1(x) - _total_f1(y)
     assert got.delta == pytest.approx(delta, abs=1e-12)
-    assert got.ci95 == pytest.approx(tuple(np.percentile(d, [2.5, 97.5])), abs=1e-12)
-    p = (1 + np.sum(np.abs(d - delta) >= abs(delta) - 1e-12)) / 301
+    s = np.sort(d)  # j = ⌈300/40⌉ = 8: the 8th smallest and the 8th largest
+    assert got.ci95 == pytest.approx((s[7], s[-8]), abs=1e-12)
+    p = min(1.0, 2 * min(np.sum(d <= 1e-13), np.sum(d >= -1e-13)) / 300)
     assert got.p == pytest.approx(p)
     assert got.to_dict() == {"method": "x", "vs": "y", "delta_total_f1": got.delta,
                              "ci95": list(got.ci95), "p": got.p}
@@ -50,6 +52,53 @@ def test_same_method_has_no_difference():
     c = _counts(np.random.default_rng(2), 25)
     got = paired_bootstrap(c, c, bootstrap=200)
     assert got.delta == 0.0 and got.ci95 == (0.0, 0.0) and got.p == 1.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(1, 40), st.integers(1, 12),
+       st.integers(1, 5))
+def test_equal_columns_get_the_very_same_sums(seed, n, k, copies):
+    """By construction, not by the CPU's matrix kernels: a column and its copies, wherever
+    they sit among other columns, get bit-for-bit equal resampled sums."""
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, k)) * rng.integers(1, 1000, k)
+    where = rng.integers(0, k, copies)
+    X = np.concatenate([X, X[:, where]], 1)[:, rng.permutation(k + copies)]
+    got = resample_sums(X, 37, seed=seed % 1000)
+    assert got.shape == (37, k + copies)
+    for c in range(X.shape[1]):
+        same = np.flatnonzero((X == X[:, [c]]).all(0))
+        assert (got[:, same] == got[:, [c]]).all()
+    # the same resamples as without the copies, up to rounding
+    alone = resample_sums(X[:, :1], 37, seed=seed % 1000)
+    assert np.allclose(got[:, 0], alone[:, 0], rtol=1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-4, 4), min_size=1, max_size=400), st.integers(0, 3))
+def test_p_below_005_exactly_when_the_interval_leaves_out_0(ints, scale):
+    """The rule of docs/align.md: p and the 95 % interval from the same resamples agree,
+    for any number of resamples, ties and exact zeros included."""
+    d = np.asarray(ints, dtype=np.float64) * 10.0 ** -scale
+    lo, hi = interval95(d)
+    p = p_value(d)
+    assert lo <= hi and 0 <= p <= 1
+    assert (p < 0.05) == (lo > 0 or hi < 0)
+    assert p_value(-d) == p and interval95(-d) == (-hi, -lo)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(2, 40), st.integers(1, 1200))
+def test_paired_p_and_interval_always_agree(seed, n, bootstrap):
+    rng = np.random.default_rng(seed)
+    y = _counts(rng, n)
+    x = y.copy()
+    flip = rng.random(n) < rng.random()  # some pairs better, the others the same
+    x[flip, 1] = x[flip, 2] = np.maximum(x[flip, 1], x[flip, 0])
+    x[:, 3] = np.maximum(x[:, 3], x[:, 1])
+    got = paired_bootstrap(x, y, bootstrap=bootstrap, seed=seed % 997)
+    lo, hi = got.ci95
+    assert (got.p < 0.05) == (lo > 0 or hi < 0)
 
 
 def test_better_on_every_pair_excludes_zero():
@@ -70,7 +119,7 @@ def test_swapping_the_methods_negates_the_difference(seed, n):
     b = paired_bootstrap(y, x, bootstrap=100, seed=seed)
     assert b.delta == pytest.approx(-a.delta, abs=1e-12)
     assert b.ci95 == pytest.approx((-a.ci95[1], -a.ci95[0]), abs=1e-12)
-    assert b.p == pytest.approx(a.p) and 0 < a.p <= 1
+    assert b.p == a.p and 0 <= a.p <= 1
     assert a.ci95[0] - 1e-12 <= a.ci95[1]
     assert a.delta == pytest.approx(
         macro_from_metrics(metrics_from_counts(x))["total_f1"]
@@ -92,18 +141,17 @@ def _scores(counts_by_method, bootstrap=200):
     return {k: corpus_score(c, bootstrap=bootstrap, seed=3) for k, c in counts_by_method.items()}
 
 
-def test_corpus_interval_is_the_percentile_of_a_direct_resample_loop():
+def test_corpus_interval_is_read_off_a_direct_resample_loop():
     from engine.alignment.score import corpus_score
 
     c = _counts(np.random.default_rng(5), 30)
     got = corpus_score(c, bootstrap=250, seed=9)
     idx = np.random.default_rng(9).integers(0, 30, size=(250, 30))
-    macro = np.array([_total_f1(c[i]) for i in idx])
-    micro = np.array([metrics_from_counts(c[i].sum(0))["total_f1"] for i in idx])
-    assert got.macro_ci["total_f1"] == pytest.approx(tuple(np.percentile(macro, [2.5, 97.5])),
-                                                     abs=1e-12)
-    assert got.micro_ci["total_f1"] == pytest.approx(tuple(np.percentile(micro, [2.5, 97.5])),
-                                                     abs=1e-12)
+    macro = np.sort([_total_f1(c[i]) for i in idx])
+    micro = np.sort([metrics_from_counts(c[i].sum(0))["total_f1"] for i in idx])
+    # one interval rule everywhere: j = ⌈250/40⌉ = 7, the 7th smallest and largest
+    assert got.macro_ci["total_f1"] == pytest.approx((macro[6], macro[-7]), abs=1e-12)
+    assert got.micro_ci["total_f1"] == pytest.approx((micro[6], micro[-7]), abs=1e-12)
 
 
 def test_resamples_in_blocks_draw_each_pair_n_times_in_all(monkeypatch):

@@ -47,14 +47,40 @@ HTTP = urllib3.PoolManager(maxsize=16, retries=False, timeout=urllib3.Timeout(to
 
 
 @pytest.fixture(scope="module")
-def service(ray_lock):
-    """Serve's app with two replicas on a local Ray instance; stopped after the module."""
+def aligner_dir(tmp_path_factory):
+    """An aligner on the packaged model (untrained heads, seed 0: what matters here is that
+    the served one is the same), listed for the service as "served"."""
+    import torch
+
+    from engine.aligner.checkpoint import save
+    from engine.aligner.config import AlignerSettings
+    from engine.aligner.model import Aligner
+    from engine.relation.relate import default_encoder
+
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("aligners") / "served"
+    save(Aligner(default_encoder(), AlignerSettings(top=0)), folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def service(ray_lock, aligner_dir):
+    """Serve's app with two replicas on a local Ray instance (its aligners listed in
+    SINKSCOPE_ALIGNERS, read by the replicas); stopped after the module."""
     from engine.serving import service as svc
 
     port = free_port()
-    with svc.local_ray(num_cpus=2):
-        url = svc.start(svc.build(replicas=REPLICAS), port=port)
-        yield {"url": url, "port": port, "svc": svc}
+    before = os.environ.get("SINKSCOPE_ALIGNERS")
+    os.environ["SINKSCOPE_ALIGNERS"] = f"served={aligner_dir}"
+    try:
+        with svc.local_ray(num_cpus=2):
+            url = svc.start(svc.build(replicas=REPLICAS), port=port)
+            yield {"url": url, "port": port, "svc": svc}
+    finally:
+        if before is None:
+            os.environ.pop("SINKSCOPE_ALIGNERS", None)
+        else:
+            os.environ["SINKSCOPE_ALIGNERS"] = before
 
 
 @pytest.fixture(scope="module")
@@ -286,7 +312,7 @@ def test_relate_and_eps_path_on_cuda_match_the_cpu(encoder):
 
 
 # --------------------------------------------------------------------------- the service
-def test_health_models_and_openapi(url):
+def test_health_models_and_openapi(url, monkeypatch):
     c = EngineClient(url)
     h = c.health()
     assert h["status"] == "ok" and h["device"] == "cpu" and h["dtype"] == "float64"
@@ -297,7 +323,11 @@ def test_health_models_and_openapi(url):
     assert {"/v1/health", "/v1/models", "/v1/relate", "/v1/eps_path"} <= set(spec["paths"])
     from engine.serving.routes import openapi
 
-    assert spec == openapi()  # what docs/serving.md is checked against
+    # what docs/serving.md is checked against, with the service's aligner (SINKSCOPE_ALIGNERS)
+    monkeypatch.setattr(settings, "CONFIG", settings.Config.from_env(os.environ))
+    assert spec == openapi()
+    assert spec["components"]["schemas"]["AlignRequest"]["properties"]["aligner"][
+        "anyOf"][0]["enum"] == ["served"]
 
 
 CASES = [
@@ -692,6 +722,83 @@ def test_align_served_equals_embedded(url, encoder):
         assert status == 422 and words in doc["error"]["message"], doc
 
 
+def test_aligners_live_on_the_engine(url, encoder, aligner_dir, tmp_path, capsys):
+    """SINKSCOPE_ALIGNERS is read where the work runs: GET /v1/aligners lists the replica's
+    aligner; POST /v1/align with method "trained" (the client's align(..., method=
+    "trained", aligner=NAME)) and ``python -m engine align --engine URL --aligner NAME
+    --method trained`` give the links of the same aligner run here."""
+    from engine.aligner.checkpoint import load
+    from engine.aligner.extract import align
+    from engine.alignment.readers import read_pairs
+    from engine.io.cli import main
+
+    client = EngineClient(url)
+    (info,) = client.aligners()
+    assert (info.name, info.base_model, info.final, info.theta, info.registered) == (
+        "served", settings.DEFAULT_MODEL, "sinkhorn", 0.5, False)
+    data = Path(__file__).parent / "data" / "align" / "pairs.tsv"
+    pairs = read_pairs(data)[:6]
+    local = align(load(aligner_dir, encoder=encoder), pairs, theta=0.3)
+    served = client.align(pairs, method="trained", aligner="served", threshold=0.3)
+    for s, e in zip(served, local, strict=True):
+        assert (s.links, s.null_a, s.method["method"], s.scores) == (
+            e.links, e.null_a, "trained", e.scores)
+        np.testing.assert_allclose(s.values, np.round(e.values, 6), atol=2e-6, rtol=0)
+    out = tmp_path / "links.txt"
+    assert main(["align", "--pairs", str(data), "--engine", url, "--aligner", "served",
+                 "--method", "trained", "--out", str(out), "--bootstrap", "0", "--json",
+                 "--quiet"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc["methods"]) == {"trained"} and doc["alignments"]["method"] == "trained"
+    mine = align(load(aligner_dir, encoder=encoder), read_pairs(data))
+    assert out.read_text().splitlines() == [a.pharaoh for a in mine]
+    status, _, err = post(url, "/v1/align", {"pairs": [{"text_a": "x", "text_b": "y"}],
+                                             "method": "trained", "aligner": "nope"})
+    assert status == 422 and err["error"]["code"] == "not_listed", err
+    assert "served" in err["error"]["message"]
+
+
+def test_live_payload_projection_and_toy_served_equal_embedded(url, encoder, aligner_dir):
+    """POST /v1/align/live gives the bytes engine.alignment.live.pair_payload encodes here
+    (a method with a τ grid, one without, a trained aligner; none over the budget, with
+    why); POST /v1/project the same Projection as engine.relation.projection.project;
+    POST /v1/toy the plans of engine.lab.toy.toy_plan."""
+    from engine.aligner.checkpoint import load
+    from engine.alignment.live import decode, pair_payload
+    from engine.lab.toy import toy_plan
+    from engine.relation.projection import project
+
+    client = EngineClient(url)
+    (a, b, gold) = ALIGN_PAIRS[0]
+    mine = load(aligner_dir, encoder=encoder)
+    for method, g in (("unbalanced", gold), ("exact", None), ("trained", gold)):
+        data, why = client.align_live(a, b, g, method=method,
+                                      aligner="served" if method == "trained" else None)
+        local = pair_payload(a, b, g, method, model=settings.DEFAULT_MODEL, encoder=encoder,
+                             aligner=mine, aligner_name="served").encode()
+        assert why == "" and decode(data)[0] == decode(local)[0], method
+        assert data == local, method  # byte for byte: the page reads either engine's
+    assert client.align_live(a, b, method="unbalanced", max_bytes=100) == (None,
+                                                                          "live_off_bytes")
+    r = relate(A, B, encoder=encoder, layer=5, head=3, eps=1.0, half_steps=1)
+    for kw in ({"space": "qk", "method": "pca", "dim": 2},
+               {"space": "hidden", "method": "pca", "dim": 3}):
+        served = client.project(A, B, layer=5, head=3, **kw)
+        local = project(r, **kw)
+        np.testing.assert_allclose(served.xy_a, local.xy_a, atol=1e-9, rtol=0)
+        np.testing.assert_allclose(served.xy_b, local.xy_b, atol=1e-9, rtol=0)
+        assert (served.method, served.dim, served.explained) == pytest.approx(
+            (local.method, local.dim, local.explained))
+    for kind, kw in (("softmax", {}), ("half_steps", {"t": 7}), ("coupling", {"eps": 0.2}),
+                     ("exact", {})):
+        served, local = client.toy("outlier", 0.5, kind, **kw), toy_plan("outlier", 0.5, kind,
+                                                                         **kw)
+        np.testing.assert_allclose(served.plan, local.plan, atol=1e-12, rtol=0)
+        np.testing.assert_array_equal(served.clouds.xb, local.clouds.xb)
+        assert (served.kind, served.t, served.eps, served.converged) == (
+            local.kind, local.t, local.eps, local.converged)
+
+
 def strip(at) -> list[dict]:
     """The metric strip the live sliders show (label, value, detail, help per number)."""
     (el,) = [el for el in at.get("bidi_component")
@@ -793,23 +900,50 @@ def test_every_listener_of_the_local_ray_is_on_loopback(service):
 
 
 def test_answers_over_four_mebibytes_arrive_in_npz_and_json(url, encoder):
-    """The heads grid of a 60-word pair (62 × 62 tokens): 11 MB as NPZ, 25 MB as JSON,
+    """The heads grid of a 50-word pair (52 × 52 tokens): 8 MB as NPZ, 17 MB as JSON,
     beyond the 4 MiB that gRPC between Serve's proxy and a replica carried; both equal
     embedded, and the replica gives the memory back."""
     from benchmarks.service import replica_pids
     from tests.support.server import rss_mb
 
-    embedded = relate(SIXTY, SIXTY, encoder=encoder, layer="all", head="all")
-    assert_same(EngineClient(url).relate(SIXTY, SIXTY, layer="all", head="all"), embedded)
+    fifty = " ".join(SIXTY.split()[:50])
+    embedded = relate(fifty, fifty, encoder=encoder, layer="all", head="all")
+    assert_same(EngineClient(url).relate(fifty, fifty, layer="all", head="all"), embedded)
     pids = replica_pids(url, REPLICAS)
     before = {name: rss_mb(pid) for name, pid in pids.items()}
     r = HTTP.request("POST", url + "/v1/relate", body=json.dumps(
-        {"text_a": SIXTY, "text_b": SIXTY, "layer": "all", "head": "all"}).encode(),
+        {"text_a": fifty, "text_b": fifty, "layer": "all", "head": "all"}).encode(),
         headers={"Content-Type": wire.JSON})
     assert r.status == 200 and len(r.data) > 4 * 2**20
     assert_same(relation_from_dict(json.loads(r.data)), embedded)
     name = r.headers["X-Sinkscope-Replica"]
     assert rss_mb(pids[name]) - before[name] < 40  # the answer's memory was given back
+
+
+def test_the_longest_history_is_bounded_and_every_answer_within_its_size(url):
+    """The heads grid of a 2-word pair at 100,000 half-steps, tol 1e-300: each head keeps
+    at most 1,002 half-steps of marginal errors (it answered 124 MB of JSON when it kept
+    all 100,000), far within SINKSCOPE_SERVE_MAX_ANSWER; an answer that could be larger
+    (the heads grid of 160 × 160 tokens) is refused before any work, with its code."""
+    from engine.serving.limits import max_answer
+
+    body = {"text_a": "river bank", "text_b": "the bank", "layer": "all", "head": "all",
+            "half_steps": 100_000, "tol": 1e-300}
+    ans = HTTP.request("POST", url + "/v1/relate", body=json.dumps(body).encode(),
+                       headers={"Content-Type": wire.JSON})
+    assert ans.status == 200 and len(ans.data) < 2 * 2**20 <= max_answer() == 32 * 2**20
+    r = relation_from_dict(json.loads(ans.data))
+    steps = r.coupling.err_steps
+    assert r.coupling.half_steps_run == 100_000 and steps[-1] == 100_000 and len(steps) <= 1002
+    assert r.coupling.row_err.shape == (6, 12, len(steps)) and np.all(np.diff(steps) > 0)
+    big = " ".join(("river bank money water loan quiet house morning".split() * 20)[:158])
+    t = time.monotonic()
+    for accept in (wire.JSON, wire.NPZ):
+        status, _, doc = post(url, "/v1/relate", {"text_a": big, "text_b": big, "layer": "all",
+                                                  "head": "all"}, accept=accept)
+        assert status == 413 and doc["error"]["code"] == "answer", doc
+        assert doc["error"]["params"]["env"] == "SINKSCOPE_SERVE_MAX_ANSWER"
+    assert time.monotonic() - t < 4
 
 
 @pytest.mark.parametrize("path, body, words", [

@@ -534,6 +534,32 @@ def test_convergence_exact_zero_and_batched_input():
         diagnostics.convergence(batched)
 
 
+def test_convergence_of_a_bounded_history_draws_its_kept_half_steps():
+    """A long run keeps some half-steps only (engine.relation.relate.bound_errors): the chart
+    puts each error at its own half-step, its axis and title still go to T."""
+    from engine.relation.relate import bound_errors
+
+    T = 5000
+    t = np.arange(1, T + 1)
+    full = Coupling(plan=np.eye(2) / 2, f=np.zeros(2), g=np.zeros(2),
+                    row_err=np.where(t % 2, 0.0, 1.0 / t), col_err=np.where(t % 2, 1.0 / t, 0.0),
+                    converged=np.array(False), cost=1.0, entropy=0.7, eps=1.0,
+                    half_steps_run=T, tol=1e-6)
+    c = bound_errors(full)
+    K = len(c.err_steps)
+    assert K <= 1002 and c.err_steps[-1] == T and c.row_err.shape == (K,)
+    fig = diagnostics.convergence(c, current=T - 100)
+    np.testing.assert_array_equal(fig.data[0].x, c.err_steps)
+    np.testing.assert_allclose(fig.data[1].y, np.maximum(1.0 / c.err_steps * (c.err_steps % 2),
+                                                         diagnostics.FLOOR))
+    assert tuple(fig.layout.xaxis.range) == (0.5, T + 0.5)
+    marker = [d for d in fig.data if d.name == "half-step " + str(c.err_steps[
+        np.searchsorted(c.err_steps, T - 100, side="right") - 1])]
+    assert len(marker) == 1
+    with pytest.raises(ValueError, match="err_steps"):
+        diagnostics.convergence(Coupling(**{**c.__dict__, "err_steps": c.err_steps[:-1]}))
+
+
 def test_eps_path_frames_slider_and_buttons(rel):
     eps = [4.0, 1.0, 0.25]
     plans = np.stack([sinkhorn_np(rel.scores, rel.a, rel.b, e, 60).plan for e in eps])

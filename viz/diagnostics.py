@@ -62,8 +62,8 @@ def convergence(coupling: Coupling, *, current: int | None = None,
     """
     w = words_of(words)
     row_err, col_err = _errors(coupling)
-    T = row_err.shape[0]
-    t = np.arange(1, T + 1)
+    t = _error_steps(coupling, row_err.shape[0])
+    T = int(t[-1])
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.62, 0.38],
                         vertical_spacing=0.08, specs=[[{}], [{"secondary_y": True}]],
                         subplot_titles=(w["l1_errors"], w["cost_entropy"]))
@@ -78,7 +78,8 @@ def convergence(coupling: Coupling, *, current: int | None = None,
     fig.add_trace(entropy, row=2, col=1, secondary_y=True)
     if current is not None:
         cur = int(np.clip(current, 1, T))
-        fig.add_trace(_current_marker(cur, row_err, col_err, w), row=1, col=1)
+        k = int(np.searchsorted(t, cur, side="right")) - 1  # the kept half-step at or before
+        fig.add_trace(_current_marker(int(t[k]), row_err[k:], col_err[k:], w), row=1, col=1)
         for r in (1, 2):
             fig.add_vline(x=cur, line=dict(color=th.COLOR_OVER, width=1.5, dash="dash"), row=r, col=1)
     _style_axes(fig, T, w)
@@ -99,6 +100,18 @@ def _errors(coupling: Coupling) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"convergence needs one head's errors of shape (T,), got {row_err.shape}"
                          f" and {col_err.shape}; index the layer and head first")
     return row_err, col_err
+
+
+def _error_steps(coupling: Coupling, K: int) -> np.ndarray:
+    """(K,) the half-steps the errors are at: ``coupling.err_steps`` (a long history kept
+    at some half-steps only), else 1..K."""
+    steps = getattr(coupling, "err_steps", None)
+    if steps is None:
+        return np.arange(1, K + 1)
+    steps = as_array(steps, "coupling.err_steps", 1)
+    if steps.shape != (K,):
+        raise ValueError(f"err_steps {steps.shape} must match the errors' ({K},)")
+    return steps
 
 
 def _cost_entropy_traces(coupling: Coupling, T: int, w: dict = WORDS
@@ -131,9 +144,9 @@ def _cost_entropy_traces(coupling: Coupling, T: int, w: dict = WORDS
 
 def _current_marker(cur: int, row_err: np.ndarray, col_err: np.ndarray,
                     w: dict = WORDS) -> go.Scatter:
-    """Open circles on both errors at the half-step the app shows."""
+    """Open circles on both errors at the half-step the app shows (the errors from it on)."""
     return go.Scatter(
-        x=[cur, cur], y=np.maximum([row_err[cur - 1], col_err[cur - 1]], FLOOR),
+        x=[cur, cur], y=np.maximum([row_err[0], col_err[0]], FLOOR),
         mode="markers", name=w["at_step"].format(t=cur), hoverinfo="skip",
         marker=dict(size=14, symbol="circle-open", color=th.COLOR_OVER, line=dict(width=2.5)))
 

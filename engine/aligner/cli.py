@@ -148,10 +148,11 @@ class TrainedMethod:
 
 def add_align_arguments(p) -> None:
     """``align``'s ``--aligner DIR``."""
-    p.add_argument("--aligner", default=None, metavar="DIR",
-                   help="a trained aligner's folder (or an allowed aligner's name): score it "
-                        "as the method 'trained' (θ tuned on --dev when given; set it with "
-                        "--set trained:threshold=θ)")
+    p.add_argument("--aligner", default=None, metavar="DIR|NAME",
+                   help="a trained aligner's folder, or an aligner's name (SINKSCOPE_ALIGNERS; "
+                        "with --engine, one of the engine's: GET /v1/aligners): score it as "
+                        "the method 'trained' (θ tuned on --dev when given; set it with "
+                        "--threshold or --set trained:threshold=θ)")
 
 
 def load_for_align(args, encoder=None):
@@ -161,18 +162,24 @@ def load_for_align(args, encoder=None):
         return None
     from pathlib import Path
 
+    from . import registry
     from .checkpoint import allowed_aligners, load, read_config
 
     name = args.aligner
+    named = name in registry.names()
     folder = allowed_aligners().get(name, Path(name))
-    doc = read_config(folder)
-    if encoder is None:
+    doc = None if named and name not in allowed_aligners() else read_config(folder)
+    if encoder is None and doc is not None:
         from ..settings import DEFAULT_MODEL
 
         if doc["settings"].get("model") == DEFAULT_MODEL:
             from ..relation.relate import default_encoder
 
             encoder = default_encoder()
+    if named:  # by name: the process's one lookup (registered, or listed and loaded once);
+        # the base model given is the one it must be on (else it is refused, as a folder is)
+        base = doc["settings"].get("model") if doc is not None else None
+        return registry.lookup(name, encoders={base: encoder} if encoder and base else None)
     return load(folder, encoder=encoder, name=Path(str(name)).name)
 
 

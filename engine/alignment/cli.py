@@ -16,6 +16,7 @@ from ..aligner import cli as aligner_cli
 
 METHOD_NAMES = ("softmax-argmax", "softmax-both", "similarity-threshold", "sinkhorn-argmax",
                 "sinkhorn-threshold", "exact", "partial", "unbalanced")
+TRAINED = "trained"  # a trained aligner (--aligner) as a method
 
 
 def _head(x: str):
@@ -35,9 +36,9 @@ def add_parser(sub) -> None:
                    help="gold links, one Pharaoh line per pair ('0-0 1-2 3p4')")
     p.add_argument("--dev", default=None,
                    help="a dev file with gold: tune each method's threshold and τ/m on it")
-    p.add_argument("--method", default=None, choices=METHOD_NAMES,
-                   help="score only this method (default: every method); --out writes its "
-                        "links")
+    p.add_argument("--method", default=None, choices=(*METHOD_NAMES, TRAINED),
+                   help="score only this method (default: every method; trained: the "
+                        "--aligner alone); --out writes its links")
     p.add_argument("--source", default=None, choices=("attention", "hidden"),
                    help="what relates the words: attention logits QKᵀ/√d or hidden-state "
                         "cosine (default: the benchmark's best, hidden)")
@@ -72,7 +73,9 @@ def add_parser(sub) -> None:
     p.add_argument("--bootstrap", type=int, default=1000,
                    help="bootstrap resamples for the 95 %% intervals and the paired "
                         "comparisons (0: none)")
-    p.add_argument("--out", default=None, help="write the method's links here (Pharaoh, 0-based)")
+    p.add_argument("--out", default=None,
+                   help="write the links of --method here (Pharaoh, 0-based; default: the "
+                        "trained aligner's with --aligner, else softmax-both's)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--engine", default=None, metavar="URL",
@@ -125,6 +128,11 @@ def run(args) -> int:
         from ..io.paths import check_writable
 
         check_writable(args.out, "--out")
+    if args.method == TRAINED and not args.aligner:
+        from ..errors import SettingsError
+
+        raise SettingsError("--method trained needs --aligner DIR (or an allowed aligner's "
+                            "name): the trained aligner it scores.")
     if args.engine:
         remote.check(args)
     _threads()
@@ -161,29 +169,33 @@ def compare(args, pairs, dev=None):
         from ..models.encoder import Encoder
 
         encoder = Encoder.load(args.model)
-    aligner = aligner_cli.load_for_align(args, encoder)
+    aligner = None if args.engine else aligner_cli.load_for_align(args, encoder)
     source = api.source_of(args.source, args.layer, args.head, args.center or None)
     methods = [args.method] if args.method else list(METHOD_NAMES)
+    methods = [m for m in methods if m != TRAINED]
     scored = remote.Corpus(args.engine, pairs, source, model=args.model,
                            progress=Progress("pairs", args.quiet)) if args.engine else \
         api.score_corpus(pairs, encoder=encoder, source=source,
-                         progress=Progress("pairs", args.quiet))
-    source = scored.source
+                         progress=Progress("pairs", args.quiet)) if methods else None
+    source = scored.source if scored is not None else source
     tuned = None
-    if dev is not None:
+    if dev is not None and methods:
         sd = api.score_corpus(dev, encoder=encoder, source=source,
                               progress=Progress("dev", args.quiet))
         tuned = api.pick_settings(sd, methods)
     settings = _settings(args, methods, source.kind, tuned)
-    boot = 0 if aligner is not None else args.bootstrap  # scored once, with trained
+    with_trained = bool(args.aligner)
+    boot = 0 if with_trained else args.bootstrap  # scored once, with trained
     result = scored.compare(settings, bootstrap=boot) if args.engine else \
-        api.compare_methods(scored, settings, bootstrap=boot)
-    if aligner is not None:
-        m, al = aligner_cli.trained(aligner, pairs, dev, theta=theta)
-        result = api.comparison_of(result.source, pairs, {**result.settings, "trained": m},
-                                   {**result.alignments, "trained": al},
+        api.compare_methods(scored, settings, bootstrap=boot) if methods else \
+        api.comparison_of(source, pairs, {}, {}, bootstrap=0)
+    if with_trained:
+        m, al = (scored.trained(args.aligner, theta) if args.engine else
+                 aligner_cli.trained(aligner, pairs, dev, theta=theta))
+        result = api.comparison_of(result.source, pairs, {**result.settings, TRAINED: m},
+                                   {**result.alignments, TRAINED: al},
                                    bootstrap=args.bootstrap)
-    out_method = "trained" if aligner is not None else args.method or api.DEFAULT_METHOD
+    out_method = args.method or (TRAINED if with_trained else api.DEFAULT_METHOD)
     alignments = result.alignments.get(out_method) or api.extract_links(
         scored, api.method_of(out_method, source.kind))
     return result, out_method, alignments
@@ -228,17 +240,28 @@ def _settings(args, methods: list[str], kind: str, tuned: dict | None) -> dict:
 
 
 def _trained_theta(args) -> float | None:
-    """θ of ``--set trained:threshold=X`` (the last given), or None: the aligner's own θ,
-    or the one tuned on --dev.
+    """θ of ``--method trained --threshold X`` or ``--set trained:threshold=X`` (the last
+    given), or None: the aligner's own θ, or the one tuned on --dev.
 
     Raises:
-        SettingsError: a setting other than threshold, a θ outside [0, 1), or --set
-            trained without --aligner.
+        SettingsError: a setting other than threshold, a θ outside [0, 1), --set trained
+            without --aligner, or another method's flag with --method trained.
     """
     from ..errors import SettingsError
     from .verdict import parse_setting
 
     theta = None
+    if args.method == TRAINED and args.threshold is not None:  # its own flag, as for any
+        if not 0 <= args.threshold < 1:
+            raise SettingsError(f"--threshold of the trained aligner must satisfy 0 ≤ θ < 1; "
+                                f"got {args.threshold}.")
+        theta = float(args.threshold)
+    if args.method == TRAINED:
+        given = [f for f, v in (("--tau", args.tau), ("--mass", args.mass), ("--eps", args.eps),
+                                ("--direction", args.direction)) if v is not None]
+        if given:
+            raise SettingsError(f"{', '.join(given)} do not apply to --method trained: a "
+                                "trained aligner has only its threshold θ (--threshold).")
     for text in args.set:
         name, changes = parse_setting(text, (*METHOD_NAMES, "trained"))
         if name != "trained":
@@ -326,12 +349,18 @@ def _paired_lines(v) -> list[str]:
     if not v.paired:
         return []
     lines = ["", f"Paired on the same {v.n_pairs} pairs: difference in total F1, its 95 % "
-             f"paired-bootstrap interval ({v.bootstrap} resamples) and p of no difference"]
+             f"paired-bootstrap interval ({v.bootstrap} resamples) and p of no difference "
+             "(p < 0.05 exactly when the interval leaves out 0)" if v.bootstrap else
+             f"Paired on the same {v.n_pairs} pairs: difference in total F1 (no resamples: "
+             "no interval, no p)"]
     for title, group in ((f"against the best, {v.best}:", v.against_best()),
                          ("transport against softmax-argmax:", v.against_baseline())):
         if group:
             lines.append("  " + title)
         for p in group:
+            if not v.bootstrap:
+                lines.append(f"    {p.method:<21} {p.delta:+.3f}")
+                continue
             pv = "p<0.001" if p.p < 0.001 else f"p {p.p:.3f}"
             lines.append(f"    {p.method:<21} {p.delta:+.3f}  [{p.ci95[0]:+.3f}, "
                          f"{p.ci95[1]:+.3f}]  {pv}")

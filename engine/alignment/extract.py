@@ -45,6 +45,8 @@ THRESHOLDED = ("softmax-both", "similarity-threshold", "sinkhorn-threshold", "ex
 DIRECTIONS = ("intersection", "forward", "backward", "union")
 #: Grid resolution of θ on V: θ_k = k / GRID, k = 0 … GRID − 1.
 GRID = 100
+#: The τ and m a method takes: beyond them float32 solves underflow (τ, m → 0).
+TAU_MIN, TAU_MAX, MASS_MIN = 1e-6, 1e6, 1e-6
 TAU_GRID = tuple(float(x) for x in np.logspace(-2, 1, 50))
 #: m of ``partial``: OTAlign's grid, k/51 for k = 1 … 50 (0.0196 … 0.980). m = 1 is left
 #: out: it moves all of the shorter text, which ``sinkhorn-threshold`` nearly covers.
@@ -90,8 +92,11 @@ class Method:
             raise SettingsError(f"threshold must lie in [0, 1), got {self.threshold:g}.")
         if self.tau <= 0 or self.eps <= 0 or self.temperature <= 0:
             raise SettingsError("tau, eps and temperature must be > 0.")
-        if not 0 < self.mass <= 1:
-            raise SettingsError(f"mass must lie in (0, 1], got {self.mass:g}.")
+        if not TAU_MIN <= self.tau <= TAU_MAX:
+            raise SettingsError(f"tau must lie in [{TAU_MIN:g}, {TAU_MAX:g}], got "
+                                f"{self.tau:g}.")
+        if not MASS_MIN <= self.mass <= 1:
+            raise SettingsError(f"mass must lie in [{MASS_MIN:g}, 1], got {self.mass:g}.")
 
     @property
     def theta(self) -> float:

@@ -37,7 +37,7 @@ MAX_BYTES = 32 * 2**20
 MAX_PAIRS = 20_000
 MAX_WORDS = 400
 FORMATS = ("auto", "table", "multimwa", "awesome")
-_LINK = re.compile(r"^(\d{1,6})([-p])(\d{1,6})$")
+_LINK = re.compile(r"^([0-9]{1,6})([-p])([0-9]{1,6})$")
 
 
 # What each mistake says in English (the message), with its details as fields; a page in

@@ -9,7 +9,9 @@ the same. A chunk that fails is sent again (:data:`RETRIES` times, besides the c
 own retries) and then stops the run with an error naming its pairs: no chunk is dropped.
 
 Settings that need the whole corpus in one place (``--dev`` tuning, ``--center``) or that
-the API does not take (``--direction``) are refused before any work.
+the API does not take (``--direction``) are refused before any work. ``--aligner NAME``
+names one of the engine's trained aligners (``GET /v1/aligners``): the engine aligns with
+it (method ``trained``), as it does with the other methods.
 """
 
 from __future__ import annotations
@@ -70,6 +72,25 @@ class Corpus:
             settings["head"] = self.source.head
         if self.model:
             settings["model"] = self.model
+        return self._align(settings)
+
+    def trained(self, name: str, theta: float | None = None) -> tuple:
+        """(the ``trained`` row's settings, every pair's alignment in order) by the served
+        engine's trained aligner ``name`` (``GET /v1/aligners``), at θ = ``theta`` or its
+        own."""
+        from ..aligner.cli import TrainedMethod
+
+        settings = {"method": "trained", "aligner": name}
+        if theta is not None:
+            settings["threshold"] = float(theta)
+        out = self._align(settings)
+        m = out[0].method if out else {}
+        return TrainedMethod(float(m.get("threshold", theta or 0.0)), str(m.get("final", "")),
+                             name), out
+
+    def _align(self, settings: dict) -> list:
+        """Every pair aligned by the service with ``settings`` (POST /v1/align's fields), in
+        chunks, in input order."""
         starts = range(0, len(self.pairs), CHUNK)
         out: list = [None] * len(self.pairs)
         done, lock, failed = [0], threading.Lock(), threading.Event()

@@ -18,6 +18,11 @@ then F1 of the averages; AER averaged over pairs) and **micro** (the AER literat
 summed over the corpus first). Bootstrap 95 % intervals resample pairs; two methods on the
 same pairs are compared by a paired bootstrap (:func:`paired_bootstrap`): both are scored on
 the same resampled pairs, so what the pairs share cancels out of their difference.
+
+Every 95 % interval is read off the B resampled values by one rule (:func:`interval95`):
+the ⌈B/40⌉-th smallest and the ⌈B/40⌉-th largest. A paired comparison's p comes from the
+same resampled differences δ*₁…δ*_B (:func:`p_value`): p = min(1, 2·min(k₋, k₊)/B) with
+k₋ = #{δ* ≤ 0}, k₊ = #{δ* ≥ 0}; so p < 0.05 exactly when the interval leaves out 0.
 """
 
 from __future__ import annotations
@@ -169,9 +174,16 @@ def resample_sums(X: np.ndarray, bootstrap: int, seed: int = 0) -> np.ndarray:
 
     Resample b draws N row indices uniformly (``default_rng(seed).integers(0, N, (B, N))``),
     so every corpus metric of a seed and N sees the same resamples: what two methods share
-    cancels out of their difference. One matrix product per block of resamples.
+    cancels out of their difference. One matrix product per block of resamples, over the
+    distinct columns only: equal columns get the very same sums (bit for bit, whatever the
+    CPU's matrix kernels do with a column's place), so a method against itself differs by
+    exactly 0.
     """
     X = np.asarray(X, dtype=np.float64)
+    if X.ndim == 2 and X.shape[1] > 1:
+        U, inverse = np.unique(X, axis=1, return_inverse=True)
+        if U.shape[1] < X.shape[1]:
+            return resample_sums(U, bootstrap, seed)[:, np.ravel(inverse)]
     N = len(X)
     rng = np.random.default_rng(seed)
     rows = max(1, DRAWS_PER_BLOCK // max(N, 1))
@@ -219,8 +231,8 @@ def corpus_score(counts: np.ndarray, *, bootstrap: int = 1000, seed: int = 0) ->
         bm = macro_of_means(sums[:, :len(METRICS)] / N)
         bu = metrics_from_counts(sums[:, len(METRICS):])
         for k in METRICS:
-            macro_ci[k] = tuple(float(x) for x in np.percentile(bm[k], [2.5, 97.5]))
-            micro_ci[k] = tuple(float(x) for x in np.percentile(bu[k], [2.5, 97.5]))
+            macro_ci[k] = interval95(bm[k])
+            micro_ci[k] = interval95(bu[k])
     return CorpusScore(N, macro, micro, macro_ci, micro_ci, per, counts)
 
 
@@ -265,9 +277,10 @@ class Paired:
         method, vs: the two methods' names; ``delta`` is method − vs.
         metric: the corpus metric compared (macro, e.g. "total_f1").
         delta: the metric's difference on the corpus.
-        ci95: (low, high) paired-bootstrap 95 % interval of the difference.
-        p: two-sided bootstrap p-value of "no difference" (the bootstrap differences
-            centred on 0; (1 + #{|δ* − δ| ≥ |δ|}) / (B + 1)); 1.0 without resamples.
+        ci95: (low, high) paired-bootstrap 95 % interval of the difference
+            (:func:`interval95` of the resampled differences δ*); (δ, δ) without resamples.
+        p: two-sided bootstrap p of "no difference" from the same δ* (:func:`p_value`):
+            p < 0.05 exactly when ``ci95`` leaves out 0; 1.0 without resamples.
     """
 
     method: str
@@ -321,8 +334,29 @@ def paired_bootstrap(counts_x: np.ndarray, counts_y: np.ndarray, *, method: str 
     return _paired(method, vs, metric, delta, d)
 
 
+def interval95(values: np.ndarray) -> tuple[float, float]:
+    """The 95 % interval of B ≥ 1 resampled values: (v₍ⱼ₎, v₍B₊₁₋ⱼ₎), the j-th smallest and
+    the j-th largest with j = ⌈B/40⌉ (B = 1000: the 25th and the 976th of 1000).
+
+    With :func:`p_value` of the same values, 0 lies outside this interval exactly when
+    p < 0.05: v₍ⱼ₎ > 0 when fewer than j values are ≤ 0, v₍B₊₁₋ⱼ₎ < 0 when fewer than j are
+    ≥ 0, and for a whole number k, k < ⌈B/40⌉ ⟺ 2k/B < 0.05.
+    """
+    v = np.sort(np.asarray(values, dtype=np.float64).ravel())
+    j = -(-len(v) // 40)
+    return float(v[j - 1]), float(v[len(v) - j])
+
+
+def p_value(values: np.ndarray) -> float:
+    """Two-sided bootstrap p of "no difference" from B ≥ 1 resampled differences δ*:
+    min(1, 2·min(k₋, k₊)/B) with k₋ = #{δ* ≤ 0} and k₊ = #{δ* ≥ 0} (0 when no resample
+    reaches 0: p < 2/B). See :func:`interval95` for why the two always agree."""
+    d = np.asarray(values, dtype=np.float64).ravel()
+    k = min(np.count_nonzero(d <= 0), np.count_nonzero(d >= 0))
+    return min(1.0, 2 * int(k) / len(d))
+
+
 def _paired(method: str, vs: str, metric: str, delta: float, d: np.ndarray) -> Paired:
-    """A :class:`Paired` from the corpus difference δ and its resampled differences d (B,)."""
-    lo, hi = (float(v) for v in np.percentile(d, [2.5, 97.5]))
-    p = float((1 + np.count_nonzero(np.abs(d - delta) >= abs(delta) - 1e-12)) / (len(d) + 1))
-    return Paired(method, vs, metric, delta, (lo, hi), min(p, 1.0))
+    """A :class:`Paired` from the corpus difference δ and its resampled differences d (B,):
+    the interval and p from the same d (:func:`interval95`, :func:`p_value`)."""
+    return Paired(method, vs, metric, delta, interval95(d), p_value(d))

@@ -6,7 +6,11 @@ reproduces a table.
   paired_bootstrap`'s resampling, one set of resamples for all of them): every method
   against the best, and each transport method against ``softmax-argmax``. Each is the
   difference δ = M(method) − M(vs), its 95 % paired-bootstrap interval and the two-sided
-  p-value of "no difference" (not corrected for the number of comparisons).
+  p of "no difference" (not corrected for the number of comparisons), both read off the
+  same B resampled differences δ*: the interval from the ⌈B/40⌉-th smallest to the
+  ⌈B/40⌉-th largest δ*, and p = min(1, 2·min(k₋, k₊)/B) with k₋ = #{δ* ≤ 0} and
+  k₊ = #{δ* ≥ 0}, so p < 0.05 exactly when the interval leaves out 0
+  (:func:`~engine.alignment.score.interval95`, :func:`~engine.alignment.score.p_value`).
 - :func:`command_line`: ``python -m engine align …`` with the flags that give the same
   table (file, source, reading flags, each method's settings where they are not the
   defaults), quoted for a POSIX shell; :func:`parse_setting` reads its ``--set`` values.
@@ -218,6 +222,8 @@ def command_line(pairs: str, *, settings: Mapping[str, Method] | None = None,
         words += ["--set", f"trained:threshold={_number(float(trained.threshold))}"]
     if len(methods) == 1:
         words += ["--method", methods[0].name]
+    elif aligner and not methods and trained is not None:  # the trained aligner alone
+        words += ["--method", "trained"]
     for m in methods if not dev else ():
         changes = _changes(m, method_of(m.name, src.kind))
         if len(methods) == 1:  # one method: its own flags where it has them

@@ -76,7 +76,7 @@ def relation_document(r: Relation, *, url: str = "") -> dict[str, Any]:
             "sinkhorn_rows": c.plan.sum(-1),
             "sinkhorn_cols": c.plan.sum(-2),
         },
-        "row_err": c.row_err, "col_err": c.col_err,
+        "row_err": c.row_err, "col_err": c.col_err, "err_steps": c.err_steps,
         "converged": c.converged, "cost": c.cost, "entropy": c.entropy,
         "half_steps_run": c.half_steps_run,
         "history": None if h is None else {"steps": h.steps, "cost": h.cost,
@@ -126,6 +126,8 @@ def relation_from_dict(d: dict[str, Any]) -> Relation:
         converged=np.asarray(d["converged"], dtype=bool), cost=_np(d["cost"]),
         entropy=_np(d["entropy"]), eps=float(s["eps"]), half_steps_run=int(d["half_steps_run"]),
         tol=float(s["tol"]),
+        err_steps=None if d.get("err_steps") is None else np.asarray(d["err_steps"],
+                                                                      dtype=np.int64),
         history=None if h is None else History(
             steps=np.asarray(h["steps"], dtype=np.int64), cost=_np(h["cost"]),
             entropy=_np(h["entropy"])))

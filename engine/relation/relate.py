@@ -268,6 +268,7 @@ def _finish(p: _Problem, attention: np.ndarray, coupling: Coupling) -> Relation:
     softmax_plan = a[:, None] * attention
     exact = references.exact_plan_cached(S, a, b)
     prod = references.product(a, b)
+    coupling = bound_errors(coupling)
     summary = summarise(S, a, b, softmax_plan, coupling.plan, row_err=coupling.row_err[..., -1],
                         col_err=coupling.col_err[..., -1], cost=coupling.cost,
                         entropy=coupling.entropy, converged=coupling.converged, exact=exact)
@@ -410,6 +411,36 @@ def history_steps(half_steps: int, cells: int, points: int = 400,
     if half_steps <= points:
         return np.arange(1, half_steps + 1)
     return np.unique(np.geomspace(1, half_steps, points).round().astype(int))
+
+
+#: A relation keeps at most about this many half-steps of each convergence history
+#: (:func:`error_steps`): 72 heads × 100,000 half-steps would be 115 MB of errors.
+ERROR_POINTS = 1000
+
+
+def error_steps(half_steps_run: int, points: int = ERROR_POINTS) -> np.ndarray | None:
+    """The half-steps whose marginal errors a relation keeps: None (every one) for a run of
+    at most ``points`` + 2; else 1 and 2, log-spaced pairs (t, t + 1) with t odd (a row
+    step and the column step after it, as the convergence chart alternates), and T − 1, T.
+    Returns (K,) increasing ints, K ≤ ``points`` + 2, or None."""
+    T = int(half_steps_run)
+    if T <= points + 2:
+        return None
+    odd = np.unique(np.geomspace(1, T - 1, points // 2).astype(np.int64) | 1)
+    odd = odd[odd < T - 1]
+    return np.unique(np.concatenate([odd, odd + 1, [T - 1, T]]))
+
+
+def bound_errors(c: Coupling, points: int = ERROR_POINTS) -> Coupling:
+    """The coupling with its marginal errors kept at :func:`error_steps` only
+    (``Coupling.err_steps`` says which); unchanged for a run of at most ``points`` + 2
+    half-steps, which covers the app's half-step slider (1,000 by default)."""
+    keep = error_steps(c.row_err.shape[-1], points)
+    if keep is None or c.err_steps is not None:
+        return c
+    idx = keep - 1
+    return dataclasses.replace(c, row_err=c.row_err[..., idx], col_err=c.col_err[..., idx],
+                               err_steps=keep)
 
 
 def truncation_notices(name: str, chars_cut: bool, n_tokens: int, n_dropped: int, *,

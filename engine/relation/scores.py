@@ -124,5 +124,6 @@ def _index(x, size: int, name: str) -> int:
         raise SettingsError(f"{name} must be a whole number from 0 to {size - 1}, got {x!r}.")
     if not -size <= i < size:
         raise SettingsError(f"{name} {i} is out of range: the model has {size} {name}s "
-                            f"(0 to {size - 1}).")
+                            f"(0 to {size - 1}).", code="out_of_range",
+                            params={"name": name, "value": i, "size": size})
     return i % size

@@ -8,6 +8,11 @@ engine.health()                        # {"status": "ok", "device": "cpu", ...}
 engine.models()                        # [ServedModel(name="all-MiniLM-L6-v2", n_layers=6, ...)]
 r = engine.relate("text A", "text B", layer=5, head=3, eps=0.5)   # engine.types.Relation
 eps, plans = engine.eps_path("text A", "text B", layer=5, head=3)
+engine.aligners()                      # [ServedAligner(name=..., base_model=..., theta=...)]
+engine.align(pairs, method="trained", aligner="name")             # one Alignment per pair
+data, why = engine.align_live("text A", "text B", method="unbalanced")   # SKA1 bytes
+p = engine.project("text A", "text B", layer=5, head=3, method="pca")  # engine.types.Projection
+engine.toy("clusters", 0.5, "coupling", eps=0.2)                  # engine.lab.clouds.ToyPlan
 ```
 
 Bad input raises the engine's own errors (``TextError``, ``SettingsError``, ``ModelError``:
@@ -51,8 +56,9 @@ from .jobs_client import ZIP, JobCalls
 from .limits import DEADLINE_HEADER
 from ..io.export import ranking_from_dict, relation_from_dict
 from ..jobs.errors import JOB_ERRORS
+from ..lab.clouds import Clouds, ToyPlan
 from ..settings import DEFAULT_MODEL, Settings
-from ..types import Ranking, Relation
+from ..types import Projection, Ranking, Relation
 
 _ERRORS = {"TextError": errors.TextError, "SettingsError": errors.SettingsError,
            "ModelError": errors.ModelError}
@@ -128,6 +134,25 @@ class ServedModel:
 ModelInfo = ServedModel
 
 
+@dataclass(frozen=True)
+class ServedAligner:
+    """A trained aligner a served engine aligns with (``GET /v1/aligners``).
+
+    Attributes:
+        name: its name (``align(..., method="trained", aligner=name)``). base_model: the
+        model it was trained on. final: "sinkhorn" or "softmax". theta: its own θ.
+        dev_total_f1: its dev score, if known. registered: registered in the engine's
+        process rather than listed by its operator (``SINKSCOPE_ALIGNERS``).
+    """
+
+    name: str
+    base_model: str
+    final: str
+    theta: float
+    dev_total_f1: float | None = None
+    registered: bool = False
+
+
 class EngineClient(JobCalls):
     """Talks to ``python -m engine serve`` (or a Ray Serve cluster running it).
 
@@ -188,6 +213,20 @@ class EngineClient(JobCalls):
             raise EngineUnavailable(self.url, f"GET /v1/models gave an unexpected answer: "
                                     f"{type(e).__name__} {e}", 200) from None
         return sorted(infos, key=lambda m: m.name != d.get("default"))
+
+    def aligners(self) -> list[ServedAligner]:
+        """``GET /v1/aligners``: the trained aligners the engine aligns with."""
+        d = self._call("GET", "/v1/aligners")
+        try:
+            return [ServedAligner(name=str(a["name"]), base_model=str(a["base_model"]),
+                                  final=str(a["final"]), theta=float(a["theta"]),
+                                  dev_total_f1=None if a.get("dev_total_f1") is None
+                                  else float(a["dev_total_f1"]),
+                                  registered=bool(a.get("registered", False)))
+                    for a in d["aligners"]]
+        except (KeyError, TypeError, ValueError) as e:
+            raise EngineUnavailable(self.url, f"GET /v1/aligners gave an unexpected answer: "
+                                    f"{type(e).__name__} {e}", 200) from None
 
     def relate(self, text_a: str, text_b: str | None = None, *,
                settings: Settings | None = None, **overrides: Any) -> Relation:
@@ -260,7 +299,9 @@ class EngineClient(JobCalls):
         same pairs (``(text_a, text_b[, gold])`` tuples, dicts or ``Pair`` s) and settings
         (method, source, layer, head, center, threshold, tau, mass, eps, lowercase): one
         ``engine.alignment.api.Alignment`` per pair, in order. ``values=False`` leaves each
-        pair's value matrix out of the answer."""
+        pair's value matrix out of the answer. ``method="trained", aligner=NAME``: the
+        engine's trained aligner NAME (:meth:`aligners`; ``threshold`` its θ), as
+        :func:`engine.aligner.extract.align` gives."""
         body_pairs = []
         for p in pairs:
             if isinstance(p, dict):
@@ -281,6 +322,76 @@ class EngineClient(JobCalls):
             return [Alignment.from_dict(a) for a in doc["alignments"]]
         except (KeyError, TypeError, ValueError) as e:
             raise EngineUnavailable(self.url, "POST /v1/align gave an unexpected answer: "
+                                    f"{type(e).__name__} {e}", 200) from None
+
+    def align_live(self, text_a: str, text_b: str, gold: str | None = None, *,
+                   method: str, lowercase: bool = False, model: str = DEFAULT_MODEL,
+                   aligner: str | None = None, max_bytes: int = 3_000_000
+                   ) -> tuple[bytes | None, str]:
+        """``POST /v1/align/live``: (the Align page's live payload of one pair and method,
+        the bytes :func:`engine.alignment.live.pair_payload` encodes embedded, or None; why
+        there is none: "" or a code of :mod:`engine.alignment.live`, e.g. live_off_cells).
+        ``method="trained"`` needs ``aligner``, one of :meth:`aligners`."""
+        body = {"text_a": text_a, "text_b": text_b, "gold": gold, "method": method,
+                "lowercase": lowercase, "model": model, "max_bytes": int(max_bytes)}
+        if aligner is not None:
+            body["aligner"] = aligner
+        doc = self._call("POST", "/v1/align/live", body)
+        try:
+            payload = doc["payload"]
+            data = None if payload is None else np.asarray(payload, dtype=np.uint8).tobytes()
+            return data, str(doc.get("why") or "")
+        except (KeyError, TypeError, ValueError) as e:
+            raise EngineUnavailable(self.url, "POST /v1/align/live gave an unexpected answer: "
+                                    f"{type(e).__name__} {e}", 200) from None
+
+    def project(self, text_a: str, text_b: str | None = None, *,
+                settings: Settings | None = None, space: str = "qk", method: str = "pca",
+                dim: int = 2, seed: int = 0, **view: Any) -> Projection:
+        """``POST /v1/project``: what :func:`engine.relation.projection.project` gives for
+        the relation of the same texts and view (a :class:`~engine.settings.Settings` or
+        its layer, head, mode, weights, pool_words, model as keywords)."""
+        s = Settings.of(settings, **view)
+        body = {"text_a": text_a, "text_b": text_b, "model": s.model, "mode": s.mode,
+                "layer": s.layer, "head": s.head, "weights": s.weights,
+                "pool_words": s.pool_words, "space": space, "method": method, "dim": dim,
+                "seed": seed}
+        doc = self._call("POST", "/v1/project", body)
+        try:
+            return Projection(
+                xy_a=np.asarray(doc["xy_a"], dtype=np.float64).reshape(-1, int(doc["dim"])),
+                xy_b=np.asarray(doc["xy_b"], dtype=np.float64).reshape(-1, int(doc["dim"])),
+                method=str(doc["method"]), space=str(doc["space"]), dim=int(doc["dim"]),
+                distance_cost_corr=float(doc["distance_cost_corr"]),
+                explained=None if doc.get("explained") is None else float(doc["explained"]),
+                note=str(doc.get("note") or ""), note_code=str(doc.get("note_code") or ""))
+        except (KeyError, TypeError, ValueError) as e:
+            raise EngineUnavailable(self.url, "POST /v1/project gave an unexpected answer: "
+                                    f"{type(e).__name__} {e}", 200) from None
+
+    def toy(self, preset: str = "clusters", shift: float = 0.0, plan: str = "softmax", *,
+            t: int = 1, eps: float = 1.0, cost: str = "distance") -> ToyPlan:
+        """``POST /v1/toy``: what :func:`engine.lab.toy.toy_plan` gives (the Learn page's
+        clouds and one plan between them)."""
+        doc = self._call("POST", "/v1/toy", {"preset": preset, "shift": float(shift),
+                                              "plan": plan, "t": int(t), "eps": float(eps),
+                                              "cost": cost})
+        try:
+            c = Clouds(xa=np.asarray(doc["xa"], dtype=np.float64),
+                       a=np.asarray(doc["a"], dtype=np.float64),
+                       xb=np.asarray(doc["xb"], dtype=np.float64),
+                       b=np.asarray(doc["b"], dtype=np.float64), preset=str(doc["preset"]),
+                       shift=float(doc["shift"]))
+            opt = {k: doc.get(k) for k in ("t", "eps", "row_err", "col_err", "converged")}
+            return ToyPlan(c, str(doc["kind"]), np.asarray(doc["values"], dtype=np.float64),
+                           t=None if opt["t"] is None else int(opt["t"]),
+                           eps=None if opt["eps"] is None else float(opt["eps"]),
+                           row_err=None if opt["row_err"] is None else float(opt["row_err"]),
+                           col_err=None if opt["col_err"] is None else float(opt["col_err"]),
+                           converged=None if opt["converged"] is None
+                           else bool(opt["converged"]))
+        except (KeyError, TypeError, ValueError) as e:
+            raise EngineUnavailable(self.url, "POST /v1/toy gave an unexpected answer: "
                                     f"{type(e).__name__} {e}", 200) from None
 
     def close(self) -> None:

@@ -37,7 +37,7 @@ from ..solver.cancel import scope
 from . import answers, batching, limits, runtime, stream, wire
 from .batching import OVERLOAD, TUNING, Batcher
 from .cache import EncodingCache, Job
-from .schemas import EpsPathRequest, LatticeRequest
+from .schemas import EpsPathRequest, LatticeRequest, ProjectRequest
 
 log = logging.getLogger("ray.serve.sinkscope")
 
@@ -169,8 +169,8 @@ class Engine:
         self.requests += 1
         t0, since = time.perf_counter(), time.monotonic()
         job = self._job(req)
-        price = self._price(req, job)
         media = wire.media_type(accept)
+        price = self._price(req, job, media)
         token = limits.token()
         try:
             encodings, batch = await self.batching.encodings(
@@ -243,8 +243,10 @@ class Engine:
         self.requests += 1
         enc = self.encoder(req.model)
         answers.check_request(req, enc)
-        counts = self._count(enc.name)([req.text_a, *answers.candidate_lines(req)])
-        price = limits.rank_price(counts[0], counts[1:]).check()
+        lines = answers.candidate_lines(req)
+        counts = self._count(enc.name)([req.text_a, *lines])
+        price = limits.rank_price(counts[0], counts[1:], len(req.text_a) + sum(map(
+            len, lines))).check(wire.media_type(accept))
         key = ("measures", enc.name, req.text_a, json.dumps(req.candidates))
         kept = self.batching.cache.get(key)
         made: list = []
@@ -267,8 +269,39 @@ class Engine:
         enc = self.encoder(req.model)
         answers.check_request(req, enc)
         price = limits.align_price([(p.text_a, p.text_b) for p in req.pairs], req.values)
-        return await self._run(lambda: answers.align_answer(enc, req, self.on_device),
-                               price.check(), accept)
+        return await self._run(lambda: answers.align_answer(enc, req, self.on_device,
+                                                            self.encoders),
+                               price.check(wire.media_type(accept)), accept)
+
+    async def align_live(self, req, accept: str | None) -> Response:
+        """POST /v1/align/live: the Align page's live payload of one pair and method, in a
+        worker thread (the pair's words encoded here, a trained aligner looked up)."""
+        from ..alignment.live import MASS_STOPS, TAU_STOPS, grid_of
+
+        self.requests += 1
+        enc = self.encoder(req.model)
+        answers.check_request(req, enc)
+        _, grid = grid_of(req.method, TAU_STOPS, MASS_STOPS)
+        price = limits.live_price(req.text_a, req.text_b, len(grid), int(req.max_bytes))
+        return await self._run(lambda: answers.align_live_answer(enc, req, self.on_device,
+                                                                 self.encoders),
+                               price.check(wire.media_type(accept)), accept)
+
+    async def toy(self, req, accept: str | None) -> Response:
+        """POST /v1/toy: one plan between the Learn page's clouds (no model)."""
+        self.requests += 1
+        price = limits.toy_price(req.t).check(wire.media_type(accept))
+        return await self._run(lambda: answers.toy_answer(req), price, accept)
+
+    def aligners(self) -> dict:
+        """GET /v1/aligners: the trained aligners this replica aligns with (the operator's
+        SINKSCOPE_ALIGNERS, read here, and any registered in this process): name, base
+        model, final layer, θ; and listed ones that cannot be read."""
+        from ..aligner.registry import infos
+
+        ok, broken = infos()
+        return {"aligners": [a.to_dict() for a in ok],
+                "unavailable": [{"name": n, "message": m} for n, m in broken]}
 
     async def _run(self, compute: Callable[[], dict], price: limits.Price,
                    accept: str | None) -> Response:
@@ -288,19 +321,24 @@ class Engine:
             token.cancel()
             raise
 
-    def _price(self, req, job: Job) -> limits.Price:
+    def _price(self, req, job: Job, media: str = wire.JSON) -> limits.Price:
         """The request's price from its token counts (tokenised here, no model call);
-        WorkTooLarge (413) when it is over its route's budget."""
+        WorkTooLarge (413) when it is over its route's budget, or its answer as ``media``
+        could be over the answer limit."""
         enc = self.encoders[job.model]
         counts = self._count(job.model)([t.text for t in job.texts])
         n, m = counts[0], counts[-1]
         if isinstance(req, EpsPathRequest):
-            return limits.eps_path_price(req, n, m).check()
+            return limits.eps_path_price(req, n, m).check(media)
         if isinstance(req, LatticeRequest):
-            return limits.lattice_price(req, n, m).check()
+            return limits.lattice_price(req, n, m).check(media)
+        if isinstance(req, ProjectRequest):
+            return limits.project_price(n, m, enc.n_heads * enc.d_head,
+                                        int(req.dim)).check(media)
         if req.layer == "all":
             answers.check_grid(n, m)  # the app's own limit first: its message says more
-        return limits.relate_price(req, n, m, enc.n_layers, enc.n_heads).check()
+        return limits.relate_price(req, n, m, enc.n_layers, enc.n_heads,
+                                   enc.d_head).check(media)
 
     def encoder(self, name: Any) -> Encoder:
         """The served model ``name``, or a ModelError naming the ones served."""

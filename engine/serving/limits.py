@@ -17,6 +17,12 @@ what to change:
 and every route's batch of problems solved at once, at most ``serve_batch_bytes`` of
 float64 scores (the solver keeps several arrays of that size: this bounds its memory).
 
+Every price also bounds the answer's size from the request's shape (:class:`Answer`: the
+numbers and text its document holds, at their largest written size in JSON or NPZ); an
+answer that could be larger than ``serve_max_answer`` bytes (32 MiB,
+``SINKSCOPE_SERVE_MAX_ANSWER``) is refused the same way (code ``answer``), so every
+allowed answer of every route fits in it.
+
 A request then runs under a deadline (:func:`token`: the operator's, or a shorter one the
 client asks for; the solver polls it, 408 when it is spent) in one of two lanes
 (:class:`Lanes`): a light request (little work, a small answer) runs at once; a heavy one
@@ -55,16 +61,51 @@ asked_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
 
 
 class WorkTooLarge(SettingsError):
-    """A request priced over its route's work budget (HTTP 413).
+    """A request priced over its route's work budget, or whose answer could be larger than
+    the served engine sends (HTTP 413).
 
     Attributes:
-        code: "work". params: route, work (the request's figure), limit, env (the
-            variable that sets the limit), unit, change (what to ask for instead).
+        code: "work" (its work), or "answer" (its answer's size). params: route, work (the
+            request's figure), limit, env (the variable that sets the limit), unit, change
+            (what to ask for instead).
     """
 
-    def __init__(self, message: str, *, params: dict):
+    def __init__(self, message: str, *, params: dict, code: str = "work"):
         super().__init__(message)
-        self.code, self.params = "work", dict(params)
+        self.code, self.params = code, dict(params)
+
+
+ANSWER_ENV = "SINKSCOPE_SERVE_MAX_ANSWER"
+JSON, NPZ = "application/json", "application/x-npz"  # engine.serving.wire's media types
+#: The most bytes one value of a document takes when written: a float in an array (JSON:
+#: float.__repr__, at most 24 characters as in "-2.2250738585072014e-308", and a comma;
+#: NPZ: 8 bytes), a number in a list (JSON in both: NPZ keeps lists in its JSON
+#: skeleton), a whole number in a list (up to 10 digits), a character of text (JSON's
+#: \uXXXX escape), a byte of a binary payload sent as a list of numbers ("255,"; NPZ: a
+#: uint8 array).
+VALUE_BYTES = {JSON: {"floats": 25, "listed": 25, "ints": 11, "chars": 6, "octets": 4},
+               NPZ: {"floats": 8, "listed": 25, "ints": 11, "chars": 6, "octets": 1}}
+DOC_BYTES = 64 * 1024  # the rest of a document: settings, summary, notices, versions
+KEPT_ERRORS = 1002  # marginal errors a relation keeps per head, at most (ERROR_POINTS + 2)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a document holds at most, by how it is written: ``floats`` numbers in numpy
+    arrays, ``listed`` numbers in lists, ``ints`` whole numbers in lists (indices),
+    ``chars`` characters of text (texts, words, tokens), ``octets`` bytes of a binary
+    payload. :meth:`bytes` bounds its size in JSON or NPZ."""
+
+    floats: float = 0.0
+    listed: float = 0.0
+    ints: float = 0.0
+    chars: float = 0.0
+    octets: float = 0.0
+
+    def bytes(self, media: str = JSON) -> float:
+        """The largest size of the answer written as ``media`` (bytes)."""
+        per = VALUE_BYTES[NPZ if media == NPZ else JSON]
+        return DOC_BYTES + sum(getattr(self, k) * v for k, v in per.items())
 
 
 class Busy(RuntimeError):
@@ -86,6 +127,8 @@ class Price:
         batch: bytes of the largest batch of problems the solver holds at once (float64
             scores; it keeps several arrays of that size), against
             ``serve_batch_bytes``. batch_figure: how it was counted.
+        answer: what its document holds at most (:class:`Answer`), against
+            ``serve_max_answer`` bytes in the media type asked for.
     """
 
     route: str
@@ -98,21 +141,24 @@ class Price:
     solve: float = 0.0  # cell half-steps, for the lane (work itself where that is the unit)
     batch: float = 0.0  # bytes of the largest batch of problems solved at once (float64)
     batch_figure: str = ""
+    answer: Answer = field(default_factory=Answer)  # what its document holds, at most
+    budget: str = ""  # the route whose work budget it shares ("": its own)
 
     @property
     def limit(self) -> int:
-        return int(getattr(settings.CONFIG, f"serve_work_{self.route}"))
+        return int(getattr(settings.CONFIG, f"serve_work_{self.budget or self.route}"))
 
     @property
     def light(self) -> bool:
         """Whether this request runs at once (little work, a small answer)."""
         return self.solve <= LIGHT_WORK and self.bytes <= LIGHT_BYTES
 
-    def check(self) -> Price:
-        """This price, or :class:`WorkTooLarge` when it is over its budget."""
+    def check(self, media: str = JSON) -> Price:
+        """This price, or :class:`WorkTooLarge` when it is over its budget, or its answer
+        written as ``media`` could be larger than ``serve_max_answer``."""
         for work, limit, env, unit, figure in (
-                (self.work, self.limit, ENV.format(self.route.upper()), self.unit,
-                 self.figure), *self.extra):
+                (self.work, self.limit, ENV.format((self.budget or self.route).upper()),
+                 self.unit, self.figure), *self.extra):
             if work > limit:
                 raise WorkTooLarge(
                     f"This request needs {work:,.0f} {unit} ({figure}); the served engine "
@@ -128,14 +174,50 @@ class Price:
                 f"of that size. {self.change}",
                 params={"route": self.route, "work": int(self.batch), "limit": most,
                         "env": BATCH_ENV, "unit": "bytes", "change": self.change})
+        size, most = self.answer.bytes(media), max_answer()
+        if size > most:
+            kind = "NPZ" if media == NPZ else "JSON"
+            change = self.change + ("" if media == NPZ else
+                                    f" NPZ answers are smaller (Accept: {NPZ}).")
+            raise WorkTooLarge(
+                f"The answer to this request could take {size / 2**20:,.1f} MiB as {kind}; "
+                f"the served engine sends at most {most / 2**20:,.1f} MiB ({ANSWER_ENV}). "
+                f"{change}",
+                params={"route": self.route, "work": int(size), "limit": most,
+                        "env": ANSWER_ENV, "unit": "bytes", "change": change}, code="answer")
         return self
+
+
+def max_answer() -> int:
+    """The largest answer a served engine sends, bytes (``SINKSCOPE_SERVE_MAX_ANSWER``)."""
+    return int(settings.CONFIG.serve_max_answer)
 
 
 def _cells(n: int, m: int) -> str:
     return f"{n} × {m} token pairs"
 
 
-def relate_price(req, n: int, m: int, n_layers: int, n_heads: int) -> Price:
+def _chars(*texts) -> int:
+    """Characters of the texts as the engine reads them (at most ``max_chars`` each)."""
+    most = settings.CONFIG.max_chars
+    return sum(min(len(t), most) for t in texts if isinstance(t, str))
+
+
+def relation_answer(n: int, m: int, problems: int, half_steps: int, d_model: int,
+                    chars: int, mode: str = "separate") -> Answer:
+    """What a relation document holds at most (``engine.io.export.relation_document``):
+    per problem five (n, m) arrays (scores, attention, softmax, Sinkhorn and exact plans;
+    six with the model's own attention, in joint and self mode), potentials and
+    marginals, the kept marginal errors (``engine.relation.relate.ERROR_POINTS``) and the
+    summary; once, a and b, the history, the points and hidden states (d_model each) and
+    the texts with their tokens."""
+    k = min(int(half_steps), KEPT_ERRORS)
+    per = (5 + (mode != "separate")) * n * m + 6 * (n + m) + 2 * k + 24
+    return Answer(floats=problems * per + (n + m) * (1 + 2 * d_model) + 3 * 400 + k,
+                  chars=2 * chars + 5 * (n + m))
+
+
+def relate_price(req, n: int, m: int, n_layers: int, n_heads: int, d_head: int = 0) -> Price:
     """POST /v1/relate: n·m token pairs × half-steps × problems (the grid: every head)."""
     grid = req.layer == "all"
     problems = n_layers * n_heads if grid else 1
@@ -147,7 +229,11 @@ def relate_price(req, n: int, m: int, n_layers: int, n_heads: int) -> Price:
     return Price("relate", work, "token pairs × half-steps" + (" × heads" if grid else ""),
                  f"{_cells(n, m)} × {t:,} half-steps{heads}", change,
                  bytes=100.0 * n * m * problems, solve=work, batch=8.0 * n * m * problems,
-                 batch_figure=f"{problems} × {_cells(n, m)}")
+                 batch_figure=f"{problems} × {_cells(n, m)}",
+                 answer=relation_answer(n, m, problems, t, n_heads * d_head,
+                                        _chars(getattr(req, "text_a", ""),
+                                               getattr(req, "text_b", "")),
+                                        getattr(req, "mode", "separate")))
 
 
 def eps_path_price(req, n: int, m: int) -> Price:
@@ -159,7 +245,9 @@ def eps_path_price(req, n: int, m: int) -> Price:
                  f"{_cells(n, m)} × {t:,} half-steps × {k} ε values",
                  "Ask for fewer half-steps or ε values, or shorter texts.",
                  bytes=20.0 * n * m * k, solve=work, batch=8.0 * n * m * k,
-                 batch_figure=f"{k} ε values × {_cells(n, m)}")
+                 batch_figure=f"{k} ε values × {_cells(n, m)}",
+                 answer=Answer(floats=k * n * m + k, chars=5 * (n + m) + _chars(
+                     getattr(req, "text_a", ""), getattr(req, "text_b", ""))))
 
 
 def lattice_price(req, n: int, m: int) -> Price:
@@ -179,13 +267,14 @@ def lattice_price(req, n: int, m: int) -> Price:
                  f"{_cells(n, m)}, 8 bytes each",
                  "Ask for fewer ε or half-step values, or shorter texts.",
                  bytes=min(size, 2.5 * int(req.max_bytes)), extra=extra, solve=solve,
-                 batch=8.0 * e * n * m, batch_figure=f"{e} ε values × {_cells(n, m)}")
+                 batch=8.0 * e * n * m, batch_figure=f"{e} ε values × {_cells(n, m)}",
+                 answer=Answer(octets=int(req.max_bytes), chars=len(getattr(req, "id", ""))))
 
 
-def rank_price(n_a: int, n_candidates: Sequence[int]) -> Price:
+def rank_price(n_a: int, n_candidates: Sequence[int], chars: int = 0) -> Price:
     """POST /v1/rank: the token pairs of its three batched solves (A with each candidate,
     each candidate with itself, A with itself; padded to the longest candidate) × the most
-    half-steps each may run."""
+    half-steps each may run. ``chars``: the characters of text A and the candidates."""
     k, m = len(n_candidates), max(n_candidates, default=0)
     cells = k * n_a * m + k * m * m + n_a * n_a
     work = cells * RANK_HALF_STEPS
@@ -194,17 +283,31 @@ def rank_price(n_a: int, n_candidates: Sequence[int]) -> Price:
                  f"{RANK_HALF_STEPS:,} half-steps",
                  "Send fewer or shorter candidates, or a shorter text A.",
                  bytes=8.0 * k * n_a * m, solve=work, batch=8.0 * max(k * n_a * m, k * m * m),
-                 batch_figure=f"{k} candidates × {max(n_a, m)} × {m} token pairs")
+                 batch_figure=f"{k} candidates × {max(n_a, m)} × {m} token pairs",
+                 answer=Answer(floats=k * n_a * m + 8 * k + 8, chars=2 * chars
+                               + 5 * (n_a + sum(n_candidates))))
 
 
 def align_price(pairs: Sequence[tuple[str, str]], values: bool = True) -> Price:
     """POST /v1/align: Σ word pairs (words of A × words of B); always the heavy lane (its
     forward passes take seconds)."""
     work = sum(len(a.split()) * len(b.split()) for a, b in pairs)
+    words = sum(len(a.split()) + len(b.split()) for a, b in pairs)
     return Price("align", work, "word pairs",
                  f"{len(pairs)} pairs, Σ words A × words B",
-                 "Send fewer pairs per request, or shorter texts.",
-                 bytes=(20.0 if values else 0.0) * work, solve=math.inf)
+                 "Send fewer pairs per request, or shorter texts" + (
+                     ", or ask for no values (values: false)." if values else "."),
+                 bytes=(20.0 if values else 0.0) * work, solve=math.inf,
+                 answer=align_answer(work, words, _chars(*(t for p in pairs for t in p)),
+                                     len(pairs), values))
+
+
+def align_answer(word_pairs: int, words: int, chars: int, pairs: int, values: bool) -> Answer:
+    """What alignments hold at most (``Alignment.to_dict``): per word pair a link (two
+    indices, each written again in the Pharaoh text) and, with ``values``, its value; per
+    word its null index and the word itself; per pair its scores and settings."""
+    return Answer(listed=(word_pairs if values else 0) + 24 * pairs,
+                  ints=4 * word_pairs + words, chars=chars + 2 * words)
 
 
 def token(since: float | None = None) -> Token:
@@ -263,3 +366,37 @@ class Lanes:
                 self.heavy.release()
 
         return release
+
+
+def live_price(text_a: str, text_b: str, grid: int, max_bytes: int) -> Price:
+    """POST /v1/align/live: word pairs × slider values (against align's budget); its
+    answer at most ``max_bytes`` of values, its scores and its header."""
+    n, m = len(text_a.split()), len(text_b.split())
+    work = n * m * max(grid, 1)
+    return Price("align/live", work, "word pairs × slider values",
+                 f"{n} × {m} words × {max(grid, 1)} values",
+                 "Send shorter texts, or a method without a second slider.",
+                 bytes=float(min(max_bytes, 4 * work)), solve=math.inf, budget="align",
+                 answer=Answer(octets=min(max_bytes, 4 * work) + 1200 * max(grid, 1),
+                               chars=3 * _chars(text_a, text_b) + 64 * (n + m)))
+
+
+def project_price(n: int, m: int, d_model: int, dim: int) -> Price:
+    """POST /v1/project: the relation it projects (n·m token pairs, one half-step, against
+    relate's budget); its answer (n + m) points of ``dim`` coordinates."""
+    return Price("project", n * m, "token pairs", _cells(n, m),
+                 "Send shorter texts.", bytes=8.0 * (n + m) * dim, solve=math.inf,
+                 batch=8.0 * n * m, batch_figure=_cells(n, m), budget="relate",
+                 answer=Answer(floats=(n + m) * dim + 8, chars=64))
+
+
+def toy_price(t: int) -> Price:
+    """POST /v1/toy: at most 7 × 7 points × its half-steps (the coupling's: its warm start
+    and its last solve), against relate's budget; a 7 × 7 plan."""
+    from ..lab.clouds import EPS_PATH, MAX_HALF_STEPS, WARM_HALF_STEPS
+
+    steps = max(int(t), MAX_HALF_STEPS + len(EPS_PATH) * WARM_HALF_STEPS)
+    return Price("toy", 49 * steps, "point pairs × half-steps",
+                 f"7 × 7 points × {steps:,} half-steps", "Ask for fewer half-steps.",
+                 bytes=2000.0, solve=49.0 * steps, budget="relate",
+                 answer=Answer(floats=49 + 4 * 7 + 8, chars=64))

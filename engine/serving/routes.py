@@ -21,6 +21,7 @@ Under overload Ray Serve itself answers 503 with ``Retry-After`` (the deployment
 """
 
 # No ``from __future__ import annotations``: FastAPI reads the routes' annotations.
+import copy
 import json
 import logging
 from typing import Any, Callable
@@ -34,17 +35,22 @@ from ..errors import SinkscopeError
 from ..solver.cancel import Cancelled, DeadlineExceeded
 from . import answers, jobs_api, limits, wire
 from .limits import Busy, WorkTooLarge
-from .schemas import (AlignmentsDocument, AlignRequest, EpsPathDocument, EpsPathRequest, ErrorResponse, HealthResponse,
-                      LatticeDocument, LatticeRequest, ModelsResponse, RankingDocument,
-                      RankRequest, RelateRequest, RelationDocument, StatsResponse,
-                      engine_error, max_body)
+from .schemas import (AlignersResponse, AlignLiveDocument, AlignLiveRequest,
+                      AlignmentsDocument, AlignRequest, EpsPathDocument, EpsPathRequest,
+                      ErrorResponse, HealthResponse, LatticeDocument, LatticeRequest,
+                      ModelsResponse, ProjectionDocument, ProjectRequest, RankingDocument,
+                      RankRequest, RelateRequest, RelationDocument, StatsResponse, ToyDocument,
+                      ToyRequest, engine_error, max_body, refine)
 
 log = logging.getLogger("ray.serve.sinkscope")
 
-ENDPOINTS = ("GET /v1/health", "GET /v1/models", "GET /v1/stats", "POST /v1/relate",
-             "POST /v1/eps_path", "POST /v1/lattice", "POST /v1/rank", "POST /v1/align")
+ENDPOINTS = ("GET /v1/health", "GET /v1/models", "GET /v1/aligners", "GET /v1/stats",
+             "POST /v1/relate", "POST /v1/eps_path", "POST /v1/lattice", "POST /v1/rank",
+             "POST /v1/align", "POST /v1/align/live", "POST /v1/project", "POST /v1/toy")
 BODIES = {"/v1/relate": RelateRequest, "/v1/eps_path": EpsPathRequest,
-          "/v1/lattice": LatticeRequest, "/v1/rank": RankRequest, "/v1/align": AlignRequest}
+          "/v1/lattice": LatticeRequest, "/v1/rank": RankRequest, "/v1/align": AlignRequest,
+          "/v1/align/live": AlignLiveRequest, "/v1/project": ProjectRequest,
+          "/v1/toy": ToyRequest}
 EXAMPLE = '{"text_a": "…", "text_b": "…"}'
 _ERRORS = {400: {"model": ErrorResponse, "description": "The body is not JSON."},
            408: {"model": ErrorResponse, "description": "The computation ran past "
@@ -54,7 +60,10 @@ _ERRORS = {400: {"model": ErrorResponse, "description": "The body is not JSON."}
            415: {"model": ErrorResponse, "description": "The body is not sent as "
                  "Content-Type: application/json."},
            422: {"model": ErrorResponse, "description": "The engine's own error "
-                 "(TextError, SettingsError, ModelError): the message says what to change."},
+                 "(TextError, SettingsError, ModelError, AlignFileError, AlignerError), with "
+                 "its code and params: a body the schema refuses, or one it allows that a "
+                 "rule refuses (info.x-sinkscope-rules: a text the model reads nothing of, a "
+                 "gold link outside its words, …). The message says what to change."},
            503: {"model": None, "description": "Overloaded or busy: try again after "
                  "Retry-After seconds."}}
 _DOCUMENT = {200: {"content": {wire.NPZ: {}}, "description": "The document as JSON, or as "
@@ -138,7 +147,9 @@ class Guard:
                 return error(400, "BadRequest", "Content-Length is not a number."), receive
             if size > limit:
                 return error(413, "PayloadTooLarge", f"The body has {size:,} bytes; the limit "
-                             f"is {limit:,} (SINKSCOPE_MAX_BODY)."), receive
+                             f"is {limit:,} (SINKSCOPE_MAX_BODY).", "body_size",
+                             {"size": size, "limit": limit, "env": "SINKSCOPE_MAX_BODY"}), \
+                    receive
         body, more = bytearray(), True
         while more:
             message = await receive()
@@ -148,7 +159,9 @@ class Guard:
             more = message.get("more_body", False)
             if len(body) > limit:
                 return error(413, "PayloadTooLarge", f"The body is over the limit of "
-                             f"{limit:,} bytes (SINKSCOPE_MAX_BODY)."), receive
+                             f"{limit:,} bytes (SINKSCOPE_MAX_BODY).", "body_size",
+                             {"size": len(body), "limit": limit,
+                              "env": "SINKSCOPE_MAX_BODY"}), receive
         sent = False
 
         async def replay():
@@ -173,6 +186,7 @@ def build_api(engine) -> FastAPI:
             engine.errors[status] += 1
 
     api.add_middleware(Guard, count=count)
+    _document(api, engine)
 
     @api.exception_handler(SinkscopeError)
     async def _engine_error(request: Request, e: SinkscopeError) -> JSONResponse:
@@ -195,8 +209,9 @@ def build_api(engine) -> FastAPI:
                                  f" at character {pos}")
             if err.get("type") == "missing" and loc == ("body",):
                 return _not_json("the body is empty")
-        model = next((m for p, m in BODIES.items() if request.url.path.endswith(p)),
-                     RelateRequest)  # (behind a route prefix too)
+        model = max(((p, m) for p, m in BODIES.items() if request.url.path.endswith(p)),
+                    key=lambda pm: len(pm[0]), default=("", RelateRequest))[1]
+        # (the longest path that ends it: behind a route prefix too)
         return await _engine_error(request, engine_error(model, errors, e.body))
 
     @api.exception_handler(StarletteHTTPException)
@@ -204,8 +219,10 @@ def build_api(engine) -> FastAPI:
         if e.status_code == 400:  # FastAPI could not decode the body
             return _not_json(str(e.detail))
         kind = {404: "NotFound", 405: "MethodNotAllowed"}.get(e.status_code, "HTTPError")
-        return error(e.status_code, kind, f"No endpoint {request.method} {request.url.path}. "
-                     f"The endpoints are: {', '.join(ENDPOINTS)}.")
+        answer = error(e.status_code, kind, f"No endpoint {request.method} "
+                       f"{request.url.path}. The endpoints are: {', '.join(ENDPOINTS)}.")
+        answer.headers.update(getattr(e, "headers", None) or {})  # 405: Allow
+        return answer
 
     @api.get("/v1/health", response_model=HealthResponse)
     async def health() -> dict:
@@ -216,6 +233,12 @@ def build_api(engine) -> FastAPI:
     async def models() -> dict:
         """The models this replica serves: name, layers, heads, head size, token limit."""
         return engine.models()
+
+    @api.get("/v1/aligners", response_model=AlignersResponse)
+    async def aligners() -> dict:
+        """The trained aligners this replica aligns with (method "trained" of POST
+        /v1/align): name, base model, final layer, θ."""
+        return engine.aligners()
 
     @api.get("/v1/stats", response_model=StatsResponse)
     async def stats() -> dict:
@@ -253,8 +276,68 @@ def build_api(engine) -> FastAPI:
         """Word alignments of many pairs (engine.alignment), solved in batches on the replica."""
         return await engine.align(req, request.headers.get("accept"))
 
+    @api.post("/v1/align/live", response_model=AlignLiveDocument,
+              responses={**_DOCUMENT, **_ERRORS})
+    async def align_live(req: AlignLiveRequest, request: Request) -> Response:
+        """The Align page's live θ/τ/m payload of one pair and method (engine.alignment.live),
+        the same bytes as embedded."""
+        return await engine.align_live(req, request.headers.get("accept"))
+
+    @api.post("/v1/project", response_model=ProjectionDocument,
+              responses={**_DOCUMENT, **_ERRORS})
+    async def project(req: ProjectRequest, request: Request) -> Response:
+        """Both texts' points of one layer and head projected jointly by PCA or UMAP."""
+        return await engine.answer(req, answers.project_answer, request.headers.get("accept"))
+
+    @api.post("/v1/toy", response_model=ToyDocument, responses={**_DOCUMENT, **_ERRORS})
+    async def toy(req: ToyRequest, request: Request) -> Response:
+        """One plan between the Learn page's two clouds: softmax, t half-steps, the coupling
+        at ε, or exact transport."""
+        return await engine.toy(req, request.headers.get("accept"))
+
     jobs_api.register(api, engine)  # /v1/jobs, /v1/lab/predict
     return api
+
+
+def _document(api: FastAPI, engine) -> None:
+    """The app's OpenAPI document, refined with the models it serves
+    (:func:`engine.serving.schemas.refine`): the replica's loaded ones, or the operator's
+    allow-list read from their configuration files (no engine: the docs)."""
+    from fastapi.openapi.utils import get_openapi
+
+    def trained() -> list[str]:
+        from ..aligner.registry import infos
+
+        try:
+            return [a.name for a in infos()[0]]
+        except SinkscopeError:  # a malformed SINKSCOPE_ALIGNERS: no aligner is offered
+            return []
+
+    def shapes() -> dict[str, tuple[int, int]]:
+        if engine is not None:
+            return {n: (e.n_layers, e.n_heads) for n, e in engine.encoders.items()}
+        from ..models.registry import allowed_models, describe
+
+        out = {}
+        for name in allowed_models():
+            try:
+                info = describe(name)
+            except SinkscopeError:  # a broken entry is not served
+                continue
+            out[name] = (info.n_layers, info.n_heads)
+        return out
+
+    base: list[dict] = []
+
+    def document() -> dict[str, Any]:
+        """FastAPI's document (made once) refined with the models and the aligners of now
+        (an aligner registered later is listed from then on)."""
+        if not base:
+            base.append(get_openapi(title=api.title, version=api.version,
+                                    description=api.description, routes=api.routes))
+        return refine(copy.deepcopy(base[0]), shapes(), trained())
+
+    api.openapi = document
 
 
 def _limit_errors(api: FastAPI) -> None:

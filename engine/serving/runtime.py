@@ -29,7 +29,7 @@ TIMEOUT_MARGIN_S = 60.0
 # Ray process when it starts, so set before Ray starts (on a cluster: in the environment
 # of ``ray start``); a value already set wins. The proxy reaches replicas by Ray's actor
 # calls, Serve's default: gRPC there (RAY_SERVE_USE_GRPC_BY_DEFAULT=1) capped a message at
-# 4 MiB (the largest answers the API allows: 74 MB as NPZ, 167 MB as JSON) and, its cap
+# 4 MiB (the largest answers the API allows: 32 MiB, SINKSCOPE_SERVE_MAX_ANSWER) and, its cap
 # lifted, gave 0.66–1.18× the slider moves per second of the actor calls in four runs here
 # (``python -m benchmarks.service``); if an operator turns it on, the cap stays lifted.
 RAY_THROUGHPUT = {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",

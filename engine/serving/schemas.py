@@ -13,7 +13,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictFloat,
+                      StrictStr)
 
 from .. import settings as _settings
 from ..errors import ModelError, SettingsError, SinkscopeError, TextError
@@ -25,8 +26,20 @@ LATTICE_MAX_VALUES = 128
 LATTICE_MAX_STEP = HALF_STEPS_CAP // 10
 LATTICE_MAX_BYTES = 64 * 2**20
 
+
+def _whole(v: Any) -> Any:
+    """A whole number as JSON Schema's ``integer`` has it: 3 or 3.0, never true or "3"."""
+    if isinstance(v, (bool, str)):
+        raise ValueError("Input should be a valid integer")
+    return v
+
+
+#: A JSON Schema ``integer``: an int, or a float with no fraction; not a boolean or a string.
+StrictInt = Annotated[int, BeforeValidator(_whole)]
+
 _FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
-_TYPES = {"int": int, "float": float, "bool": StrictBool, "str": str}
+# Strict: a boolean or a numeric string is not a number here, as in JSON Schema.
+_TYPES = {"int": StrictInt, "float": StrictFloat, "bool": StrictBool, "str": StrictStr}
 
 
 def setting(name: str, default: Any = dataclasses.MISSING, description: str | None = None):
@@ -37,7 +50,7 @@ def setting(name: str, default: Any = dataclasses.MISSING, description: str | No
     meta = f.metadata
     choices = meta.get("choices")
     if f.type == "int | str":
-        kind: Any = Union[int, Literal[choices]]  # type: ignore[valid-type]
+        kind: Any = Union[StrictInt, Literal[choices]]  # type: ignore[valid-type]
     elif choices:
         kind = Literal[choices]  # type: ignore[valid-type]
     else:
@@ -48,7 +61,26 @@ def setting(name: str, default: Any = dataclasses.MISSING, description: str | No
                                  **limits)]
 
 
-Eps = Annotated[float, Field(ge=EPS_MIN, le=EPS_MAX)]
+Eps = Annotated[StrictFloat, Field(ge=EPS_MIN, le=EPS_MAX)]
+
+# What a text must hold, as JSON Schema patterns (searches; the same in Python's ``re``,
+# pydantic's regex and ECMA-262): WS is str.isspace's characters, so ``str.split`` splits
+# at them; a readable character is neither that nor a control character
+# (engine.models.encoder.clean_text turns those into spaces).
+WS = ("\\t-\\r\\u001c-\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029"
+      "\\u202f\\u205f\\u3000")
+READABLE = ("[^\\u0000-\\u0020\\u007f-\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029"
+            "\\u202f\\u205f\\u3000]")
+WORDY = f"[^{WS}]"
+LINK = "[0-9]{1,6}[-p][0-9]{1,6}"
+PHARAOH = f"^[{WS}]*({LINK}([{WS}]+{LINK})*)?[{WS}]*$"
+READABLE_TEXT = ("It must hold a character that is neither a space nor a control character; "
+                 "one the model reads nothing of is refused (code text_unreadable).")
+
+
+def text_field(description: str, default: Any = ...) -> Any:
+    """A text of a request: a string with a readable character (:data:`READABLE`)."""
+    return Field(default, description=f"{description} {READABLE_TEXT}", pattern=READABLE)
 
 
 class _Request(BaseModel):
@@ -64,9 +96,10 @@ class _Request(BaseModel):
 class ViewRequest(_Request):
     """The texts and the view of them that every relation endpoint reads."""
 
-    text_a: str = Field(description="Text A: its queries are the rows.")
-    text_b: Optional[str] = Field(None, description="Text B: its keys are the columns (not "
-                                  "used in self mode).")
+    text_a: StrictStr = text_field("Text A: its queries are the rows.")
+    text_b: Optional[StrictStr] = text_field(
+        "Text B: its keys are the columns; required in separate and joint mode, not used in "
+        "self mode.", None)
     model: setting("model")
     mode: setting("mode")
     layer: setting("layer")
@@ -100,37 +133,49 @@ class LatticeRequest(ViewRequest):
     eps_values: list[Eps] = Field(min_length=1, max_length=LATTICE_MAX_VALUES,
                                   description="The lattice's ε values "
                                   "(engine.relation.frames.grid).")
-    steps: list[Annotated[int, Field(ge=1, le=LATTICE_MAX_STEP)]] = Field(
+    steps: list[Annotated[StrictInt, Field(ge=1, le=LATTICE_MAX_STEP)]] = Field(
         min_length=1, max_length=LATTICE_MAX_VALUES,
         description="The lattice's half-step counts, 1 first.")
-    id: str = Field("", max_length=64, description="A name the browser gives this lattice.")
-    max_bytes: int = Field(3_000_000, gt=0, le=LATTICE_MAX_BYTES,
-                           description="The largest payload wanted; above it the answer "
-                           "holds no payload.")
+    id: StrictStr = Field("", max_length=64,
+                          description="A name the browser gives this lattice.")
+    max_bytes: StrictInt = Field(3_000_000, gt=0, le=LATTICE_MAX_BYTES,
+                                 description="The largest payload wanted; above it the "
+                                 "answer holds no payload.")
 
 
 class RankRequest(_Request):
     """POST /v1/rank: candidate texts ranked against text A (the Sentences view)."""
 
-    text_a: str = Field(description="Text A, the text the candidates are ranked against.")
-    candidates: Union[str, list[str]] = Field(
+    text_a: StrictStr = text_field("Text A, the text the candidates are ranked against.")
+    candidates: Union[Annotated[StrictStr, Field(pattern=READABLE)],
+                      Annotated[list[Annotated[StrictStr, Field(pattern=READABLE)]],
+                                Field(min_length=1, max_length=MAX_CANDIDATES)]] = Field(
         description=f"Up to {MAX_CANDIDATES} candidate texts: a list, or one text with one "
-        "candidate per line.")
+        f"candidate per line (lines after the {MAX_CANDIDATES}th are left out, with a notice; "
+        "blank lines are skipped). Each must hold a readable character, as texts do; "
+        "candidates the model reads nothing of are refused (code no_candidates when none "
+        "is left).")
     model: setting("model")
     eps: setting("eps", description="ε of the Sinkhorn divergence.")
 
 
 # --------------------------------------------------------------------------- answers
 class ErrorBody(BaseModel):
-    type: str = Field(description="TextError, SettingsError, ModelError (422), BadRequest "
-                      "(400), DeadlineExceeded (408), PayloadTooLarge, WorkTooLarge (413), "
-                      "UnsupportedMediaType (415), Busy (503), NotFound, MethodNotAllowed, "
-                      "InternalError.")
-    message: str = Field(description="What went wrong and what to change.")
+    type: str = Field(description="TextError, SettingsError, ModelError, AlignFileError, "
+                      "AlignerError (422), BadRequest (400), DeadlineExceeded (408), "
+                      "PayloadTooLarge, WorkTooLarge (413), UnsupportedMediaType (415), "
+                      "Busy (503), NotFound (404), MethodNotAllowed (405), InternalError "
+                      "(500).")
+    message: str = Field(description="What went wrong and what to change, in English.")
+    code: Optional[str] = Field(None, description="Which mistake, for a client to word it in "
+                                "its own language (e.g. text_empty, work, answer, body_size); "
+                                "absent for a message of its own.")
+    params: Optional[dict[str, Any]] = Field(None, description="The mistake's details "
+                                             "(numbers, names), with ``code``.")
 
 
 class ErrorResponse(BaseModel):
-    """Every error: ``{"error": {"type", "message"}}``."""
+    """Every error: ``{"error": {"type", "message", "code"?, "params"?}}``."""
 
     error: ErrorBody
 
@@ -281,8 +326,28 @@ def _check_max_bytes(v):
 
 
 def _check_candidates(v):
+    texts = [v] if isinstance(v, str) else v
+    if not isinstance(texts, list) or not all(isinstance(x, str) for x in texts):
+        raise SettingsError("candidates must be a list of texts, or one text with one "
+                            "candidate per line.")
+    from ..relation.sentences import parse_candidates
+
+    parse_candidates("\n".join(x.replace("\n", " ") for x in texts))  # none: no_candidates
+    if not isinstance(v, str):
+        if len(v) > MAX_CANDIDATES:
+            raise SettingsError(f"candidates: give at most {MAX_CANDIDATES} texts, got "
+                                f"{len(v)}.")
+        for k, x in enumerate(v, 1):
+            clean_candidate(x, k)
     raise SettingsError("candidates must be a list of texts, or one text with one candidate "
                         "per line.")
+
+
+def clean_candidate(text: str, k: int) -> None:
+    """A TextError (text_empty) for candidate ``k`` with nothing readable in it."""
+    from ..models.encoder import clean_text
+
+    clean_text(text, name="candidate", k=k)
 
 
 def _check_model(v):
@@ -296,13 +361,23 @@ def _check_method(v):
     raise SettingsError(f"method must be one of {', '.join(METHODS)}; got {v!r:.60}.")
 
 
+def _check_method_setting(name: str):
+    """The engine's check of an alignment setting (θ, τ, m): the Method's own message."""
+    def check(v):
+        from ..alignment.extract import Method
+
+        Method({"tau": "unbalanced", "mass": "partial"}.get(name, "exact"), **{name: v})
+    return check
+
+
 # Per field: the engine's check of a value that does not fit the schema, raising the
 # error (and message) the embedded engine gives for it.
 _CHECKS = {"text_a": _check_text("Text A"), "text_b": _check_text("Text B"),
            "eps_values": _check_values("eps_values", LATTICE_MAX_VALUES, check_eps),
            "steps": _check_values("steps", LATTICE_MAX_VALUES, _check_step),
            "id": _check_id, "max_bytes": _check_max_bytes, "candidates": _check_candidates,
-           "model": _check_model, "method": _check_method}
+           "model": _check_model, "method": _check_method,
+           **{k: _check_method_setting(k) for k in ("threshold", "tau", "mass")}}
 
 
 def engine_error(model: type[BaseModel], errors: list[dict], body: Any = None
@@ -321,6 +396,12 @@ def engine_error(model: type[BaseModel], errors: list[dict], body: Any = None
                                  f"got a JSON {kind}.")
     for loc, e in located:  # inside one of a list's items (the pairs to align)
         if len(loc) > 2 and isinstance(loc[1], int):
+            item = (body.get(loc[0]) if isinstance(body, dict) else None)
+            item = item[loc[1]] if isinstance(item, list) and loc[1] < len(item) else None
+            if e.get("type") not in ("missing", "extra_forbidden") and isinstance(item, dict):
+                err = _pair_error(item, loc[1])
+                if err is not None:  # the engine's own message for the pair's value
+                    return err
             what = {"missing": "is required", "extra_forbidden": "is not a field"}.get(
                 e.get("type"), e.get("msg", "is not allowed").lower())
             return SettingsError(f"{loc[0]}[{loc[1]}].{loc[2]} {what}: each pair is "
@@ -354,6 +435,19 @@ def engine_error(model: type[BaseModel], errors: list[dict], body: Any = None
     return SettingsError(f"{name}: {e.get('msg', 'not allowed')}.")
 
 
+def _pair_error(item: dict, k: int) -> SinkscopeError | None:
+    """The engine's error for pair ``k`` (0-based) of a body, as ``make_pair`` reads it (a
+    blank text, a malformed gold link), or None when it reads it."""
+    from ..alignment.readers import make_pair
+
+    try:
+        make_pair(item.get("text_a"), item.get("text_b"), item.get("gold"),
+                  where=f"pair {k + 1}")
+    except SinkscopeError as err:
+        return err
+    return None
+
+
 def _field_loc(e: dict) -> tuple:
     """Where in the body an error is: (field, index, ...), () for the body itself."""
     loc = tuple(e.get("loc") or ())
@@ -368,18 +462,31 @@ def max_body() -> int:
 # --------------------------------------------------------------------------- alignment
 from ..alignment.api import DEFAULT_METHOD as ALIGN_DEFAULT  # noqa: E402
 from ..alignment.extract import METHODS as ALIGN_METHODS  # noqa: E402
+from ..alignment.extract import MASS_MIN, TAU_MAX, TAU_MIN  # noqa: E402
+from ..alignment.live import LIVE_METHODS  # noqa: E402
+from ..lab.clouds import COSTS as TOY_COSTS, MAX_HALF_STEPS as TOY_MAX_HALF_STEPS  # noqa: E402
+from ..lab.clouds import PRESETS as TOY_PRESETS, SHIFT_MAX, SHIFT_MIN  # noqa: E402
+
+TOY_SHIFT = (SHIFT_MIN, SHIFT_MAX)
+TOY_EPS = (0.01, 100.0)  # the coupling's ε (its warm start runs down engine.lab.clouds.EPS_PATH)
 
 MAX_ALIGN_PAIRS = 256
+
+
+WORDS_TEXT = ("At most 400 whitespace words (code text_too_long); a text the model reads "
+              "nothing of is refused (code unread_pairs).")
 
 
 class AlignPair(_Request):
     """One pair of texts to align, with its gold links when they are known."""
 
-    text_a: str = Field(description="Text A (its whitespace words are aligned).")
-    text_b: str = Field(description="Text B.")
-    gold: Optional[str] = Field(None, description="Gold links as 0-based Pharaoh text "
+    text_a: StrictStr = Field(description=f"Text A (its whitespace words are aligned). "
+                              f"{WORDS_TEXT}", pattern=WORDY)
+    text_b: StrictStr = Field(description=f"Text B. {WORDS_TEXT}", pattern=WORDY)
+    gold: Optional[StrictStr] = Field(None, description="Gold links as 0-based Pharaoh text "
                                 "(\"0-0 1-2\", \"ipj\" for possible links): the pair is then "
-                                "scored.")
+                                "scored. Each index must be one of its text's words (code "
+                                "link_out_of_range).", pattern=PHARAOH)
 
 
 class AlignRequest(_Request):
@@ -388,21 +495,29 @@ class AlignRequest(_Request):
     pairs: list[AlignPair] = Field(min_length=1, max_length=MAX_ALIGN_PAIRS,
                                    description=f"1 to {MAX_ALIGN_PAIRS} pairs.")
     model: setting("model")
-    method: Literal[ALIGN_METHODS or (ALIGN_DEFAULT,)] = Field(  # type: ignore[valid-type]
+    method: Literal[(*ALIGN_METHODS, "trained")] = Field(  # type: ignore[valid-type]
         ALIGN_DEFAULT, description="How links are read off the relation "
-        "(engine.alignment.extract.METHODS; the default is engine.alignment's).")
+        "(engine.alignment.extract.METHODS; the default is engine.alignment's), or "
+        "\"trained\": the trained aligner named by ``aligner`` (then only ``threshold``, "
+        "its θ, and ``lowercase`` apply).")
+    aligner: Optional[StrictStr] = Field(
+        None, max_length=200, description="The trained aligner of method \"trained\" "
+        "(required with it): one of GET /v1/aligners.")
     source: Optional[Literal["attention", "hidden"]] = Field(
         None, description="What relates the words: hidden states or attention scores "
         "(default: the benchmark's best).")
-    layer: Optional[int] = Field(None, description="The source's layer (default: its own).")
-    head: Optional[Union[int, Literal["mean"]]] = Field(None, description="The attention "
-                                                        "source's head, or \"mean\".")
+    layer: Optional[StrictInt] = Field(None, description="The source's layer (default: its "
+                                       "own).")
+    head: Optional[Union[StrictInt, Literal["mean"]]] = Field(
+        None, description="The attention source's head, or \"mean\".")
     center: Optional[StrictBool] = Field(None, description="Centre hidden states on the "
                                          "request's mean.")
-    threshold: Optional[float] = Field(None, ge=0, lt=1, description="Link threshold θ on "
+    threshold: Optional[StrictFloat] = Field(None, ge=0, lt=1, description="Link threshold θ on "
                                        "the scaled values (default: the method's).")
-    tau: Optional[float] = Field(None, gt=0, description="Unbalanced transport's τ.")
-    mass: Optional[float] = Field(None, gt=0, le=1, description="Partial transport's mass m.")
+    tau: Optional[StrictFloat] = Field(None, ge=TAU_MIN, le=TAU_MAX,
+                                 description="Unbalanced transport's τ.")
+    mass: Optional[StrictFloat] = Field(None, ge=MASS_MIN, le=1,
+                                  description="Partial transport's mass m.")
     eps: Optional[Eps] = Field(None, description="The solver's ε (default: the method's).")
     lowercase: StrictBool = Field(False, description="Lower-case the texts first.")
     values: StrictBool = Field(True, description="Send each pair's value matrix too.")
@@ -411,9 +526,227 @@ class AlignRequest(_Request):
         return Settings(model=self.model).check()
 
 
+class AlignerInfo(BaseModel):
+    name: str
+    base_model: str = Field(description="The model it was trained on.")
+    final: str = Field(description="Its final layer: sinkhorn (with a dustbin) or softmax.")
+    theta: float = Field(description="Its own link threshold θ.")
+    dev_total_f1: Optional[float] = Field(None, description="Its dev total F1, if known.")
+    registered: bool = Field(description="Registered in this process (e.g. trained by a "
+                             "job) rather than listed by the operator.")
+
+
+class AlignersResponse(BaseModel):
+    """GET /v1/aligners: the trained aligners this engine aligns with (method
+    \"trained\"), and listed ones that cannot be read."""
+
+    aligners: list[AlignerInfo]
+    unavailable: list[UnavailableModel]
+
+
+class AlignLiveRequest(_Request):
+    """POST /v1/align/live: the Align page's live θ/τ/m payload of one pair and method."""
+
+    text_a: StrictStr = Field(description=f"Text A (its whitespace words are aligned). "
+                              f"{WORDS_TEXT}", pattern=WORDY)
+    text_b: StrictStr = Field(description=f"Text B. {WORDS_TEXT}", pattern=WORDY)
+    gold: Optional[StrictStr] = Field(None, description="Gold links as 0-based Pharaoh text: "
+                                      "the payload then holds the pair's scores at every "
+                                      "setting. Each index must be one of its text's words "
+                                      "(code link_out_of_range).", pattern=PHARAOH)
+    method: Literal[LIVE_METHODS] = Field(  # type: ignore[valid-type]
+        LIVE_METHODS[-2], description="A method read off its values by a threshold, or "
+        "\"trained\" (with ``aligner``).")
+    aligner: Optional[StrictStr] = Field(
+        None, max_length=200, description="The trained aligner of method \"trained\" "
+        "(required with it): one of GET /v1/aligners.")
+    lowercase: StrictBool = Field(False, description="Lower-case the texts first.")
+    model: setting("model")
+    max_bytes: StrictInt = Field(3_000_000, gt=0, le=LATTICE_MAX_BYTES,
+                                 description="The most bytes of values (4 per word pair and "
+                                 "slider value) wanted; above it, or above "
+                                 "SINKSCOPE_LIVE_MAX_CELLS word pairs, the answer holds no "
+                                 "payload and says why.")
+
+    def settings(self) -> Settings:
+        return Settings(model=self.model).check()
+
+
+class AlignLiveDocument(Document):
+    """POST /v1/align/live: the payload (``SKA1`` bytes as numbers 0–255, what
+    engine.alignment.live.LivePayload.encode writes), or null with why (live_off_cells,
+    live_off_bytes)."""
+
+    id: str
+    payload: Optional[list[int]]
+    why: Optional[str]
+
+
+class ProjectRequest(ViewRequest):
+    """POST /v1/project: both texts' points of one layer and head, projected jointly."""
+
+    space: Literal["qk", "hidden"] = Field(
+        "qk", description="qk: A's queries with B's keys (the geometry of the scores); "
+        "hidden: the hidden states entering the layer.")
+    method: Literal["pca", "umap"] = Field(
+        "pca", description="pca (deterministic), or umap (clouds of 3 points or fewer use "
+        "PCA, with a note).")
+    dim: Literal[2, 3] = Field(2, description="2 or 3 dimensions.")
+    seed: StrictInt = Field(0, ge=0, le=2**31 - 1, description="UMAP's random state.")
+
+
+class ProjectionDocument(Document):
+    """POST /v1/project: engine.types.Projection (engine.io.export.projection_document)."""
+
+    xy_a: list[list[float]]
+    xy_b: list[list[float]]
+    method: str
+    space: str
+    dim: int
+    distance_cost_corr: float
+
+
+class ToyRequest(_Request):
+    """POST /v1/toy: one plan between the Learn page's two clouds in the plane."""
+
+    preset: Literal[TOY_PRESETS] = Field(  # type: ignore[valid-type]
+        TOY_PRESETS[0], description="Which pair of clouds (engine.lab.clouds.clouds).")
+    shift: StrictFloat = Field(0.0, ge=TOY_SHIFT[0], le=TOY_SHIFT[1],
+                               description="How far cloud B is moved along x.")
+    plan: Literal["softmax", "half_steps", "coupling", "exact"] = Field(
+        "softmax", description="softmax: diag(a)·softmax(S); half_steps: the Sinkhorn plan "
+        "after t half-steps from g = 0; coupling: the entropic coupling at ε (warm-started "
+        "along the ε path); exact: exact optimal transport.")
+    t: StrictInt = Field(1, ge=1, le=TOY_MAX_HALF_STEPS,
+                         description="Half-steps of plan half_steps (1 = softmax).")
+    eps: StrictFloat = Field(1.0, ge=TOY_EPS[0], le=TOY_EPS[1],
+                             description="ε of plan coupling (the others are at ε = 1).")
+    cost: Literal[TOY_COSTS] = Field(  # type: ignore[valid-type]
+        TOY_COSTS[0], description="distance: S = −½‖x − y‖²; inner: S = ⟨x, y⟩.")
+
+
+class ToyDocument(Document):
+    """POST /v1/toy: the clouds and the plan (engine.lab.clouds.ToyPlan)."""
+
+    xa: list[list[float]]
+    a: list[float]
+    xb: list[list[float]]
+    b: list[float]
+    values: list[list[float]]
+
+
 class AlignmentsDocument(Document):
     """POST /v1/align: one alignment per pair, in order
     (``engine.alignment.api.Alignment.to_dict``)."""
 
     model: str
     alignments: list[dict[str, Any]]
+
+
+# --------------------------------------------------------------------------- the document
+#: What a body the schema allows may still be refused for (422), by code: rules that need
+#: the model, the texts' words or the operator's limits, which JSON Schema cannot state.
+RULES = {
+    "text_unreadable": "A text the model reads nothing of (only characters its tokenizer "
+                       "drops, such as format characters or lone accents).",
+    "no_candidates": "No candidate the model can read.",
+    "unread_pairs": "A pair whose text the model reads nothing of.",
+    "text_too_long": "A pair's text of more than 400 words.",
+    "link_out_of_range": "A gold link to a word its text does not have.",
+    "grid_cells": "A heads grid over SINKSCOPE_GRID_MAX_CELLS token pairs.",
+    "live_cells": "A lattice over SINKSCOPE_LIVE_MAX_CELLS token pairs.",
+    "out_of_range": "A layer or head the chosen model does not have (where the served "
+                    "models differ in shape).",
+}
+
+
+def _ints(lo: int, hi: int) -> dict:
+    return {"type": "integer", "minimum": lo, "maximum": hi}
+
+
+def refine(spec: dict, shapes: dict[str, tuple[int, int]],
+           aligners: list[str] | None = None) -> dict:
+    """The OpenAPI document ``spec`` with what the served models fix: ``model`` one of
+    theirs, ``layer`` and ``head`` within their shapes (the widest, where they differ),
+    and the rules between fields: layer and head "all" together (the heads grid) or not
+    at all, text B present unless in self mode, an alignment's layer within its source's
+    range; :data:`RULES` under ``info.x-sinkscope-rules``.
+
+    Args:
+        spec: FastAPI's document. shapes: model name → (layers, heads). aligners: the
+            trained aligners' names (method "trained" needs one of them; none: no
+            "trained").
+    """
+    names = list(shapes)
+    L = max((s[0] for s in shapes.values()), default=1)
+    H = max((s[1] for s in shapes.values()), default=1)
+    schemas = spec.get("components", {}).get("schemas", {})
+    grid_rule = {"if": {"properties": {"layer": {"const": "all"}}, "required": ["layer"]},
+                 "then": {"properties": {"head": {"const": "all"}}, "required": ["head"]},
+                 "else": {"properties": {"head": {"not": {"const": "all"}}}}}
+    text_b_rule = {"if": {"properties": {"mode": {"const": "self"}}, "required": ["mode"]},
+                   "else": {"properties": {"text_b": {"type": "string"}},
+                            "required": ["text_b"]}}
+    for name, s in schemas.items():
+        props = s.get("properties", {})
+        if "model" in props and props["model"].get("type") == "string" and names:
+            props["model"]["enum"] = names
+        rules = []
+        if name in ("RelateRequest", "EpsPathRequest", "LatticeRequest", "ProjectRequest"):
+            grid = name == "RelateRequest"
+            props["layer"] = {**_keep(props["layer"]), "anyOf": [
+                _ints(-L, L - 1), *([{"const": "all"}] if grid else [])]}
+            props["head"] = {**_keep(props["head"]), "anyOf": [
+                _ints(-H, H - 1), {"enum": ["mean", "all"] if grid else ["mean"]}]}
+            props["layer"]["description"] = (
+                f"Layer index, {-L} to {L - 1} (negative from the end)"
+                + (', or "all" with head "all" (the heads grid).' if grid else "."))
+            props["head"]["description"] = (
+                f"Head index, {-H} to {H - 1}, or \"mean\""
+                + (', or "all" with layer "all" (the heads grid).' if grid else "."))
+            rules += [grid_rule] if grid else []
+            rules.append(text_b_rule)
+        if name == "AlignLiveRequest":
+            trained = list(aligners or [])
+            props["aligner"] = {**_keep(props["aligner"]), "anyOf": [
+                *([{"type": "string", "enum": trained}] if trained else []), {"type": "null"}]}
+            if trained:
+                rules.append({"if": {"properties": {"method": {"const": "trained"}},
+                                     "required": ["method"]},
+                              "then": {"properties": {"aligner": {"type": "string"}},
+                                       "required": ["aligner"]}})
+            else:
+                props["method"]["enum"] = [m for m in props["method"]["enum"]
+                                           if m != "trained"]
+        if name == "AlignRequest":
+            props["layer"] = {**_keep(props["layer"]), "anyOf": [_ints(-L - 1, L),
+                                                                  {"type": "null"}]}
+            props["layer"]["description"] = (
+                f"The source's layer: a hidden state, {-L - 1} to {L}, or an attention layer "
+                f"with source \"attention\", {-L} to {L - 1} (default: the source's own).")
+            props["head"] = {**_keep(props["head"]), "anyOf": [
+                _ints(-H, H - 1), {"const": "mean"}, {"type": "null"}]}
+            rules.append({"if": {"properties": {"source": {"const": "attention"}},
+                                 "required": ["source"]},
+                          "then": {"properties": {"layer": {"anyOf": [
+                              _ints(-L, L - 1), {"type": "null"}]}}}})
+            trained = list(aligners or [])
+            props["aligner"] = {**_keep(props["aligner"]), "anyOf": [
+                *([{"type": "string", "enum": trained}] if trained else []), {"type": "null"}]}
+            if trained:
+                rules.append({"if": {"properties": {"method": {"const": "trained"}},
+                                     "required": ["method"]},
+                              "then": {"properties": {"aligner": {"type": "string"}},
+                                       "required": ["aligner"]}})
+            else:
+                props["method"]["enum"] = [m for m in props["method"]["enum"]
+                                           if m != "trained"]
+        if rules:
+            s["allOf"] = rules
+    spec.setdefault("info", {})["x-sinkscope-rules"] = dict(RULES)
+    return spec
+
+
+def _keep(p: dict) -> dict:
+    """A property's schema without its type (replaced), keeping default and title."""
+    return {k: v for k, v in p.items() if k in ("default", "title", "description")}

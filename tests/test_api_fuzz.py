@@ -1,0 +1,206 @@
+"""The served API's document tells the truth: schemathesis, driven by ``/v1/openapi.json``,
+every check, positive and negative data, on every operation the document lists.
+
+It runs schemathesis's own engine (the phases of ``schemathesis run``: examples, coverage,
+fuzzing; stateful where the document has links) on one replica's FastAPI app
+(:class:`engine.serving.deployment.Engine` with the real packaged model) in this process,
+through ASGI, without Ray: Serve's batch queue is replaced by single calls (the batching is
+tested on a real Serve in tests/test_service.py). The work budgets are set low, so a valid
+request that asks for much is refused at once (413, documented) instead of computing for
+seconds. A body the document allows is accepted (2xx), refused over a budget (413), or
+refused by one of the rules the document states beside its schema (422 with one of
+``info.x-sinkscope-rules``' codes: a text the model reads nothing of, a gold link outside
+its words, …; :func:`refusals_of_valid_data_are_documented`). ``make fuzz`` runs more
+examples (``SINKSCOPE_API_FUZZ_EXAMPLES``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import schemathesis
+
+pytestmark = [pytest.mark.model]
+
+EXAMPLES = int(os.environ.get("SINKSCOPE_API_FUZZ_EXAMPLES", "10"))
+#: Low budgets: a schema-valid request over them is refused (413) before it computes.
+BUDGETS = {"SINKSCOPE_SERVE_WORK_RELATE": "3000000", "SINKSCOPE_SERVE_WORK_EPS_PATH": "3000000",
+           "SINKSCOPE_SERVE_WORK_LATTICE": "2000000", "SINKSCOPE_SERVE_WORK_RANK": "30000000",
+           "SINKSCOPE_SERVE_WORK_ALIGN": "20000", "SINKSCOPE_SERVE_DEADLINE_S": "20",
+           "SINKSCOPE_MAX_CHARS": "2000"}
+
+
+def body_is_valid(case) -> bool:
+    """Whether the case's JSON body is valid against its operation's schema in the document
+    (JSON Schema 2020-12, the document itself as the registry of its components)."""
+    from jsonschema import Draft202012Validator
+    from referencing import Registry, Resource
+    from referencing.jsonschema import DRAFT202012
+
+    doc = case.operation.schema.raw_schema
+    op = doc["paths"][case.operation.path][case.method.lower()]
+    body = op.get("requestBody", {}).get("content", {}).get("application/json")
+    if body is None:
+        return False
+    registry = Registry().with_resource("", Resource(contents=doc, specification=DRAFT202012))
+    return Draft202012Validator(body["schema"], registry=registry).is_valid(case.body)
+
+
+@schemathesis.check
+def refusals_of_valid_data_are_documented(ctx, response, case):
+    """A body valid against the document that is refused with 422 names one of the rules
+    the document states beside its schema (``info.x-sinkscope-rules``: a code per rule
+    JSON Schema cannot state). Bodies are judged by validating them, as the generator's
+    own label can be wrong (schemathesis mixes constants into positive cases)."""
+    if response.status_code != 422 or case.method.upper() != "POST":
+        return None
+    try:
+        valid = body_is_valid(case)
+    except Exception:  # not JSON data at all: not valid
+        return None
+    if not valid:
+        return None
+    rules = set(case.operation.schema.raw_schema["info"].get("x-sinkscope-rules", {}))
+    code = json.loads(response.content)["error"].get("code")
+    if code not in rules:
+        raise AssertionError(f"a body the document allows was refused (422) without one of "
+                             f"its rules: {response.content[:300]!r}")
+    return None
+
+
+def local_api(env: dict[str, str]):
+    """One replica's HTTP API in this process, with ``env`` over the settings (Serve's
+    batch queue replaced by single calls)."""
+    from engine import settings
+    from engine.serving.deployment import Engine
+    from engine.serving.routes import build_api
+
+    replica = Engine.func_or_class.__mro__[1]  # the class under Serve's ingress wrapper
+
+    class Local(replica):
+        """The replica without Serve's batch queues (they need a running Serve)."""
+
+        async def _encode_batch(self, job):
+            return (await self.batching.encode([job]))[0]
+
+    settings.CONFIG = settings.Config.from_env({**os.environ, **env})
+    engine = Local()
+    engine.batching.max_batch_size = 1  # every relation solved alone
+    return build_api(engine)
+
+
+def fuzz(app, examples: int) -> tuple[set[str], list[str]]:
+    """Schemathesis's engine on ``app``: (operations tested, one line per distinct failure)."""
+    from schemathesis.config import SchemathesisConfig
+    from schemathesis.engine import Status, events, from_schema
+
+    config = SchemathesisConfig.from_dict({
+        "generation": {"mode": "all", "max-examples": examples},
+        # 413: over a work budget or the answer limit, which the schema cannot state;
+        # 422: judged by refusals_of_valid_data_are_documented
+        "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "413", "422"]}},
+    })
+    schema = schemathesis.openapi.from_asgi("/v1/openapi.json", app, config=config)
+    tested, failures = set(), {}
+    for event in from_schema(schema).execute():
+        if isinstance(event, (events.NonFatalError, events.FatalError)):
+            failures[repr(event)[:300]] = ""
+        if not isinstance(event, (events.ScenarioFinished, events.FuzzScenarioFinished)):
+            continue
+        rec = event.recorder
+        tested.add(rec.label)
+        for cid, checks in rec.checks.items():
+            for c in checks:
+                if c.status != Status.FAILURE:
+                    continue
+                title = c.failure_info.failure.title if c.failure_info else ""
+                key = f"{rec.label}: {c.name}: {title}"
+                inter = rec.interactions.get(cid)
+                if key not in failures and inter is not None and inter.response is not None:
+                    failures[key] = (f" — body {getattr(rec.cases[cid].value, 'body', None)!r:.300}"
+                                     f" → {inter.response.status_code} "
+                                     f"{inter.response.content[:300]!r}")
+    return tested, [k + v for k, v in failures.items()]
+
+
+def aligner_folder(folder):
+    """An aligner on the packaged model (untrained heads, seed 0), saved in ``folder``."""
+    import torch
+
+    from engine.aligner.checkpoint import save
+    from engine.aligner.config import AlignerSettings
+    from engine.aligner.model import Aligner
+    from engine.relation.relate import default_encoder
+
+    torch.manual_seed(0)
+    return save(Aligner(default_encoder(), AlignerSettings(top=0)), folder)
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    """The replica with the low budgets and one trained aligner, "tiny"."""
+    from engine import settings
+    from engine.aligner import registry
+
+    saved = settings.CONFIG
+    folder = aligner_folder(tmp_path_factory.mktemp("fuzz") / "tiny")
+    try:
+        yield local_api({**BUDGETS, "SINKSCOPE_ALIGNERS": f"tiny={folder}"})
+    finally:
+        settings.CONFIG = saved
+        registry.forget()
+
+
+@pytest.mark.timeout(900)
+def test_the_api_does_what_its_document_says(app):
+    doc = app.openapi()
+    operations = {f"{m.upper()} {p}" for p, ops in doc["paths"].items() for m in ops}
+    tested, failures = fuzz(app, EXAMPLES)
+    assert failures == []
+    assert operations <= tested, operations - tested  # every route the document lists
+
+
+def test_the_document_states_its_rules_and_error_shape(app):
+    """Cross-field rules in the schema (if/then), the rest named with their codes; the
+    error body with code and params; a 405 that names the allowed methods."""
+    from starlette.testclient import TestClient
+
+    from engine.serving.schemas import RULES
+
+    doc = app.openapi()
+    s = doc["components"]["schemas"]
+    assert doc["info"]["x-sinkscope-rules"] == RULES
+    assert {"code", "params"} <= set(s["ErrorBody"]["properties"])
+    assert "AlignFileError" in s["ErrorBody"]["properties"]["type"]["description"]
+    grid = s["RelateRequest"]["allOf"][0]
+    assert grid["if"]["properties"]["layer"] == {"const": "all"}
+    assert s["RelateRequest"]["properties"]["model"]["enum"] == ["all-MiniLM-L6-v2"]
+    assert s["AlignRequest"]["properties"]["aligner"]["anyOf"][0]["enum"] == ["tiny"]
+    with TestClient(app) as client:
+        r = client.request("DELETE", "/v1/relate")
+        assert r.status_code == 405 and r.headers["allow"] == "POST"
+        r = client.post("/v1/align", json={"pairs": [{"text_a": "a", "text_b": "b",
+                                                      "gold": "0-0 3-0"}]})
+        assert r.status_code == 422 and r.json()["error"]["code"] == "link_out_of_range"
+        r = client.post("/v1/relate", content=b"{" + b" " * 1_100_000 + b"}",
+                        headers={"Content-Type": "application/json"})
+        err = r.json()["error"]
+        assert r.status_code == 413 and err["code"] == "body_size"
+        assert err["params"]["env"] == "SINKSCOPE_MAX_BODY"
+        r = client.post("/v1/align", json={"pairs": [{"text_a": "a", "text_b": "b"}],
+                                           "method": "unbalanced", "tau": 5e-324})
+        assert r.status_code == 422 and "tau must lie in [1e-06" in r.json()["error"]["message"]
+
+
+if __name__ == "__main__":  # make fuzz: python -m tests.test_api_fuzz
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = aligner_folder(os.path.join(tmp, "tiny"))
+        found = fuzz(local_api({**BUDGETS, "SINKSCOPE_ALIGNERS": f"tiny={folder}"}),
+                     EXAMPLES)[1]
+    print("\n".join(found) or f"no failure ({EXAMPLES} examples per operation)")
+    sys.exit(1 if found else 0)
