@@ -6,7 +6,8 @@ and the engine's notices and errors said in the page's language.
 the engine reports as a code with parameters (:class:`engine.types.Notice`, an error's
 ``code`` and ``params``), so no page ever reads an engine sentence back. Every language
 of a page has the same keys; :func:`missing` says which are not. Numbers go through
-:func:`numbers` (``engine.relation.summary.Numbers``: "0,5", "24 285", "≈ 0" in Spanish),
+:func:`numbers` (``engine.relation.summary.Numbers``: one rule, each language's marks:
+"0,5", "24 285", "1,66e-13" in Spanish),
 tables through :func:`table` (decimal commas in a Spanish table, sorting by value).
 Files are read once per process and must not be mutated.
 """
@@ -106,6 +107,15 @@ def missing(page: str, optional: tuple[str, ...] = ()) -> dict[str, set[str]]:
     return {lang: every - paths(lang) for lang in langs}
 
 
+QUOTES = {"en": ("“", "”"), "es": ("«", "»")}  # how each language quotes what a person typed
+
+
+def quoted(text: str, lang: str) -> str:
+    """``text`` in ``lang``'s quotes: “abc” in English, «abc» in Spanish."""
+    left, right = QUOTES.get(lang, QUOTES[DEFAULT_LANG])
+    return f"{left}{text}{right}"
+
+
 # --------------------------------------------------------------------------- numbers
 def numbers(lang: str) -> Numbers:
     """How ``lang`` writes numbers (English for a language without a format):
@@ -130,7 +140,7 @@ def field(value: Any, lang: str) -> str:
 
 # --------------------------------------------------------------------------- engine's words
 # Fields of the engine's notices written as the engine's English writes them (a tolerance
-# is 1e-06, never "≈ 0"), in the language's marks.
+# is 1e-06), in the language's marks.
 _SPECS = {"err": ".2g", "tol": "g", "eps": "g", "per_word": ".1f"}
 
 
@@ -151,12 +161,13 @@ def _fields(params: Mapping[str, Any], w: Mapping[str, Any], lang: str) -> dict[
 
 def notice(n: Notice, lang: str = DEFAULT_LANG) -> str:
     """An engine notice in ``lang``: its ``code``'s template (``engine.<lang>.json``,
-    ``notices``) filled with its ``params`` the language's way; in English, and for a
-    notice without a code the page knows, the sentence the engine wrote."""
+    ``notices``) filled with its ``params`` the language's way (in English too: a page's
+    sentence for a person, with no operator's setting named); for a notice without a code
+    the page knows, the sentence the engine wrote."""
     w = words("engine", lang)
     template = w["notices"].get(n.code) if n.code else None
-    if template is None or (lang == DEFAULT_LANG and n.message):
-        return n.message  # English: the engine's own sentence
+    if template is None:
+        return n.message
     fields = _fields(n.params, w, lang)
     if n.code == "vocabulary":  # the optional parts, where the notice has them
         fields["unk_part"] = (w["notices"]["vocabulary_unk"].format(**fields)
@@ -173,12 +184,17 @@ def notices(found, lang: str = DEFAULT_LANG) -> list[tuple[str, str]]:
 
 def error(e: BaseException, lang: str = DEFAULT_LANG) -> str:
     """An engine error in ``lang``: its ``code``'s template (``engine.<lang>.json``,
-    ``errors``) filled with its ``params``; an error without a known code is its message
-    (the engine's English, which says what to change)."""
+    ``errors``, or ``file_errors`` for a file's mistake: :func:`file_error`) filled with
+    its ``params``, in English too; an error without a known code is its message (the
+    engine's English, which says what to change)."""
+    from engine.alignment.readers import AlignFileError
+
+    if isinstance(e, AlignFileError):
+        return file_error(e, lang)
     code = getattr(e, "code", "")
     w = words("engine", lang)
     template = w["errors"].get(code) if code else None
-    if template is None or lang == DEFAULT_LANG:
+    if template is None:
         return str(e)
     params = dict(getattr(e, "params", {}))
     if code == "unread_pairs":
@@ -189,6 +205,39 @@ def error(e: BaseException, lang: str = DEFAULT_LANG) -> str:
                   else ""}
         return template.format(**params)
     return template.format(**_fields(params, w, lang))
+
+
+def file_error(e: BaseException, lang: str = DEFAULT_LANG) -> str:
+    """What a file of pairs, a typed pair or its gold got wrong (an ``AlignFileError``'s
+    ``code`` and ``params``), one sentence in ``lang`` (``engine.<lang>.json``,
+    ``file_errors``): its line as "pairs.tsv, line 3", a text as "text A", a typed token
+    in the language's quotes. A place that is a word ("these texts", "gold") is left out:
+    the page's sentence around the error says it. An error without a known code is its
+    message."""
+    w = words("engine", lang)["file_errors"]
+    code = getattr(e, "code", "")
+    if not code or code not in w or not isinstance(w[code], str):
+        return str(e)
+    template, num, fields = w[code], numbers(lang), {}
+    for k, v in getattr(e, "params", {}).items():
+        if k == "where" and isinstance(v, tuple):
+            fields[k] = w["where_line"].format(file=v[0], line=num.count(v[1]))
+        elif k == "where":  # said by the sentence around it
+            template = template.replace("{where}: ", "", 1)
+            fields[k] = w["where_names"].get(v, v)
+        elif isinstance(v, bool):  # an optional part of the sentence
+            fields[k] = w["parts"][k] if v else ""
+        elif k in ("sep", "what", "field"):  # a word the sentence picks: "tabs", "text A"
+            fields[k] = w["parts"].get(v, v)
+        elif isinstance(v, tuple):  # a header's words: “source”, “src”
+            fields[k] = ", ".join(quoted(x, lang) for x in v)
+        elif isinstance(v, int):
+            fields[k] = num.count(v)
+        elif isinstance(v, float):
+            fields[k] = num.fixed(v, 1)
+        else:
+            fields[k] = str(v)
+    return template.format(**fields)
 
 
 # --------------------------------------------------------------------------- tables

@@ -347,14 +347,17 @@ def test_files_say_what_was_scored_and_name_the_header_that_is_wrong(served):
     upload(at, "typo.tsv", b"source\ttarget\talignmnt\nthe cat\ta cat\t0-0\n")
     assert not at.exception
     [err] = [e.value for e in at.error]
-    assert "line 1" in err and "'alignmnt'" in err and "not a link" not in err
+    assert "line 1" in err and "“alignmnt”" in err and "not a link" not in err
+    # the rejected file replaces nothing: the last good file's results stay (issue 42)
+    assert at.dataframe(key="align_table").value["links unbalanced"].tolist() == [1, 1]
+    assert "still those of nogold" in " ".join(c.value for c in at.caption)
     es = ap.ui("es")
     from engine.alignment.readers import AlignFileError
 
     with pytest.raises(AlignFileError) as e:
         ap.read_file(b"source,src,target\nx,y,z\n", "f.csv", False, es)
     assert ap.file_error(e.value, es) == (
-        "f.csv, línea 1: la cabecera nombra text_a más de una vez ('source', 'src'); deja "
+        "f.csv, línea 1: la cabecera nombra text_a más de una vez («source», «src»); deja "
         "solo una.")
 
 

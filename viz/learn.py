@@ -3,7 +3,7 @@
 Pure builders: arrays in, ``go.Figure`` out. Every word a figure shows comes in through
 ``words`` (the page passes its English or Spanish table; :data:`WORD_KEYS` lists the keys
 read) and every number through ``num`` (:class:`engine.relation.summary.Numbers`: "0,5" and
-"≈ 0" in Spanish, the hover's numbers written in Python with it and the axes' with its
+"4,78e-05" in Spanish, the hover's numbers written in Python with it and the axes' with its
 separators), so the builders know no language and read no file; labels are escaped like
 every token. ``scale`` enlarges type, points and lines for a projector.
 
@@ -56,7 +56,7 @@ def _words(words: Mapping[str, str] | None) -> dict[str, str]:
 
 
 def _strs(values: object, num: Numbers) -> np.ndarray:
-    """Each number written by ``num`` (for hover text: plotly's own format knows no "≈ 0")."""
+    """Each number written by ``num`` (for hover text: plotly's own format is not the page's)."""
     return np.asarray([num(v) for v in np.ravel(np.asarray(values, float))], dtype=object)
 
 
@@ -574,7 +574,7 @@ def sink(tokens: Sequence[str], received: object, weights: object, *,
 def _map(z: np.ndarray, la: list[str], lb: list[str], zlabel: str, num: Numbers,
          names: tuple[str, str] = ("A", "B"), **kw) -> dict:
     """A heatmap trace whose hover writes the mass with ``num`` (``map_trace_dict``'s own
-    hover uses plotly's format, which writes 4.78e-5 for a student's 0,00005)."""
+    hover uses plotly's format, which writes 4.78e-5 for the page's 4,78e-05)."""
     tr = map_trace_dict(z, la, lb, zname=zlabel, names=names, **kw)
     n, m = z.shape
     tr["customdata"] = np.stack([np.repeat(np.asarray(la, dtype=object)[:, None], m, 1),

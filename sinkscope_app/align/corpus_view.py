@@ -10,6 +10,8 @@ they were, and a running job goes on (its progress shown again), never starting 
 
 from __future__ import annotations
 
+import hashlib
+
 import streamlit as st
 
 from engine import SinkscopeError, settings
@@ -29,19 +31,47 @@ JOB = "align_corpus"
 
 
 def _upload(t: dict):
-    """The uploader and the 1-based switch; the file (name, bytes): this run's upload, or
-    the one kept from before (None when there is none)."""
+    """The uploader (our words under it: Streamlit's own cannot be translated) and the
+    1-based switch; the file (name, bytes) to align: this run's upload once it reads, or
+    the one kept from before (None when there is none). A file that does not read is said
+    on the page and replaces nothing: the results of the kept one stay."""
     ss, num = st.session_state, locale.numbers(t["_lang"])
     f = st.file_uploader(t["upload"], key="align_file", max_upload_size=MAX_UPLOAD_MB,
                          help=t["upload_help"].format(mb=MAX_UPLOAD_MB,
                                                       pairs=num.count(MAX_CORPUS_PAIRS)))
+    st.caption(t["upload_limits"].format(mb=MAX_UPLOAD_MB, pairs=num.count(MAX_CORPUS_PAIRS)))
     st.checkbox(t["one_based"], key="align_one_based")
-    if f is not None:
-        ss["align_upload"] = (f.name, f.getvalue())
     kept = ss.get("align_upload")
-    if kept is not None and f is None:
+    error = None
+    if f is not None and (kept is None or kept != (f.name, f.getvalue())):
+        error = _rejected(f.name, f.getvalue(), t)
+        if error is None:
+            ss["align_upload"] = kept = (f.name, f.getvalue())
+    if error is not None:
+        st.error(t["bad_file"].format(error=md_text(error, 400)))
+        if kept is not None:
+            st.caption(t["kept_after_bad"].format(name=md_text(kept[0], 80)))
+    elif kept is not None and f is None:
         st.caption(t["kept_file"].format(name=md_text(kept[0], 80)))
     return kept
+
+
+def _rejected(name: str, raw: bytes, t: dict) -> str | None:
+    """Why an uploaded file cannot be aligned, in the page's language (None when it
+    reads). The last file's reading is kept, so a rerun does not read it again (a
+    language switch does: the page's own sentences are in its language)."""
+    ss = st.session_state
+    one_based = bool(ss.get("align_one_based"))
+    mark = (name, hashlib.sha256(raw).hexdigest(), one_based, t["_lang"])
+    seen = ss.get("_align_checked")
+    if seen is None or seen[0] != mark:
+        try:
+            corpus.read_file(raw, name, one_based, t)
+            seen = (mark, None)
+        except (AlignFileError, SinkscopeError) as e:
+            seen = (mark, e)
+        ss["_align_checked"] = seen
+    return None if seen[1] is None else file_error(seen[1], t)
 
 
 def progress_text(job: jobs.Job, t: dict) -> str:

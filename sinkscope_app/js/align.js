@@ -54,9 +54,9 @@ export function scoresText(words, P, g, k) {
   });
   return fill(words.pair_scores_live, v);
 }
-export const linksText = (words, links) =>
-  `${fill(words.links_count, {count: links.length})} · ${fill(words.links_line, {
-    links: links.map(([i, j]) => `${i}-${j}`).join(" ") || "∅"})}`;
+export const linksText = (words, links) =>  // one link: no plural ("1 enlace")
+  `${(links.length === 1 && words.link_count) || fill(words.links_count, {count: links.length})}`
+  + ` · ${fill(words.links_line, {links: links.map(([i, j]) => `${i}-${j}`).join(" ") || "∅"})}`;
 
 // ------------------------------------------------------------------ pure: the figures
 export const rowsOf = (V, off, n, m) =>  // the plan's rows at one grid stop (NaN: no part)

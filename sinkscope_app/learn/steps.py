@@ -67,7 +67,7 @@ class Ctx:
 
     @property
     def num(self) -> Numbers:
-        """Numbers as the language writes them: 0,5 and ≈ 0 in Spanish."""
+        """Numbers as the language writes them: 0,5 and 4,78e-05 in Spanish."""
         return locale.numbers(self.lang)
 
     def settings(self, eps: float = 1.0, half_steps: int = 1, **kw) -> Settings:
