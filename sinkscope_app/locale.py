@@ -6,8 +6,8 @@ and the engine's notices and errors said in the page's language.
 the engine reports as a code with parameters (:class:`engine.types.Notice`, an error's
 ``code`` and ``params``), so no page ever reads an engine sentence back. Every language
 of a page has the same keys; :func:`missing` says which are not. Numbers go through
-:func:`numbers` (``engine.relation.summary.Numbers``: one rule, each language's marks:
-"0,5", "24 285", "1,66e-13" in Spanish),
+:func:`numbers` (``engine.relation.summary.Numbers``: the page's rule, the same in every
+language, in the language's marks: "0,5", "24 285", "1,66e-13" in Spanish),
 tables through :func:`table` (decimal commas in a Spanish table, sorting by value).
 Files are read once per process and must not be mutated.
 """
@@ -117,11 +117,22 @@ def quoted(text: str, lang: str) -> str:
 
 
 # --------------------------------------------------------------------------- numbers
-def numbers(lang: str) -> Numbers:
-    """How ``lang`` writes numbers (English for a language without a format):
-    ``numbers("es")(0.5) == "0,5"``, ``numbers("es").count(24285) == "24 285"``,
-    ``numbers("es").fixed(0.857) == "0,857"``, ``numbers("es").percent(0.45) == "45 %"``."""
-    return _numbers(lang)
+def numbers(lang: str, plain: bool = False) -> Numbers:
+    """How ``lang`` writes numbers (English for a language without a format), with the
+    rule of the page: one rule in every language, the language giving only its marks.
+    ``numbers("es")(0.5) == "0,5"``, ``numbers("es")(1.66e-13) == "1,66e-13"``,
+    ``numbers("es").count(24285) == "24 285"``, ``numbers("es").fixed(0.857) == "0,857"``,
+    ``numbers("es").percent(0.45) == "45 %"``; ``plain`` (the Learn page, for students):
+    ``numbers("en", plain=True)(4.78e-05) == "0.00005"``, ``≈ 0`` below 5e-6."""
+    return _numbers(lang, plain)
+
+
+def nonzero_digits(x: float, digits: int = 3, most: int = 6) -> int:
+    """How many decimals ``x`` needs not to read as 0: ``digits``, or more (up to
+    ``most``) for a small nonzero value (an interval's end at −0.0002 is not "0.000")."""
+    while digits < most and x != 0 and round(float(x), digits) == 0:
+        digits += 1
+    return digits
 
 
 def field(value: Any, lang: str) -> str:

@@ -361,6 +361,42 @@ def test_files_say_what_was_scored_and_name_the_header_that_is_wrong(served):
         "solo una.")
 
 
+def test_a_rejected_file_replaces_nothing_and_every_header_fits(served):
+    """Issue 42 on a Spanish page: an image, an empty file or a bad header is refused in
+    Spanish with the file named, and the last good file's results stay (removing the bad
+    file shows them as before, under the good file's name); the limits and p are said in
+    the page's words; every column is wide enough for its whole header."""
+    from viz.theme import text_px
+
+    at = align({"view": "corpus", "lang": "es"})
+    captions = lambda: " ".join(c.value for c in at.caption)  # noqa: E731
+    assert "Como máximo 2 MB y 2000 pares por archivo" in captions()  # beside Streamlit's
+    upload(at, "pairs.tsv", corpus_file(5))
+    ok(at)
+    assert "p = min(1, 2·min(k₋, k₊)/B)" in captions() and "p < 0,05 justo cuando" in captions()
+    config = json.loads(at.dataframe(key="align_table").proto.columns)
+    for name, col in config.items():
+        if name not in ("texto A", "texto B", "_index"):
+            assert isinstance(col.get("width"), int) and col["width"] >= text_px(name, 13), (
+                name, col)
+    shown = at.dataframe(key="align_table").value
+    for name, raw, says in [
+            ("img.png", b"\x89PNG\r\n\x1a\n\x00\x00", "img.png no es un archivo de texto"),
+            ("vacio.tsv", b"", "vacio.tsv está vacío"),
+            ("missing_col.tsv", b"text_a\tgold\nx\t0-0\n",
+             "missing_col.tsv, línea 1: la cabecera necesita text_a y text_b")]:
+        upload(at, name, raw)
+        assert not at.exception
+        [err] = [e.value.replace("\\", "") for e in at.error]
+        assert says in err, err
+        assert at.dataframe(key="align_table").value.equals(shown)  # the results stay
+        assert "siguen siendo los de pairs.tsv" in captions().replace("\\", "")
+    at.file_uploader(key="align_file").set_value(None).run()  # the bad file removed
+    ok(at)
+    assert "Alineado: pairs.tsv" in captions().replace("\\", "") and not at.error
+    assert at.dataframe(key="align_table").value.equals(shown)
+
+
 def test_the_pair_view_s_gold_messages_and_scores_line_match_the_view(served):
     """Gold that does not fit is said without a 1-based flag this view lacks, and the hint
     asks to fix it rather than to type it; the scores line drawn by the server has

@@ -408,3 +408,43 @@ def test_the_english_file_errors_are_the_engine_s_sentences():
         assert en[code] == re.sub(r"\{(\w+)(![rs])?(:[^}]*)?\}", r"{\1}", sentence), code
     assert {k: en["parts"][k] for k in ENGLISH_PARTS} == ENGLISH_PARTS
     assert set(i18n.texts("engine", "es")["file_errors"]) == set(en)
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_an_interval_end_near_zero_keeps_its_sign_so_the_row_never_contradicts_itself(lang):
+    """Issue 42: "−0.004 [−0.008, 0.000] … no: the interval holds 0" read as if the
+    interval touched 0. An end that is not 0 keeps the decimals it needs, so the interval,
+    the verdict and p (computed from the same resamples, so p < 0.05 exactly when the
+    interval leaves out 0) agree on the page, and the page says what p is."""
+    from engine.alignment.score import Paired
+    from sinkscope_app.align.words import paired_rows
+
+    t = ap.ui(lang)
+    out, holds = (Paired("partial", "softmax-argmax", "total_f1", -0.004, (-0.008, -0.0002),
+                         0.039),
+                  Paired("exact", "softmax-argmax", "total_f1", -0.004, (-0.008, 0.0003), 0.06))
+    rows = paired_rows([out, holds], t)
+    mark = "." if lang == "en" else ","
+    assert rows[0]["95 % interval"] == t["interval"].format(lo=f"−0{mark}008", hi=f"−0{mark}0002")
+    assert rows[0]["difference shown"] == t["differs_yes"]
+    assert rows[1]["95 % interval"] == t["interval"].format(lo=f"−0{mark}008", hi=f"+0{mark}0003")
+    assert rows[1]["difference shown"] == t["differs_no"]
+    assert "p = min(1, 2·min(k₋, k₊)/B)" in t["p_help"] and "{b}" in t["p_help"]
+    lab = i18n.texts("lab", lang)["text_p_help"]
+    assert "p = min(1, 2·min(k₋, k₊)/B)" in lab and ("0.05" in lab or "0,05" in lab)
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_clamped_values_in_the_address_are_said(lang):
+    """docs/urls.md promises a notice for every clamped value: /align?threshold=5&tau=-3
+    clamped θ and τ silently (issue 42). Each is said, in the page's language, in a
+    sentence for a person (no parameter=value, no Python quotes)."""
+    values, warn = ap.parse_query({"lang": lang, "threshold": "5", "tau": "-3", "mass": "2",
+                                   "text_a": "x" * 30_000})
+    assert (values["align_threshold"], values["align_tau"], values["align_mass"]) == (
+        0.99, ap.TAU_OPTIONS[0], ap.MASS_OPTIONS[-1])
+    assert len(values["align_a"]) == 20_000 and len(warn) == 4, warn
+    theta, tau, mass = ("umbral θ = 5", "τ = -3", "masa m = 2") if lang == "es" else (
+        "threshold θ = 5", "τ = -3", "mass m = 2")
+    shown = " ".join(warn)
+    assert theta in shown and tau in shown and mass in shown and "30" in shown, warn
+    assert not re.search(r"\w=|'|SINKSCOPE_", shown), warn

@@ -258,3 +258,13 @@ def test_spanish_titles_at_rest_are_the_ones_the_browser_writes_while_dragging()
     assert "1 semipaso" in one[0]["layout"]["annotations"][1]["text"]
     assert one[1]["layout"]["title"]["text"].endswith("· idénticos (hasta 10⁻¹²)")
     assert one[1]["layout"]["meta"]["identical"] == ES["figures"]["identical"]  # for the JS
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_the_sentences_metric_titles_fit_their_third_of_the_page(lang):
+    """A metric's title is one line, cut where its third of the page ends: the Spanish
+    "Concordancia de las clasificaciones (ρ de Spearman)" read "ρ d…" (issue 42). At
+    1400 px a third holds 28 characters beside its help mark (checked in Chromium)."""
+    w = i18n.texts("main", lang)["sentences"]
+    for key in ("agree", "same_top", "barycenter"):
+        assert len(w[key]) <= 28, (key, w[key])

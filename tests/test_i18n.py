@@ -1,6 +1,7 @@
 """The app's words as data: every language has every key, no Learn text is in code, the
 Learn figures take their words and number format from the page, and numbers follow the
-language's marks under one rule (Spanish decimal commas; the same digits as English)."""
+page's rule in each language's marks (Spanish decimal commas; the same digits as English;
+plain small values for students on Learn, in both languages)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from engine.relation.summary import fmt, numbers
+from engine.relation.summary import PLAIN_ZERO, fmt, numbers
 from sinkscope_app import locale as i18n
 from sinkscope_app.learn import text as learn_text
 from viz import learn as vl
@@ -155,18 +156,46 @@ def test_english_numbers_are_fmt_exactly(x):
 
 
 SPANISH_MARKS = str.maketrans({".": ",", ",": "\u00a0"})
+ES_PLAIN, EN_PLAIN = numbers("es", plain=True), numbers("en", plain=True)
 
 
 @settings(max_examples=400, deadline=None)
 @given(FINITE)
-def test_every_language_writes_the_same_digits_in_its_own_marks(x):
-    """One rule (issue 42, item 12): a Spanish page writes what an English page writes, in
-    its marks: 1,66e-13 where English writes 1.66e-13 (never "≈ 0" in one, 1.66e-13 in the
-    other)."""
+def test_every_language_writes_a_page_s_numbers_by_one_rule_in_its_own_marks(x):
+    """One rule per page, not per language (issue 42, item 12): a Spanish page writes what
+    the English page writes, in its marks: 1,66e-13 where English writes 1.66e-13 (never
+    "≈ 0" in one language and 1.66e-13 in the other); Learn's plain rule likewise."""
     assert ES(x) == fmt(x).translate(SPANISH_MARKS)
+    assert ES_PLAIN(x) == EN_PLAIN(x).translate(SPANISH_MARKS)
 
 
-def test_spanish_numbers_for_a_student():
+def _read_es(text: str) -> float:
+    return float(text.replace("\u00a0", "").replace(",", "."))
+
+
+@settings(max_examples=400, deadline=None)
+@given(FINITE.filter(lambda x: abs(x) < 1e15))
+def test_plain_numbers_for_students_use_no_scientific_notation(x):
+    text = ES_PLAIN(x)
+    assert "e" not in text and "." not in text, text  # no 4.78e-05, no decimal point
+    ax = abs(x)
+    if x == 0:
+        assert text == "0"
+    elif ax < PLAIN_ZERO:
+        assert text == "≈ 0"
+    elif ax < 1e-3:  # one significant digit, as a decimal: 0,00005
+        assert abs(_read_es(text) - x) <= 0.5 * 10 ** math.floor(math.log10(ax)) * 1.0001
+        digits = text.lstrip("-0,")
+        assert len(digits) == 1, text
+    elif ax < 1e3:  # three significant digits, like fmt
+        assert _read_es(text) == pytest.approx(x, rel=5e-3)
+        assert fmt(x).replace(".", ",") == text
+    else:  # whole numbers, grouped by a non-breaking space from five digits on
+        assert _read_es(text) == pytest.approx(round(x), abs=1)
+        assert ("\u00a0" in text) == (ax >= 1e4 - 0.5)
+
+
+def test_numbers_of_a_page_and_of_a_page_for_students():
     assert ES(1.66e-13) == "1,66e-13" and EN(1.66e-13) == "1.66e-13"
     assert ES(4.78e-05) == "4,78e-05" and ES(-1e-9) == "-1,00e-09" and ES(0.0) == "0"
     assert ES(0.5) == "0,5" and ES(-0.629) == "-0,629" and ES(123456.7) == "1,23e+05"
@@ -176,6 +205,10 @@ def test_spanish_numbers_for_a_student():
     assert numbers("fr") is EN  # a language without its own format reads as English
     assert ES.percent(4.78e-7) == "4,8e-05\u00a0%" and EN.percent(4.78e-7) == "4.8e-05%"
     assert ES.percent(0.45) == "45\u00a0%" and EN.percent(0.45) == "45%"
+    assert ES_PLAIN(4.78e-05) == "0,00005" and EN_PLAIN(4.78e-05) == "0.00005"
+    assert ES_PLAIN(9.7e-05) == "0,0001" and EN_PLAIN(1e-7) == "≈ 0" == ES_PLAIN(-1e-9)
+    assert ES_PLAIN(123456.7) == "123\u00a0457" and EN_PLAIN(123456.7) == "123,457"
+    assert ES_PLAIN.percent(4.78e-7) == "0,00005\u00a0%" and EN_PLAIN.percent(2e-8) == "≈ 0%"
 
 
 def _hover_numbers(fig) -> list[str]:
@@ -193,18 +226,18 @@ def test_spanish_learn_figures_write_numbers_the_spanish_way():
     c = toy.clouds("outlier")
     plan = toy.softmax_plan(c)
     plan = np.where(plan < plan.max() * 1e-3, 4.78e-05 * plan / plan.max(), plan)
-    figs = [vl.plan_and_bars(c.xa, c.a, c.xb, c.b, plan, words=words, num=ES),
-            vl.plan_and_bars(c.xa, c.a, c.xb, c.b, plan, words=words_text, num=ES),
-            vl.two_maps(plan, plan, titles=("i", "d"), words=words, num=ES),
+    figs = [vl.plan_and_bars(c.xa, c.a, c.xb, c.b, plan, words=words, num=ES_PLAIN),
+            vl.plan_and_bars(c.xa, c.a, c.xb, c.b, plan, words=words_text, num=ES_PLAIN),
+            vl.two_maps(plan, plan, titles=("i", "d"), words=words, num=ES_PLAIN),
             vl.sink(["[CLS]", "a"], [0.9, 1e-5], [0.5, 0.5], per_head=[[0.9, 1e-5]],
-                    words=words_text, num=ES),
+                    words=words_text, num=ES_PLAIN),
             vl.coupling_map(plan, [f"a{i}" for i in range(c.n)], [f"b{j}" for j in range(c.m)],
-                            words=words, num=ES)]
+                            words=words, num=ES_PLAIN)]
     for fig in figs:
         assert fig.layout.separators == ",\u00a0"  # axes: 0,1 not 0.1
-        shown = [v for v in _hover_numbers(fig) if v[:1].isdigit() or v[:1] == "-"]
-        assert shown and not [v for v in shown if "." in v], shown
-    assert any(re.fullmatch(r"\d,\d\de-0[5-9]", v) for v in _hover_numbers(figs[0]))
+        shown = [v for v in _hover_numbers(fig) if v[:1].isdigit() or v[:1] in "-≈"]
+        assert shown and not [v for v in shown if "e-" in v or "." in v], shown
+    assert any(v in ("0,00005", "≈ 0") for v in _hover_numbers(figs[0]))
     heat = figs[-1]
     assert (heat.layout.yaxis.title.text, heat.layout.xaxis.title.text) == ("texto A", "texto B")
     for fig in figs[:2]:  # the bars' titles wrapped to fit the right third of the figure
@@ -228,7 +261,32 @@ def test_labels_go_where_no_marker_covers_them_and_stay_in_the_frame():
     assert alone == ["bottom center"]  # nothing in the way: the preferred place
     hidden = vl.label_places(xy, np.full(3, 26.0), ["A1", "A2", "B1"],
                              np.array([True, False, True]), px=30.0, font=11.0)
-    assert hidden[1] == "top center"  # an unlabelled point keeps its default
+    assert hidden[1] is None  # an unlabelled point has no place
+
+
+def test_a_tight_cluster_keeps_only_the_labels_that_have_room():
+    """Step 6's PCA cloud put its tokens' labels on top of each other and under markers
+    (issue 42): a label that every place leaves covered is left out (named on hover), so
+    the labels drawn overlap no other label and lie, at most a little, on a marker."""
+    rng = np.random.default_rng(6)
+    xy = np.concatenate([rng.normal(0, 0.3, (8, 2)), rng.normal([4, 0], 0.3, (8, 2))])
+    names = [f"token{k}" for k in range(16)]
+    d = np.full(16, 24.0)
+    places = vl.label_places(xy, d, names, np.ones(16, bool), px=20.0, font=11.0,
+                             frame=((-2.0, 6.0), (-3.0, 3.0)))
+    kept = [k for k, p in enumerate(places) if p is not None]
+    assert 2 <= len(kept) < 16  # some have room, the crowd does not
+    boxes = vl.label_boxes(xy, d, names, places, px=20.0, font=11.0)
+    c = xy * np.array([20.0, -20.0])
+
+    def overlap(u, v):
+        return max(min(u[2], v[2]) - max(u[0], v[0]), 0) * max(min(u[3], v[3]) - max(u[1], v[1]), 0)
+
+    for i in kept:
+        area = (boxes[i][2] - boxes[i][0]) * (boxes[i][3] - boxes[i][1])
+        assert all(overlap(boxes[i], boxes[j]) == 0 for j in kept if j != i), names[i]
+        markers = sum(overlap(boxes[i], (*(c[j] - 12), *(c[j] + 12))) for j in range(16) if j != i)
+        assert markers <= 0.05 * area + 1e-9, names[i]
 
 
 def test_counts_group_digits_the_language_way():

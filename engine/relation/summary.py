@@ -7,7 +7,7 @@ The app's metrics strip, the HTML report and the command line's table all show
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -32,21 +32,30 @@ def fmt(x: float) -> str:
     return f"{x:.3g}"
 
 
+PLAIN_ZERO = 5e-6  # a plain-number reader sees "≈ 0" below this (one digit would be 0.000005)
+
+
 @dataclass(frozen=True)
 class Numbers:
-    """How one language writes the numbers a page shows; call it on a number.
+    """How one page writes numbers in one language; call it on a number.
 
-    One rule for every language: :func:`fmt`'s digits (three significant digits; below
-    1e-3 or from 1e5 on in scientific notation: 1.66e-13), a whole count as :meth:`count`
-    writes it; a language changes only the marks (decimal comma, thousands space, "n/d").
+    The rule is the page's, the same in every language; a language changes only the marks
+    (decimal comma, thousands space, "n/d"). By default :func:`fmt`'s digits (three
+    significant digits; below 1e-3 or from 1e5 on in scientific notation: 1.66e-13). With
+    ``plain`` (a page for students, Learn), small values are written as decimals with one
+    significant digit (4.78e-05 → 0.00005) and nonzero values below ``zero_below`` as
+    "≈ 0". A whole count is written as :meth:`count` writes it.
 
     Attributes:
         decimal: the decimal mark ("." or ","). group: the thousands separator.
+        plain: write small values as plain decimals. zero_below: the "≈ 0" threshold.
         nan: what NaN reads as.
     """
 
     decimal: str = "."
     group: str = ","
+    plain: bool = False
+    zero_below: float = PLAIN_ZERO
     nan: str = "n/a"
 
     @property
@@ -60,7 +69,21 @@ class Numbers:
         x = float(x)
         if math.isnan(x):
             return self.nan
-        return self._marks(fmt(x))
+        if not self.plain or math.isinf(x) or x == 0:
+            return self._marks(fmt(x))
+        ax = abs(x)
+        if ax < self.zero_below:
+            return "≈ 0"
+        if ax < 1e-3:
+            digits = -math.floor(math.log10(ax))  # one significant digit, as a decimal
+            s = f"{x:.{digits}f}"
+            if abs(float(s)) >= 10 ** (1 - digits):  # 0.000097 rounded up to 0.00010
+                s = f"{x:.{digits - 1}f}"
+        elif ax >= 1e3:  # whole numbers, grouped from five digits on
+            s = f"{x:,.0f}" if ax >= 1e4 else f"{x:.0f}"
+        else:
+            s = fmt(x)
+        return self._marks(s)
 
     def _marks(self, s: str) -> str:
         """``s`` written with English marks, in this language's."""
@@ -68,6 +91,7 @@ class Numbers:
 
     @property
     def english(self) -> bool:
+        """English marks (a page's rule may still be plain)."""
         return self.decimal == "." and self.group == ","
 
     def count(self, n: int) -> str:
@@ -89,15 +113,17 @@ class Numbers:
 
     def general(self, x: float, spec: str = "g") -> str:
         """``x`` in a Python format ``spec`` ("g", ".2g", ".1e"), this language's marks:
-        a tolerance stays 1e-06."""
+        a tolerance stays 1e-06, never "≈ 0"."""
         return self._marks(format(float(x), spec))
 
     def percent(self, x: float) -> str:
-        """x (a share, 0..1) as a percentage: 45% / 45 %, 0.04% / 0,04 %, 1.0e-05% /
-        1,0e-05 % (the same digits in every language)."""
+        """x (a share, 0..1) as a percentage: 45% / 45 %, 0.04% / 0,04 %; a tiny share
+        as 1.0e-05% (plain: as a plain decimal or "≈ 0 %")."""
         p = 100 * float(x)
         if p < 5e-7:
             s = "0"
+        elif p < 1e-4 and self.plain:
+            return self(p) + ("%" if self.english else "\u00a0%")
         elif p < 1:
             s = f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}"
         else:
@@ -108,13 +134,16 @@ class Numbers:
 NUMBERS = {"en": Numbers(), "es": Numbers(decimal=",", group="\u00a0", nan="n/d")}
 
 
-def numbers(lang: str) -> Numbers:
-    """The number format of ``lang`` ("en", "es"); English for a language without one.
+def numbers(lang: str, plain: bool = False) -> Numbers:
+    """The number format of ``lang`` ("en", "es"; English for a language without one),
+    with the plain rule of a page for students when ``plain``.
 
     Example: ``numbers("es")(0.5) == "0,5"``, ``numbers("es")(4.78e-05) == "4,78e-05"``,
-    ``numbers("en")(4.78e-05) == fmt(4.78e-05) == "4.78e-05"``.
+    ``numbers("en")(4.78e-05) == fmt(4.78e-05)``, ``numbers("en", plain=True)(4.78e-05)
+    == "0.00005"``, ``numbers("es", plain=True)(1e-9) == "≈ 0"``.
     """
-    return NUMBERS.get(lang, NUMBERS["en"])
+    num = NUMBERS.get(lang, NUMBERS["en"])
+    return replace(num, plain=True) if plain else num
 
 
 def half_steps_text(t: int) -> str:

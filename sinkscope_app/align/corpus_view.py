@@ -11,6 +11,7 @@ they were, and a running job goes on (its progress shown again), never starting 
 from __future__ import annotations
 
 import hashlib
+import math
 
 import streamlit as st
 
@@ -28,6 +29,7 @@ from .words import (aligner_failed, column_names, file_error, paired_rows, ranke
                     settings_words, table, unread_message, written)
 
 JOB = "align_corpus"
+HEADER_FONT_PX, HEADER_PAD_PX = 13, 32  # the grid's header text (text_px errs wide); padding
 
 
 def _upload(t: dict):
@@ -183,10 +185,11 @@ def _table(t: dict, c: corpus.Corpus):
     shown = df.sort_values(by, ascending=not desc, kind="stable", na_position="last")
     st.caption(t["table_help"])
     # every column's width given (the grid measures no cell of 800 rows to size one)
-    widths = {"text A": "medium", "text B": "medium"}
-    config = {names[k]: st.column_config.TextColumn(names[k], width=widths.get(k, "small"))
-              for k in df.columns if k != "pair"}
-    config[names["pair"]] = st.column_config.NumberColumn(names["pair"], width="small")
+    config = {names[k]: st.column_config.TextColumn(
+        names[k], width="medium" if k in ("text A", "text B") else header_px(names[k]))
+        for k in df.columns if k != "pair"}
+    config[names["pair"]] = st.column_config.NumberColumn(names["pair"],
+                                                          width=header_px(names["pair"]))
     order = [names[k] for k in ("pair", "text A", "text B", "disagreement", "null ratio",
                                 *per_method, "gold")]
     event = st.dataframe(
@@ -196,6 +199,14 @@ def _table(t: dict, c: corpus.Corpus):
     if open_row(c, shown, event):
         st.rerun()
     return df
+
+
+def header_px(label: str, least: int = 64) -> int:
+    """A table column's width in pixels that shows its whole header: the grid cuts a
+    header to its column, never wraps it ("F1 similarity-threshold", "discrepancia")."""
+    from viz.theme import text_px
+
+    return max(least, math.ceil(text_px(label, HEADER_FONT_PX) + HEADER_PAD_PX))
 
 
 def _exports(t: dict, c: corpus.Corpus, df) -> None:
@@ -236,6 +247,7 @@ def _verdict(t: dict, c: corpus.Corpus, theme: str) -> None:
         if group:
             st.caption(caption)
             st.table(table(paired_rows(group, t), t), hide_index=True)
+    st.caption(t["p_help"].format(b=num.count(v.bootstrap)))
     st.caption(t["command"])
     st.code(c.command, language=None, wrap_lines=True)  # plain: no highlighter to load
     with st.expander(t["corpus_scores"]):

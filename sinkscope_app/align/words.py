@@ -122,7 +122,10 @@ SYMBOLS = {"threshold": "θ", "tau": "τ", "mass": "m", "eps": "ε", "temperatur
 
 
 def signed(x: float, num, digits: int = 3) -> str:
-    """A difference with its sign, in the language's marks: "+0,012", "−0,004", "0,000"."""
+    """A difference with its sign, in the language's marks: "+0,012", "−0,004", "0,000";
+    a small nonzero one with the decimals it needs ("−0,0002", never "0,000" for an
+    interval's end that leaves out 0)."""
+    digits = locale.nonzero_digits(x, digits)
     r = round(float(x), digits)
     return ("+" if r > 0 else "−" if r < 0 else "") + num.fixed(abs(r), digits)
 

@@ -182,13 +182,17 @@ def verdict(fr: frame.Frame, res: dict) -> None:
     if res["paired"]:
         st.table(locale.table(paired_rows(fr, res), fr.lang, digits=3, formats={
             ui["text_p"]: lambda x: fr.num.fixed(x, 3)}), hide_index=True)
+        st.caption(ui["text_p_help"])
     _downloads(fr, res)
     if res["history"]:
         st.caption(_history(fr, res))
 
 
 def _interval(num, ci) -> str:
-    return "–" if not ci else f"{num.fixed(ci[0], 3)} – {num.fixed(ci[1], 3)}"
+    """A 95 % interval with three decimals, or the ones an end needs not to read 0."""
+    if not ci:
+        return "–"
+    return " – ".join(num.fixed(x, locale.nonzero_digits(x)) for x in ci)
 
 
 def rows(fr: frame.Frame, res: dict) -> list[dict]:
@@ -241,7 +245,8 @@ def _compare(fr: frame.Frame, res: dict, vs: str) -> str | None:
     lo, hi = p.ci95
     return ui["text_clause"].format(
         delta=num.fixed(abs(p.delta), 3), side=ui["text_above" if p.delta >= 0 else "text_below"],
-        other=other, f1=num.fixed(f1, 3), lo=num.fixed(lo, 3), hi=num.fixed(hi, 3),
+        other=other, f1=num.fixed(f1, 3), lo=num.fixed(lo, locale.nonzero_digits(lo)),
+        hi=num.fixed(hi, locale.nonzero_digits(hi)),
         clear=ui["text_clear" if lo > 0 or hi < 0 else "text_unclear"])
 
 
