@@ -238,7 +238,8 @@ def test_long_texts_fall_back_to_the_server_with_a_note():
     at = run({"a": long, "b": long})
     ok(at)
     data = scrub_data(at)
-    assert data["lattice"] is None and "SINKSCOPE_LIVE_MAX_CELLS" in data["note"]
+    assert data["lattice"] is None and "whose frames are precomputed" in data["note"]
+    assert "SINKSCOPE_" not in data["note"]  # said for a visitor, not an operator
     assert not component(at, "sinkscope_lattice") and not component(at, "sinkscope_texts")
     assert all("bind" not in component_data(el) for el in at.get("bidi_component")
                if el.proto.component_name == "sinkscope_live_chart")
