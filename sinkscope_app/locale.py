@@ -200,10 +200,10 @@ def error(e: BaseException, lang: str = DEFAULT_LANG) -> str:
     engine's English, which says what to change)."""
     from engine.alignment.readers import AlignFileError
 
-    if isinstance(e, AlignFileError):
-        return file_error(e, lang)
     code = getattr(e, "code", "")
     w = words("engine", lang)
+    if isinstance(e, AlignFileError) or (code in w["file_errors"] and code not in w["errors"]):
+        return file_error(e, lang)  # (a file's mistake may come over the wire uncast)
     template = w["errors"].get(code) if code else None
     if template is None:
         return str(e)

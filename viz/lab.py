@@ -262,7 +262,8 @@ def couplings(x: object, a: object, y: object, b: object, plans: Mapping[str, ob
             under.append(w["drawn"].format(share=num.percent(drawn[name][3])))
         # each line its own span: the panels' notes never run into each other
         small = wrap(" · ".join(under), UNDER_CHARS).split("<br>") if under else []
-        titles.append("<br>".join([t, *(f"<span style='font-size:11px'>{x}</span>" for x in small)]))
+        titles.append("<br>".join([t, *(f"<span style='font-size:11px'>{x}</span>"
+                                        for x in small)]))
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.04,
                         vertical_spacing=0.5 / (rows + 3))
     xa, yb = placed(x, a), placed(y, b)

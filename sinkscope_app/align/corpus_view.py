@@ -43,12 +43,12 @@ def _upload(t: dict):
                                                       pairs=num.count(MAX_CORPUS_PAIRS)))
     st.caption(t["upload_limits"].format(mb=MAX_UPLOAD_MB, pairs=num.count(MAX_CORPUS_PAIRS)))
     st.checkbox(t["one_based"], key="align_one_based")
-    kept = ss.get("align_upload")
-    error = None
-    if f is not None and (kept is None or kept != (f.name, f.getvalue())):
-        error = _rejected(f.name, f.getvalue(), t)
+    kept, error = ss.get("align_upload"), None
+    new = None if f is None else (f.name, f.getvalue())
+    if new is not None and new != kept:
+        error = _rejected(*new, t)
         if error is None:
-            ss["align_upload"] = kept = (f.name, f.getvalue())
+            ss["align_upload"] = kept = new
     if error is not None:
         st.error(t["bad_file"].format(error=md_text(error, 400)))
         if kept is not None:

@@ -20,8 +20,8 @@ from engine.errors import SinkscopeError
 from engine.lab.errors import LabError
 
 from .. import frame, jobs, locale
-from ..inputs import md_text
 from ..align.corpus import MAX_CORPUS_PAIRS, MAX_UPLOAD_BYTES, MAX_UPLOAD_MB
+from ..inputs import md_text
 from . import runs
 
 TEXT = "lab_text"
