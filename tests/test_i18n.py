@@ -409,3 +409,34 @@ def test_crafted_link_warnings_keep_their_english_and_speak_spanish():
     assert not [w for w in es.warnings if re.search(r"\b(the|link|using|Unknown)\b", w)]
     assert Message("unknown_set", {"value": "x"}).text("fr") == \
         say("unknown_set", "en", value="x")  # a language without a file: English
+
+
+def test_every_page_says_a_file_s_mistake_in_its_language_once():
+    """Issue 42: the Lab showed "No se pudo ejecutar: badgold.tsv, line 2: link 9-9 is out
+    of range…", and the typed pair's messages said their place twice ("estos textos:
+    text_a tiene …", "referencia: «x-y»" after "de referencia"). Every page words a file's
+    mistake from its code (locale.error), the place said once, a text by its name."""
+    from engine.alignment.readers import AlignFileError, make_pair, parse_pairs
+
+    def caught(f):
+        with pytest.raises(AlignFileError) as e:
+            f()
+        return e.value
+
+    gold = caught(lambda: parse_pairs("text_a\ttext_b\tgold\nthe cat\tel gato\t9-9\n",
+                                      name="badgold.tsv"))
+    assert i18n.error(gold, "es").startswith("badgold.tsv, línea 2: el enlace 9-9 está fuera")
+    assert i18n.error(gold, "en").startswith("badgold.tsv, line 2: link 9-9 is out of range")
+    long = caught(lambda: make_pair("a " * 500, "b", where="these texts"))
+    assert i18n.error(long, "es") == ("el texto A tiene 500 palabras, más de 400; divídelo "
+                                      "en frases.")
+    assert i18n.error(long, "en") == "text A has 500 words, more than 400; split it into sentences."
+    typo = caught(lambda: make_pair("a b", "c", "x-y", where="gold", one_based=None))
+    assert i18n.error(typo, "es").startswith("«x-y» no es un enlace")
+    assert i18n.error(typo, "en").startswith("“x-y” is not a link")
+
+
+def test_stop_has_one_name_in_each_language():
+    """Issue 42: Stop was "Detener" on Align and "Parar" in the Lab."""
+    for lang in ("en", "es"):
+        assert i18n.texts("lab", lang)["stop"] == i18n.texts("align", lang)["stop"]
