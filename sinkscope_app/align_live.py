@@ -46,15 +46,15 @@ WORDS = {
                         "AER {aer}, null F1 {null_f1}, total F1 {total_f1}",
     "decimal": ".",  # the decimal mark of the scores line
     "links_count": "{count} links",
+    "link_count": "1 link",
     "links_line": "Links (Pharaoh, 0-based): {links}",
     "about": "About {label}",
     "live_off_cells": "Live sliders are off for these texts: {n} × {m} words is more than "
-                      "the {cap} word pairs whose plans are precomputed "
-                      "(SINKSCOPE_LIVE_MAX_CELLS), so each slider release recomputes on "
-                      "the server.",
+                      "the {cap} word pairs whose plans are precomputed, so each slider "
+                      "release recomputes on the server.",
     "live_off_bytes": "Live sliders are off for these texts: the plans at every slider "
-                      "value would take more than {mb} MB (SINKSCOPE_LIVE_MAX_BYTES), so "
-                      "each slider release recomputes on the server.",
+                      "value would take more than {mb} MB, so each slider release "
+                      "recomputes on the server.",
     "live_off_served": "Live sliders are off: a served engine aligns these texts, so each "
                        "slider release recomputes there.",
 }
@@ -217,5 +217,6 @@ def scores_line(words: dict[str, str], method: str, scores: dict | None) -> str:
 def links_line(words: dict[str, str], links) -> str:
     """The links line: their count and Pharaoh text; js/align.js, linksText."""
     text = " ".join(f"{i}-{j}" for i, j in sorted(links))
-    return (words["links_count"].format(count=len(links)) + " · "
+    count = words.get("link_count", "") if len(links) == 1 else ""  # one: no plural
+    return ((count or words["links_count"].format(count=len(links))) + " · "
             + words["links_line"].format(links=text or "∅"))

@@ -32,6 +32,9 @@ from . import history, locale, where
 from .inputs import parse_bool
 
 PAGES = ("main", "learn", "align", "lab")
+# Streamlit cuts a page link's label to one line ("…cualquier acop"); ours wrap instead.
+LINK_CSS = ('<style>[data-testid="stPageLink-NavLink"] :is(span, div, p) '
+            "{white-space: normal; overflow: visible; text-overflow: clip}</style>")
 ICONS = {"main": "🔗", "learn": "🎓", "align": "🔗", "lab": "🧪"}
 LINK_ICONS = {"main": ":material/arrow_back:", "learn": ":material/school:",
               "align": ":material/link:", "lab": ":material/model_training:"}
@@ -197,6 +200,7 @@ def sidebar(fr: Frame) -> None:
     links = fr.module.links(fr) if hasattr(fr.module, "links") else [
         (name, w["links"][name]) for name in PAGES if name != fr.page]
     with st.sidebar:
+        st.html(LINK_CSS)
         if hasattr(fr.module, "head"):
             fr.module.head(fr)
         st.segmented_control(w["language"], list(locale.LANGS), format_func=locale.LANGS.get,

@@ -62,10 +62,13 @@ _SECTIONS = {"label": "labels", "name": "names", "where": "where", "fallback": "
 
 
 def shown(value: Any, lang: str) -> str:
-    """A field of a notice: English numbers as ``:g`` / ``:,`` write them, other
-    languages' through their number format (:func:`locale.numbers`)."""
-    if isinstance(value, float) and lang == locale.DEFAULT_LANG:
-        return f"{value:g}"
+    """A field of a notice, one rule for every language: a number as ``:g`` writes it
+    (a count as :meth:`~engine.relation.summary.Numbers.count` does), in the language's
+    marks (1e+09, 0,5, 30 000); a :class:`Quoted` value in the language's quotes."""
+    if isinstance(value, Quoted):
+        return value.text(lang)
+    if isinstance(value, float):
+        return locale.numbers(lang).general(value, "g")
     return locale.field(value, lang)
 
 
@@ -88,12 +91,22 @@ def say(key: str, lang: str = "en", *, page: str = "main", **args: Any) -> str:
     return w[key].format(**fields)
 
 
-def quote(raw: str, chars: int = 40, escape: str = INLINE) -> str:
-    """A URL value quoted for a notice: cut to ``chars`` (with "…"), and every character
-    of ``escape`` escaped, so a crafted value shows as typed (never as a link, bold text
-    or LaTeX)."""
-    text = repr(raw[:chars] + ("…" if len(raw) > chars else ""))
-    return "".join("\\" + ch if ch in escape else ch for ch in text)
+class Quoted(str):
+    """A value from a link as typed (escaped and cut by :func:`quote`); a notice shows it
+    in its language's quotes (:func:`locale.quoted`: “abc”, «abc»)."""
+
+    def text(self, lang: str = "en") -> str:
+        return locale.quoted(self, lang)
+
+
+def quote(raw: str, chars: int = 40, escape: str = INLINE) -> Quoted:
+    """A URL value for a notice, shown as typed: cut to ``chars`` (with "…"), characters
+    that do not print written as escapes (a tab as \\t), and every character of
+    ``escape`` escaped, so a crafted value shows as typed (never as a link, bold text or
+    LaTeX). The notice puts it in its language's quotes."""
+    text = raw[:chars] + ("…" if len(raw) > chars else "")
+    text = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+    return Quoted("".join("\\" + ch if ch in escape else ch for ch in text))
 
 
 # --------------------------------------------------------------------------- raw values

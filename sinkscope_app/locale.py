@@ -6,7 +6,8 @@ and the engine's notices and errors said in the page's language.
 the engine reports as a code with parameters (:class:`engine.types.Notice`, an error's
 ``code`` and ``params``), so no page ever reads an engine sentence back. Every language
 of a page has the same keys; :func:`missing` says which are not. Numbers go through
-:func:`numbers` (``engine.relation.summary.Numbers``: "0,5", "24 285", "≈ 0" in Spanish),
+:func:`numbers` (``engine.relation.summary.Numbers``: the page's rule, the same in every
+language, in the language's marks: "0,5", "24 285", "1,66e-13" in Spanish),
 tables through :func:`table` (decimal commas in a Spanish table, sorting by value).
 Files are read once per process and must not be mutated.
 """
@@ -106,12 +107,32 @@ def missing(page: str, optional: tuple[str, ...] = ()) -> dict[str, set[str]]:
     return {lang: every - paths(lang) for lang in langs}
 
 
+QUOTES = {"en": ("“", "”"), "es": ("«", "»")}  # how each language quotes what a person typed
+
+
+def quoted(text: str, lang: str) -> str:
+    """``text`` in ``lang``'s quotes: “abc” in English, «abc» in Spanish."""
+    left, right = QUOTES.get(lang, QUOTES[DEFAULT_LANG])
+    return f"{left}{text}{right}"
+
+
 # --------------------------------------------------------------------------- numbers
-def numbers(lang: str) -> Numbers:
-    """How ``lang`` writes numbers (English for a language without a format):
-    ``numbers("es")(0.5) == "0,5"``, ``numbers("es").count(24285) == "24 285"``,
-    ``numbers("es").fixed(0.857) == "0,857"``, ``numbers("es").percent(0.45) == "45 %"``."""
-    return _numbers(lang)
+def numbers(lang: str, plain: bool = False) -> Numbers:
+    """How ``lang`` writes numbers (English for a language without a format), with the
+    rule of the page: one rule in every language, the language giving only its marks.
+    ``numbers("es")(0.5) == "0,5"``, ``numbers("es")(1.66e-13) == "1,66e-13"``,
+    ``numbers("es").count(24285) == "24 285"``, ``numbers("es").fixed(0.857) == "0,857"``,
+    ``numbers("es").percent(0.45) == "45 %"``; ``plain`` (the Learn page, for students):
+    ``numbers("en", plain=True)(4.78e-05) == "0.00005"``, ``≈ 0`` below 5e-6."""
+    return _numbers(lang, plain)
+
+
+def nonzero_digits(x: float, digits: int = 3, most: int = 6) -> int:
+    """How many decimals ``x`` needs not to read as 0: ``digits``, or more (up to
+    ``most``) for a small nonzero value (an interval's end at −0.0002 is not "0.000")."""
+    while digits < most and x != 0 and round(float(x), digits) == 0:
+        digits += 1
+    return digits
 
 
 def field(value: Any, lang: str) -> str:
@@ -130,7 +151,7 @@ def field(value: Any, lang: str) -> str:
 
 # --------------------------------------------------------------------------- engine's words
 # Fields of the engine's notices written as the engine's English writes them (a tolerance
-# is 1e-06, never "≈ 0"), in the language's marks.
+# is 1e-06), in the language's marks.
 _SPECS = {"err": ".2g", "tol": "g", "eps": "g", "per_word": ".1f"}
 
 
@@ -151,12 +172,13 @@ def _fields(params: Mapping[str, Any], w: Mapping[str, Any], lang: str) -> dict[
 
 def notice(n: Notice, lang: str = DEFAULT_LANG) -> str:
     """An engine notice in ``lang``: its ``code``'s template (``engine.<lang>.json``,
-    ``notices``) filled with its ``params`` the language's way; in English, and for a
-    notice without a code the page knows, the sentence the engine wrote."""
+    ``notices``) filled with its ``params`` the language's way (in English too: a page's
+    sentence for a person, with no operator's setting named); for a notice without a code
+    the page knows, the sentence the engine wrote."""
     w = words("engine", lang)
     template = w["notices"].get(n.code) if n.code else None
-    if template is None or (lang == DEFAULT_LANG and n.message):
-        return n.message  # English: the engine's own sentence
+    if template is None:
+        return n.message
     fields = _fields(n.params, w, lang)
     if n.code == "vocabulary":  # the optional parts, where the notice has them
         fields["unk_part"] = (w["notices"]["vocabulary_unk"].format(**fields)
@@ -173,12 +195,17 @@ def notices(found, lang: str = DEFAULT_LANG) -> list[tuple[str, str]]:
 
 def error(e: BaseException, lang: str = DEFAULT_LANG) -> str:
     """An engine error in ``lang``: its ``code``'s template (``engine.<lang>.json``,
-    ``errors``) filled with its ``params``; an error without a known code is its message
-    (the engine's English, which says what to change)."""
+    ``errors``, or ``file_errors`` for a file's mistake: :func:`file_error`) filled with
+    its ``params``, in English too; an error without a known code is its message (the
+    engine's English, which says what to change)."""
+    from engine.alignment.readers import AlignFileError
+
     code = getattr(e, "code", "")
     w = words("engine", lang)
+    if isinstance(e, AlignFileError) or (code in w["file_errors"] and code not in w["errors"]):
+        return file_error(e, lang)  # (a file's mistake may come over the wire uncast)
     template = w["errors"].get(code) if code else None
-    if template is None or lang == DEFAULT_LANG:
+    if template is None:
         return str(e)
     params = dict(getattr(e, "params", {}))
     if code == "unread_pairs":
@@ -189,6 +216,39 @@ def error(e: BaseException, lang: str = DEFAULT_LANG) -> str:
                   else ""}
         return template.format(**params)
     return template.format(**_fields(params, w, lang))
+
+
+def file_error(e: BaseException, lang: str = DEFAULT_LANG) -> str:
+    """What a file of pairs, a typed pair or its gold got wrong (an ``AlignFileError``'s
+    ``code`` and ``params``), one sentence in ``lang`` (``engine.<lang>.json``,
+    ``file_errors``): its line as "pairs.tsv, line 3", a text as "text A", a typed token
+    in the language's quotes. A place that is a word ("these texts", "gold") is left out:
+    the page's sentence around the error says it. An error without a known code is its
+    message."""
+    w = words("engine", lang)["file_errors"]
+    code = getattr(e, "code", "")
+    if not code or code not in w or not isinstance(w[code], str):
+        return str(e)
+    template, num, fields = w[code], numbers(lang), {}
+    for k, v in getattr(e, "params", {}).items():
+        if k == "where" and isinstance(v, tuple):
+            fields[k] = w["where_line"].format(file=v[0], line=num.count(v[1]))
+        elif k == "where":  # said by the sentence around it
+            template = template.replace("{where}: ", "", 1)
+            fields[k] = w["where_names"].get(v, v)
+        elif isinstance(v, bool):  # an optional part of the sentence
+            fields[k] = w["parts"][k] if v else ""
+        elif k in ("sep", "what", "field"):  # a word the sentence picks: "tabs", "text A"
+            fields[k] = w["parts"].get(v, v)
+        elif isinstance(v, tuple):  # a header's words: “source”, “src”
+            fields[k] = ", ".join(quoted(x, lang) for x in v)
+        elif isinstance(v, int):
+            fields[k] = num.count(v)
+        elif isinstance(v, float):
+            fields[k] = num.fixed(v, 1)
+        else:
+            fields[k] = str(v)
+    return template.format(**fields)
 
 
 # --------------------------------------------------------------------------- tables

@@ -330,7 +330,8 @@ def test_files_say_what_was_scored_and_name_the_header_that_is_wrong(served):
     assert df["F1 unbalanced"].str.fullmatch(r"[01]\.\d{3}").tolist() == [True, True, False]
     assert at.session_state["_align_corpus"].verdict.n_pairs == 2
     assert len(table(at, "Δ best")) == len(ap.METHODS)
-    [css] = [el.proto.body for el in at.get("html")]  # download labels wrap, never cut
+    [css] = [el.proto.body for el in at.get("html")  # download labels wrap, never cut
+             if ".st-key-align_links" in el.proto.body]
     assert ".st-key-align_links" in css and "white-space: normal" in css
 
     upload(at, "nogold.tsv", b"source\ttarget\nthe cat sat\ta cat sat\na dog\tthe dog\n")
@@ -347,15 +348,54 @@ def test_files_say_what_was_scored_and_name_the_header_that_is_wrong(served):
     upload(at, "typo.tsv", b"source\ttarget\talignmnt\nthe cat\ta cat\t0-0\n")
     assert not at.exception
     [err] = [e.value for e in at.error]
-    assert "line 1" in err and "'alignmnt'" in err and "not a link" not in err
+    assert "line 1" in err and "“alignmnt”" in err and "not a link" not in err
+    # the rejected file replaces nothing: the last good file's results stay (issue 42)
+    assert at.dataframe(key="align_table").value["links unbalanced"].tolist() == [1, 1]
+    assert "still those of nogold" in " ".join(c.value for c in at.caption)
     es = ap.ui("es")
     from engine.alignment.readers import AlignFileError
 
     with pytest.raises(AlignFileError) as e:
         ap.read_file(b"source,src,target\nx,y,z\n", "f.csv", False, es)
     assert ap.file_error(e.value, es) == (
-        "f.csv, línea 1: la cabecera nombra text_a más de una vez ('source', 'src'); deja "
+        "f.csv, línea 1: la cabecera nombra text_a más de una vez («source», «src»); deja "
         "solo una.")
+
+
+def test_a_rejected_file_replaces_nothing_and_every_header_fits(served):
+    """Issue 42 on a Spanish page: an image, an empty file or a bad header is refused in
+    Spanish with the file named, and the last good file's results stay (removing the bad
+    file shows them as before, under the good file's name); the limits and p are said in
+    the page's words; every column is wide enough for its whole header."""
+    from viz.theme import text_px
+
+    at = align({"view": "corpus", "lang": "es"})
+    captions = lambda: " ".join(c.value for c in at.caption)  # noqa: E731
+    assert "Como máximo 2 MB y 2000 pares por archivo" in captions()  # beside Streamlit's
+    upload(at, "pairs.tsv", corpus_file(5))
+    ok(at)
+    assert "p = min(1, 2·min(k₋, k₊)/B)" in captions() and "p < 0,05 justo cuando" in captions()
+    config = json.loads(at.dataframe(key="align_table").proto.columns)
+    for name, col in config.items():
+        if name not in ("texto A", "texto B", "_index"):
+            assert isinstance(col.get("width"), int) and col["width"] >= text_px(name, 13), (
+                name, col)
+    shown = at.dataframe(key="align_table").value
+    for name, raw, says in [
+            ("img.png", b"\x89PNG\r\n\x1a\n\x00\x00", "img.png no es un archivo de texto"),
+            ("vacio.tsv", b"", "vacio.tsv está vacío"),
+            ("missing_col.tsv", b"text_a\tgold\nx\t0-0\n",
+             "missing_col.tsv, línea 1: la cabecera necesita text_a y text_b")]:
+        upload(at, name, raw)
+        assert not at.exception
+        [err] = [e.value.replace("\\", "") for e in at.error]
+        assert says in err, err
+        assert at.dataframe(key="align_table").value.equals(shown)  # the results stay
+        assert "siguen siendo los de pairs.tsv" in captions().replace("\\", "")
+    at.file_uploader(key="align_file").set_value(None).run()  # the bad file removed
+    ok(at)
+    assert "Alineado: pairs.tsv" in captions().replace("\\", "") and not at.error
+    assert at.dataframe(key="align_table").value.equals(shown)
 
 
 def test_the_pair_view_s_gold_messages_and_scores_line_match_the_view(served):

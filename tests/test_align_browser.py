@@ -1,8 +1,9 @@
 """The Align page in headless Chromium against a real ``streamlit run`` server: a 50-pair
-file uploaded in the Corpus view fills the table, and a click on a row opens that pair in
-the Pair view (its texts in the boxes, its matrix drawn); Back and Forward walk the views,
-methods and settings one press each. ``make screenshots`` also writes ``align.png`` of the
-Pair view."""
+file uploaded in the Corpus view fills the table, a file that cannot be read replaces
+nothing (in English and Spanish), and a click on a row opens that pair in the Pair view
+(its texts in the boxes, its matrix drawn); Back and Forward walk the views, methods and
+settings one press each, and a clamped value in the address is said. ``make screenshots``
+also writes ``align.png`` of the Pair view."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ def test_a_50_pair_file_fills_the_table_and_a_row_click_opens_the_pair(app_serve
         grid = pg.locator('.st-key-align_table [data-testid="stDataFrame"]')
         grid.wait_for(state="visible", timeout=TIMEOUT)
         no_errors(pg)
+        rejected_files_replace_nothing(pg, grid)
         box = grid.bounding_box()
         assert box and box["height"] > 5 * ROW_PX  # the table has rows
         # the row marker of the 4th row (checkbox column at the left edge)
@@ -55,6 +57,47 @@ def test_a_50_pair_file_fills_the_table_and_a_row_click_opens_the_pair(app_serve
         no_errors(pg)
         if os.environ.get("SINKSCOPE_SCREENSHOTS"):  # make screenshots: the Pair view
             shot(pg, "align")
+
+
+def _upload(pg, name: str, raw: bytes, mime: str = "text/tab-separated-values") -> None:
+    pg.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
+        files=[{"name": name, "mimeType": mime, "buffer": raw}])
+
+
+def _language(pg, label: str, shown: str) -> None:
+    """Switch the page's language with the sidebar's picker; wait for ``shown``."""
+    pg.locator('[data-testid="stSidebar"] button', has_text=label).click()
+    pg.wait_for_selector(f"text={shown}", timeout=TIMEOUT)
+    wait_idle(pg)
+
+
+def rejected_files_replace_nothing(pg, grid) -> None:
+    """Issue 42, in English then Spanish: p is explained, the uploader's limits are said in
+    the page's words, and a file that cannot be read (a bad header, an image) is refused
+    with its name while the good file's table, verdict and caption stay; removing it
+    shows the good file's results as before."""
+    body = pg.inner_text("body")
+    assert "p = min(1, 2·min(k₋, k₊)/B)" in body and "p < 0.05 exactly when" in body
+    assert "At most 2 MB and 2,000 pairs per file" in body
+    _upload(pg, "missing_col.tsv", b"text_a\tgold\nx\t0-0\n")
+    pg.wait_for_selector("text=The results below are still those of pairs.tsv", timeout=TIMEOUT)
+    wait_idle(pg)
+    error = pg.locator('[data-testid="stAlertContentError"]').inner_text()
+    assert "missing_col.tsv, line 1: the header needs both text_a and text_b" in error, error
+    assert "50 pairs, 50 with gold" in pg.inner_text("body") and grid.is_visible()
+    _language(pg, "Español", "Los resultados de abajo siguen siendo los de pairs.tsv")
+    body = pg.inner_text("body")
+    assert "missing_col.tsv, línea 1: la cabecera necesita text_a y text_b" in body
+    assert "p < 0,05 justo cuando" in body and "Como máximo 2 MB y 2000 pares" in body
+    _upload(pg, "img.png", b"\x89PNG\r\n\x1a\n\x00\x00", "image/png")
+    pg.wait_for_selector("text=img.png no es un archivo de texto", timeout=TIMEOUT)
+    wait_idle(pg)
+    assert "50 pares, 50 con referencia" in pg.inner_text("body") and grid.is_visible()
+    pg.locator('[data-testid="stFileChipDeleteBtn"] button').click()  # the bad file removed
+    pg.wait_for_selector("text=Alineado: pairs.tsv", timeout=TIMEOUT)
+    _language(pg, "English", "Aligned: pairs.tsv")
+    no_errors(pg)
+    assert "50 pairs, 50 with gold" in pg.inner_text("body") and grid.is_visible()
 
 
 # What the page shows: the view chosen, the method, θ's live slider, the address.
@@ -116,12 +159,16 @@ def test_back_and_forward_walk_views_methods_and_settings_one_press_each(app_ser
         _step(pg, pg.go_back)
         gone = _step(pg, pg.go_back)  # the third press leaves the page
         assert gone["path"] != "/align", gone
-        # A refused value: the page's corrected address replaces it, so Back leaves too.
-        pg.goto(f"{app_server}/align?method=bogus")
+        # A refused value: the page's corrected address replaces it, so Back leaves too;
+        # every refused or clamped value is said (issue 42: θ and τ were clamped silently).
+        pg.goto(f"{app_server}/align?method=bogus&threshold=5&tau=-3")
         wait_js(pg, "() => location.search.includes('method=') && "
                     "!location.search.includes('bogus')")
         wait_idle(pg)
         fixed = pg.evaluate(SHOWN)
         assert fixed["method"] == "unbalanced" and "bogus" in pg.inner_text("body")
+        notices = " ".join(pg.locator('[data-testid="stAlertContentWarning"]').all_inner_texts())
+        assert "the threshold θ = 5 is outside 0–0.99; using 0.99." in notices, notices
+        assert "τ = -3 is outside 0.01–100; using 0.01." in notices, notices
         left = _step(pg, pg.go_back)  # not to the refused address: out of the page
         assert left["path"] != "/align", left

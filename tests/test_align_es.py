@@ -43,13 +43,13 @@ def test_the_language_is_in_the_address_and_a_crafted_link_is_answered_in_it():
     values, warn = ap.parse_query({"lang": "es", "view": "nope", "method": "<b>",
                                    "tau": "nan"})
     assert values == {"lang": "es"} and len(warn) == 3
-    assert any(w.startswith("El enlace pide un método desconocido, '<b>'") for w in warn)
+    assert any(w.startswith("El enlace pide un método desconocido, «<b>»") for w in warn)
     assert not [w for w in warn if "Unknown" in w or "link" in w]
     assert ap.to_query({**ap.DEFAULTS, **values})["lang"] == "es"
     assert ap.parse_query({"view": "nope"})[1] == [
-        "Unknown view 'nope' in the link; showing the pair."]  # English as it was
+        "Unknown view “nope” in the link; showing the pair."]  # English as it was
     values, warn = ap.parse_query({"lang": "fr"})
-    assert "lang" not in values and "Unknown language 'fr'" in warn[0]
+    assert "lang" not in values and "Unknown language “fr”" in warn[0]
     link = ap.compare_link("el gato", "a & b", "es")
     assert parse_qs(link[3:])["lang"] == ["es"] and "lang" not in ap.compare_link("a", "b")
 
@@ -219,7 +219,7 @@ def test_spanish_plan_values_read_with_decimal_commas():
     es = va.matrix(["el", "río"], ["the", "river"], [(0, 0)], plan=plan, num=numbers("es"))
     hover = [t for t in es.data if t.type == "heatmap"][0].text
     assert [list(r) for r in hover] == [["el → the: 0,25", "el → river: n/d"],
-                                        ["río → the: 0,0004", "río → river: 1"]]
+                                        ["río → the: 4,00e-04", "río → river: 1"]]
     assert es.layout.separators == ",\u00a0"
     en = va.matrix(["el", "río"], ["the", "river"], [(0, 0)], plan=plan)
     assert list([t for t in en.data if t.type == "heatmap"][0].text[0]) == [
@@ -351,13 +351,21 @@ BAD_FILES = [
 @pytest.mark.parametrize("code, name, raw", BAD_FILES, ids=[c for c, _, _ in BAD_FILES])
 def test_a_bad_file_is_explained_in_spanish(code, name, raw):
     """The Spanish page says what a file got wrong in Spanish, with its line and numbers
-    written the Spanish way; the English page shows the engine's own sentence."""
+    written the Spanish way; the English page says the engine's own sentence, a typed
+    value in quotes (not Python's) and a text by its name ("text A", not "text_a")."""
     from engine.alignment.readers import AlignFileError
 
     with pytest.raises(AlignFileError) as e:
         ap.read_file(raw, name, False, ap.ui("es"))
     assert e.value.code == code
-    assert ap.file_error(e.value, ap.ui("en")) == str(e.value)
+    engine = str(e.value)
+    for v in e.value.params.values():  # each typed value Python quoted
+        for x in v if isinstance(v, tuple) else (v,):
+            if isinstance(x, str):
+                engine = engine.replace(repr(x), f"“{x}”")
+    if code in ("text_empty", "text_too_long"):
+        engine = re.sub(r"\btext_([ab])\b", lambda m: "text " + m[1].upper(), engine)
+    assert ap.file_error(e.value, ap.ui("en")) == engine
     es = ap.file_error(e.value, ap.ui("es"))
     assert es != str(e.value) and "{" not in es.replace('{"text_a"', "")
     assert not re.search(r"\b(line|is|has|the|needs|write|holds)\b", es), es
@@ -375,8 +383,8 @@ def test_spanish_file_errors_keep_the_details():
                                           "text_a y text_b y gold separados por comas.")
     with pytest.raises(AlignFileError) as e:
         make_pair("a b", "c", "0-1", where="gold")
-    assert ap.file_error(e.value, es) == (
-        "referencia: el enlace 0-1 está fuera de rango: el texto A tiene 2 palabras y el texto "
+    assert ap.file_error(e.value, es) == (  # "gold" is said by the page's sentence
+        "el enlace 0-1 está fuera de rango: el texto A tiene 2 palabras y el texto "
         "B 1 (¿cuentan los enlaces desde 1? márcalo en «los enlaces de referencia cuentan "
         "desde 1»).")
     with pytest.raises(AlignFileError) as e:  # a path's mistake names the file's kind
@@ -389,12 +397,54 @@ def test_spanish_file_errors_keep_the_details():
 
 
 def test_the_english_file_errors_are_the_engine_s_sentences():
-    """align.en.json's file_errors are the engine's messages (readers.MESSAGES) as the
-    page's templates, so the two cannot drift apart."""
+    """engine.en.json's file_errors are the engine's messages (readers.MESSAGES) as the
+    page's templates, a typed value in quotes rather than Python's repr, so the two cannot
+    drift apart."""
     from engine.alignment.readers import ENGLISH_PARTS, HEADER_MESSAGES, MESSAGES
 
-    en = i18n.texts("align", "en")["file_errors"]
+    en = i18n.texts("engine", "en")["file_errors"]
     for code, sentence in {**MESSAGES, **HEADER_MESSAGES}.items():
+        sentence = re.sub(r"\{(\w+)!r\}", r"“{\1}”", sentence)
         assert en[code] == re.sub(r"\{(\w+)(![rs])?(:[^}]*)?\}", r"{\1}", sentence), code
     assert {k: en["parts"][k] for k in ENGLISH_PARTS} == ENGLISH_PARTS
-    assert set(i18n.texts("align", "es")["file_errors"]) == set(en)
+    assert set(i18n.texts("engine", "es")["file_errors"]) == set(en)
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_an_interval_end_near_zero_keeps_its_sign_so_the_row_never_contradicts_itself(lang):
+    """Issue 42: "−0.004 [−0.008, 0.000] … no: the interval holds 0" read as if the
+    interval touched 0. An end that is not 0 keeps the decimals it needs, so the interval,
+    the verdict and p (computed from the same resamples, so p < 0.05 exactly when the
+    interval leaves out 0) agree on the page, and the page says what p is."""
+    from engine.alignment.score import Paired
+    from sinkscope_app.align.words import paired_rows
+
+    t = ap.ui(lang)
+    out, holds = (Paired("partial", "softmax-argmax", "total_f1", -0.004, (-0.008, -0.0002),
+                         0.039),
+                  Paired("exact", "softmax-argmax", "total_f1", -0.004, (-0.008, 0.0003), 0.06))
+    rows = paired_rows([out, holds], t)
+    mark = "." if lang == "en" else ","
+    assert rows[0]["95 % interval"] == t["interval"].format(lo=f"−0{mark}008", hi=f"−0{mark}0002")
+    assert rows[0]["difference shown"] == t["differs_yes"]
+    assert rows[1]["95 % interval"] == t["interval"].format(lo=f"−0{mark}008", hi=f"+0{mark}0003")
+    assert rows[1]["difference shown"] == t["differs_no"]
+    assert "p = min(1, 2·min(k₋, k₊)/B)" in t["p_help"] and "{b}" in t["p_help"]
+    lab = i18n.texts("lab", lang)["text_p_help"]
+    assert "p = min(1, 2·min(k₋, k₊)/B)" in lab and ("0.05" in lab or "0,05" in lab)
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_clamped_values_in_the_address_are_said(lang):
+    """docs/urls.md promises a notice for every clamped value: /align?threshold=5&tau=-3
+    clamped θ and τ silently (issue 42). Each is said, in the page's language, in a
+    sentence for a person (no parameter=value, no Python quotes)."""
+    values, warn = ap.parse_query({"lang": lang, "threshold": "5", "tau": "-3", "mass": "2",
+                                   "text_a": "x" * 30_000})
+    assert (values["align_threshold"], values["align_tau"], values["align_mass"]) == (
+        0.99, ap.TAU_OPTIONS[0], ap.MASS_OPTIONS[-1])
+    assert len(values["align_a"]) == 20_000 and len(warn) == 4, warn
+    theta, tau, mass = ("umbral θ = 5", "τ = -3", "masa m = 2") if lang == "es" else (
+        "threshold θ = 5", "τ = -3", "mass m = 2")
+    shown = " ".join(warn)
+    assert theta in shown and tau in shown and mass in shown and "30" in shown, warn
+    assert not re.search(r"\w=|'|SINKSCOPE_", shown), warn

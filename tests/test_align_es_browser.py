@@ -1,6 +1,7 @@
-"""The Align page in Spanish in headless Chromium: the m slider of ``partial`` opens on the
-engine's default m, and a key press on it redraws the figures in the browser with the
-Spanish words the payload carries (no English trace name, no English hover word)."""
+"""The Align page in Spanish in headless Chromium: a clamped value in the address is said in
+Spanish, the m slider of ``partial`` opens on the engine's default m, and a key press on it
+redraws the figures in the browser with the Spanish words the payload carries (no English
+trace name, no English hover word)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ SHOWN = """() => [...document.querySelectorAll('.js-plotly-plot')]
       .map(String)}))"""
 PAIR = {"lang": "es", "text_a": "el gato se sentó en la alfombra",
         "text_b": "un gato estaba sentado en la alfombra",
-        "gold": "0p0 1-1 2-2 3-3 4-4 5-5 6-6", "method": "partial"}
+        "gold": "0p0 1-1 2-2 3-3 4-4 5-5 6-6", "method": "partial",
+        "tau": "-3"}  # τ (unbalanced's) out of range: clamped, and said in Spanish
 
 
 def test_the_spanish_m_slider_redraws_the_figures_in_spanish(app_server, browser):
@@ -33,6 +35,9 @@ def test_the_spanish_m_slider_redraws_the_figures_in_spanish(app_server, browser
                     "[...A.payloads.values()].some(e => e.value) }")
         wait_idle(pg)
         no_errors(pg)
+        notices = pg.locator('[data-testid="stAlertContentWarning"]').all_inner_texts()
+        assert notices == ["En el enlace, τ = -3 queda fuera del intervalo 0,01–100; se usa "
+                           "0,01."], notices  # issue 42: a clamp is never silent
         mass = pg.locator('.sk-align [role="slider"]').nth(1)
         default = ap.method_defaults("partial")["align_mass"]
         assert mass.get_attribute("aria-valuenow") == f"{default:g}" == "0.98"

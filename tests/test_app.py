@@ -238,7 +238,8 @@ def test_long_texts_fall_back_to_the_server_with_a_note():
     at = run({"a": long, "b": long})
     ok(at)
     data = scrub_data(at)
-    assert data["lattice"] is None and "SINKSCOPE_LIVE_MAX_CELLS" in data["note"]
+    assert data["lattice"] is None and "whose frames are precomputed" in data["note"]
+    assert "SINKSCOPE_" not in data["note"]  # said for a visitor, not an operator
     assert not component(at, "sinkscope_lattice") and not component(at, "sinkscope_texts")
     assert all("bind" not in component_data(el) for el in at.get("bidi_component")
                if el.proto.component_name == "sinkscope_live_chart")
@@ -331,7 +332,7 @@ def test_hostile_url_is_clamped_with_warnings():
     at = run(query)
     assert not at.exception
     warnings = " ".join(w.value for w in at.warning)
-    for part in ("ε", "half-steps", "layer 99", "head", "mode", "weights", "view",
+    for part in ("ε", "half-steps", "Layer 99", "head", "mode", "weights", "view",
                  "characters", "edges per token", "threshold", "dimensions"):
         assert part in warnings, part
     ss = at.session_state
@@ -633,7 +634,7 @@ def test_an_unknown_example_with_a_custom_text_shows_no_example_note():
     at = run({"ex": "nope", "a": "My own sentence about a heron."})
     ok(at)
     assert at.session_state["ex"] == "custom"
-    assert any("Unknown example 'nope'" in w.value and "your own texts" in w.value
+    assert any("Unknown example “nope”" in w.value and "your own texts" in w.value
                for w in at.warning)
     notes = {e["note"] for e in EXAMPLES.values()}
     assert not notes & set(_sidebar_captions(at))

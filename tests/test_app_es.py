@@ -5,6 +5,7 @@ and back."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from urllib.parse import parse_qs
 
@@ -251,8 +252,19 @@ def test_spanish_titles_at_rest_are_the_ones_the_browser_writes_while_dragging()
 
     rest = figures(run({"lang": "es", "ex": "bank", "steps": "200"}))
     sink = rest[0]["layout"]["annotations"][1]["text"]
-    assert "200 semipasos" in sink and "error máx. ≈ 0" in sink, sink  # numbers("es"), not 1e-09
+    # numbers("es"): English's digits, Spanish marks (issue 42: 1,66e-13, not "≈ 0")
+    assert "200 semipasos" in sink and re.search(r"error máx\. \d,\d\de-1\d", sink), sink
     one = figures(run({"lang": "es", "ex": "bank", "steps": "1"}))
     assert "1 semipaso" in one[0]["layout"]["annotations"][1]["text"]
     assert one[1]["layout"]["title"]["text"].endswith("· idénticos (hasta 10⁻¹²)")
     assert one[1]["layout"]["meta"]["identical"] == ES["figures"]["identical"]  # for the JS
+
+
+@pytest.mark.parametrize("lang", ["en", "es"])
+def test_the_sentences_metric_titles_fit_their_third_of_the_page(lang):
+    """A metric's title is one line, cut where its third of the page ends: the Spanish
+    "Concordancia de las clasificaciones (ρ de Spearman)" read "ρ d…" (issue 42). At
+    1400 px a third holds 28 characters beside its help mark (checked in Chromium)."""
+    w = i18n.texts("main", lang)["sentences"]
+    for key in ("agree", "same_top", "barycenter"):
+        assert len(w[key]) <= 28, (key, w[key])

@@ -82,7 +82,7 @@ def test_model_in_the_url(two_models):
     bad = run(query={"model": "/etc"})
     ok(bad)
     assert bad.session_state["model"] == "all-MiniLM-L6-v2"
-    assert any("Unknown model '/etc'" in w.value for w in bad.warning)
+    assert any("Unknown model “/etc”" in w.value for w in bad.warning)
 
 
 # ----------------------------------------------------------------------------- Sentences
@@ -156,7 +156,7 @@ def test_sentences_link_restores_the_set_and_custom_candidates():
     p = parse_query({"view": "sentences", "cands": "x\ny", "sset": "nope"}, n_layers=6,
                     n_heads=12, models=("all-MiniLM-L6-v2",), examples={})
     assert p.values["cands"] == "x\ny" and p.values["sset"] == "custom"
-    assert any("Unknown example set 'nope'" in w for w in p.warnings)
+    assert any("Unknown example set “nope”" in w for w in p.warnings)
     assert "candidates" not in to_query(dict(DEFAULTS, view="compare"))
 
 

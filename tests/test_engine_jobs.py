@@ -264,7 +264,12 @@ def test_the_schema_takes_what_the_engine_takes():
         assert via_schema.body == spec.check(body).body
 
 
-def test_every_job_error_reads_in_spanish_with_its_facts():
+def test_every_job_error_reads_in_both_languages_with_its_facts():
+    """Each job code is worded by the page's language, keeps the facts a person needs and
+    names no environment variable, route or Python quote (the engine's own sentence is for
+    operators)."""
+    import string
+
     from engine.jobs.errors import MESSAGES, JobError
     from sinkscope_app import locale
 
@@ -275,14 +280,14 @@ def test_every_job_error_reads_in_spanish_with_its_facts():
               "count": 3, "least": 4, "most": 2000, "pair": 2, "work": 10, "unit": "word pairs",
               "env": "SINKSCOPE_JOB_WORK_TEXT", "change": "Send fewer pairs."}
     for code, template in MESSAGES.items():
-        import string
-
         used = {f for _, f, _, _ in string.Formatter().parse(template) if f}
         e = JobError.of(code, **{k: params[k.split("!")[0]] for k in used})
-        es = locale.error(e, "es")
-        assert locale.error(e, "en") == str(e) and es != str(e), code
-        for k in used - {"change", "problem", "unit"}:  # the facts stay (sentences are words)
-            assert str(params[k]).replace(".0", "") in es.replace(".0", ""), (code, k, es)
+        en, es = locale.error(e, "en"), locale.error(e, "es")
+        assert en != es, code
+        for text in (en, es):
+            assert "SINKSCOPE_" not in text and "/v1/" not in text and "'" not in text, text
+            for k in used - {"change", "problem", "unit", "id", "env"}:  # facts, not words
+                assert str(params[k]).replace(".0", "") in text.replace(".0", ""), (code, k, text)
 
 
 # --------------------------------------------------------------------------- readers

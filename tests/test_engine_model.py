@@ -291,6 +291,27 @@ def test_each_examples_settings_show_what_its_note_says(enc, ex_id, pairs):
         assert r.attention[i, [0, -1]].sum() > 0.5, (x, "most of softmax's mass goes to [CLS]/[SEP]")
 
 
+def test_the_default_example_s_note_says_what_its_numbers_are(enc):
+    """Issue 42: the note said softmax sends the river bank's mass "to [CLS] and [SEP]";
+    at the example's own settings [CLS] gets 0.99999997 and [SEP] about 2e-9. Each claim
+    of the default example's note, checked against its numbers, in both languages."""
+    from sinkscope_app import examples, locale
+    from sinkscope_app.main.params import DEFAULTS
+
+    ex = examples.load()[DEFAULTS["ex"]]
+    s = ex["settings"]
+    r = relate(ex["a"], ex["b"], encoder=enc, layer=s["layer"], head=s["head"], eps=s["eps"],
+               half_steps=s["steps"])
+    i, j = r.tokens_a.index("bank"), r.tokens_b.index("bank")
+    share = r.sinkhorn_plan[i, j] / r.a[i]  # of the river bank's mass, to the money bank
+    en, es = ex["note"], locale.texts("main", "es")["examples"][DEFAULTS["ex"]]["note"]
+    assert f"Layer {s['layer']} at ε = {s['eps']:g}" in en and "four fifths" in en
+    assert f"Capa {s['layer']} con ε = 0,1" in es and "cuatro quintos" in es
+    assert 0.75 <= share <= 0.85, share  # about four fifths
+    assert r.attention[i, 0] > 0.99 and r.attention[i, -1] < 0.01  # almost all to [CLS]
+    assert "[CLS]" in en and "[SEP]" not in en and "[CLS]" in es and "[SEP]" not in es
+
+
 def test_self_example_keeps_words_on_themselves(enc):
     from sinkscope_app import examples
 

@@ -81,7 +81,7 @@ HOSTILE = [("lab", {"steps": "²"}, "steps", "lab_steps", 400),
            ("lab", {"target": "[x](http://e.vil)", "steps": "nan"}, "target", "lab_target",
             "whitened"),
            ("learn", {"step": "²"}, "no step", "learn_step", 1),
-           ("align", {"tau": "NaN", "view": "9" * 5000}, "tau", "align_view", "pair"),
+           ("align", {"tau": "NaN", "view": "9" * 5000}, "τ", "align_view", "pair"),
            ("main", {"steps": "9" * 5000, "head": "NaN"}, "half-steps", "head", "mean")]
 
 

@@ -176,7 +176,7 @@ HALF_MB_TEXT = "word " * 100_000  # 500,000: under Streamlit's own 512 Ki query-
     ({"eps": "NaN"}, "ε must be a positive number", "eps", 1.0),
     ({"steps": "1000000000"}, "half-steps = 1,000,000,000 is outside", "steps",
      "max_half_steps"),
-    ({"layer": "99"}, "layer 99 is out of range", "layer", 5),
+    ({"layer": "99"}, "Layer 99 is out of range", "layer", 5),
     ({"mode": "unknown"}, "Unknown mode", "mode", "separate"),
     ({"a": HALF_MB_TEXT, "b": "A river bank."}, "500,000 characters", "a", "max_chars"),
 ], ids=["eps-0", "eps-neg", "eps-1e300", "eps-nan", "steps-1e9", "layer-99", "mode-unknown",

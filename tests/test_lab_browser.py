@@ -1,7 +1,8 @@
 """The Lab page in headless Chromium against a real ``streamlit run`` server: Train shows a
 progress bar while it trains (Stop is enabled only then), then the couplings of a held-out
 pair are drawn, and above each matrix its second marginal as bars: on their ticks for the
-target and the Sinkhorn Transformer, off them for the softmax layer."""
+target and the Sinkhorn Transformer, off them for the softmax layer. A file of gold links
+that does not read is said in the page's words."""
 
 from __future__ import annotations
 
@@ -59,3 +60,20 @@ def test_train_shows_progress_then_draws_the_couplings_and_marginals(app_server,
         assert per["x3"][0] > 0 and per["x3"][1] > 0 and sum(per["x3"]) == 8
         assert got["drawn"] == 3 * 8  # and every bar is on the page
         no_errors(pg)
+        # a file of gold links that does not read: said in the page's words, file named
+        bad_gold_file(pg, "Could not run: badgold.tsv, line 2: link 9-9 is out of range",
+                      "At most 2 MB and 2,000 pairs per file")
+
+
+BAD_GOLD = b"text_a\ttext_b\tgold\nthe cat\tel gato\t9-9\n"
+
+
+def bad_gold_file(pg, error: str, limits: str) -> None:
+    """Issue 42: the Lab's file errors were English inside Spanish sentences."""
+    pg.locator('.st-key-lab_text_upload [data-testid="stFileUploaderDropzoneInput"]') \
+        .set_input_files(files=[{"name": "badgold.tsv", "buffer": BAD_GOLD,
+                                 "mimeType": "text/tab-separated-values"}])
+    pg.wait_for_selector('[data-testid="stAlertContentError"]', timeout=TIMEOUT)
+    shown = pg.locator('[data-testid="stAlertContentError"]').inner_text()
+    assert error in shown, shown
+    assert limits in pg.inner_text("body")

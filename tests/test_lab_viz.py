@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -87,6 +89,32 @@ def test_long_model_names_wrap_and_are_never_cut():
     assert all(len(line) <= vlab.TITLE_CHARS for line in head.split("<br>"))
     m = vlab.matrices({"cf": P}, labels={"cf": name})
     assert m.layout.annotations[0].text.replace("<br>", " ") == name
+
+
+def test_a_long_note_and_panel_notes_keep_clear_of_the_panel_titles():
+    """The Spanish Lab's note ran into the panels' titles, and their notes into each other
+    (issue 42): the title is pinned to the top, the top margin holds every line of the
+    note and of the tallest panel title, and each panel's note wraps to its third."""
+    from sinkscope_app import locale
+
+    x, a, y, b, P = _pair()
+    ui = locale.texts("lab", "es")
+    notes = {k: "L1 1,699 · filas 3,6e-08 · columnas 2,0e-08" for k in ("sinkhorn", "softmax")}
+    fig = vlab.couplings(x, a, y, b, {"target": P, "sinkhorn": P, "softmax": P},
+                         labels={"target": "Objetivo F(μ, ν)", "sinkhorn": "Transformer de "
+                                 "Sinkhorn", "softmax": "Última capa softmax"}, notes=notes,
+                         title="Acoplamientos", note=ui["couplings_note"].format(share="10 %"),
+                         words={"drawn": ui["drawn"]}, num=locale.numbers("es"))
+    assert (fig.layout.title.yanchor, fig.layout.title.y, fig.layout.title.yref) == (
+        "top", 1, "container")
+    note_lines = fig.layout.title.subtitle.text.count("<br>") + 1
+    panel_lines = max(t.text.count("<br>") + 1 for t in fig.layout.annotations[:3])
+    assert note_lines >= 2 and panel_lines >= 3  # the Spanish note and panel notes wrap
+    assert fig.layout.margin.t == vlab.heading_px(note_lines, panel_lines)
+    assert fig.layout.margin.t >= vlab.TITLE_PAD_PX + 30 + 18 * note_lines + 20 * panel_lines
+    for t in fig.layout.annotations[:3]:
+        for line in t.text.split("<br>")[1:]:
+            assert len(re.sub(r"<[^>]+>", "", line)) <= vlab.UNDER_CHARS, line
 
 
 def test_matrices_show_each_second_marginal_against_b():

@@ -304,19 +304,19 @@ def test_url_round_trip_with_own_texts():
 
 
 @pytest.mark.parametrize("query, key, value, needle", [
-    ({"step": "99"}, "learn_step", 8, "There is no step '99'"),
+    ({"step": "99"}, "learn_step", 8, "There is no step “99”"),
     ({"step": "0"}, "learn_step", 1, "showing step 1"),
-    ({"step": "-3"}, "learn_step", 1, "There is no step '\\-3'"),  # Markdown escaped
+    ({"step": "-3"}, "learn_step", 1, "There is no step “\\-3”"),  # Markdown escaped
     ({"step": "2.5"}, "learn_step", 1, "There is no step"),
-    ({"step": "<script>"}, "learn_step", 1, "'\\<script\\>'"),
+    ({"step": "<script>"}, "learn_step", 1, "“\\<script\\>”"),
     ({"step": "[x](http://e.vil)"}, "learn_step", 1, "\\[x\\]\\(http\\:"),
     ({"step": "1e400"}, "learn_step", 1, "There is no step"),
-    ({"lang": "fr"}, "lang", "en", "Unknown language 'fr'"),
-    ({"cloud": "spiral"}, "learn_cloud", None, "Unknown cloud shape 'spiral'"),
+    ({"lang": "fr"}, "lang", "en", "Unknown language “fr”"),
+    ({"cloud": "spiral"}, "learn_cloud", None, "Unknown cloud shape “spiral”"),
     ({"a": "x" * 30_000}, "a", "x" * 20_000, "only the first 20,000 are kept"),
     ({"shift": "50"}, "learn_shift", 2.0, "using 2"),
     ({"shift": "nan"}, "learn_shift", 0.0, "using 0"),
-    ({"present": "maybe"}, "learn_present", False, "present must be on or off"),
+    ({"present": "maybe"}, "learn_present", False, "Presenter mode in the link must be on or off"),
     ({"ex": "../../etc"}, "ex", None, "Unknown example"),
 ])
 def test_crafted_urls_are_clamped_with_a_notice(query, key, value, needle):
@@ -328,7 +328,7 @@ def test_crafted_urls_are_clamped_with_a_notice(query, key, value, needle):
 def test_notices_speak_the_pages_language():
     p = _parse({"step": "12", "lang": "es"})
     assert p.values == {"lang": "es", "learn_step": 8}
-    assert p.warnings == ["No hay paso '12' (el recorrido va del 1 al 8); se muestra el paso 8."]
+    assert p.warnings == ["No hay paso «12» (el recorrido va del 1 al 8); se muestra el paso 8."]
     assert _parse({}, locale="es-AR").values["lang"] == "es"
     assert _parse({}, locale="de-DE").values["lang"] == "en"
     long = _parse({"step": "9" * 5000}).warnings[0]
@@ -425,9 +425,9 @@ def test_crafted_link_opens_with_a_notice():
     at = learn({"step": "42", "lang": "xx", "cloud": "<b>", "shift": "-1e9"})
     ok(at)
     warnings = [w.value for w in at.warning]
-    assert any("no step '42'" in w for w in warnings), warnings
-    assert any("Unknown language 'xx'" in w for w in warnings)
-    assert any("'\\<b\\>'" in w for w in warnings)  # shown as typed, not as HTML
+    assert any("no step “42”" in w for w in warnings), warnings
+    assert any("Unknown language “xx”" in w for w in warnings)
+    assert any("“\\<b\\>”" in w for w in warnings)  # shown as typed, not as HTML
     assert any("using \\-3" in w or "using -3" in w for w in warnings), warnings
     assert "Step 8 of 8" in heading(at)
     assert dict(at.query_params) == {"step": "8", "lang": "en", "shift": "-3"}

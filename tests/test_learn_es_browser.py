@@ -65,6 +65,9 @@ JS_PAGE_TEXT = """() => [...document.querySelectorAll(
     + '[data-testid="stMainBlockContainer"] [data-testid="stSliderTickBarMin"],'
     + '[data-testid="stMainBlockContainer"] [data-testid="stSliderTickBarMax"]')]
     .filter(e => !e.closest('[data-testid="stExpander"]')).map(e => e.innerText).join('\\n')"""
+# Page links whose label the browser cuts (overflowing its box).
+CUT_LINKS = """() => [...document.querySelectorAll('[data-testid="stPageLink-NavLink"] *')]
+    .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.textContent)"""
 ARXIV = re.compile(r"arXiv[: ]?\d{4}\.\d{4,5}")
 POINT_NUMBER = re.compile(r"\d\.\d")  # 0.5 in Spanish text (0,5 is right)
 E_NOTATION = re.compile(r"\d[eE][-+−]?\d")  # 4.78e-05, 4,78e-5
@@ -117,13 +120,17 @@ def check_titles(pg, step: int) -> list[str]:
 
 def check_labels(pg, step: int) -> None:
     """No marker's core covers a quarter of a label's box (a label may touch the tip of a
-    diamond, not sit under a marker)."""
+    diamond, not sit under a marker), and no label lies on another (step 6 piled them up:
+    issue 42)."""
     found = pg.evaluate(JS_LABELS)
-    for label in found["labels"]:
+    for k, label in enumerate(found["labels"]):
         area = (label["right"] - label["left"]) * (label["bottom"] - label["top"])
         for m in found["markers"]:
             assert _overlap(label, m) < 0.25 * area, (
                 f"step {step}: a marker covers the label {label['text']!r}")
+        for other in found["labels"][k + 1:]:
+            assert _overlap(label, other) < 0.05 * area, (
+                f"step {step}: the labels {label['text']!r} and {other['text']!r} overlap")
 
 
 def check_numbers(step: int, texts: list[str]) -> None:
@@ -151,6 +158,9 @@ def test_spanish_steps_fit_and_write_numbers_the_spanish_way(page, app_server):
             axes = page.evaluate("""() => [...document.querySelectorAll(
                 '.js-plotly-plot .xtitle, .js-plotly-plot .ytitle')].map(t => t.textContent)""")
             assert sorted(axes) == ["texto A", "texto B"], axes
+            # the link to the Lab wraps, never cut mid-word ("…cualquier acop": issue 42)
+            assert page.locator('[data-testid="stMain"] [data-testid="stPageLink"]').count()
+            assert not page.evaluate(CUT_LINKS), page.evaluate(CUT_LINKS)
         else:
             page.locator(".st-key-learn_next button").click()
     assert commas >= 8  # numbers with decimals were shown, and written with commas

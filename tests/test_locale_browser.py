@@ -1,7 +1,8 @@
 """Spanish numbers as a Spanish-speaking student sees them in headless Chromium: the Align
 Pair view's table of scores, and the Lab after a short run (its status line, its table,
 the notes under the couplings and the learning curves' log-axis ticks). Decimal commas
-everywhere, no "0.857". And the server refuses an upload larger than the page's limit."""
+everywhere, no "0.857"; a bad file is said in Spanish. And the server refuses an upload
+larger than the page's limit."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import time
 import pytest
 
 from tests.support.browser import TIMEOUT, fresh_page, no_errors, wait_idle, wait_js
+from tests.test_lab_browser import bad_gold_file
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -54,6 +56,10 @@ def test_the_spanish_lab_writes_decimal_commas_after_a_run(app_server, browser):
         assert set(pg.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')]
             .map(g => g.layout.separators)""")) == {",\u00a0"}
         no_errors(pg)
+        # Stop is "Detener" here as on Align; a file's mistake is said in Spanish (issue 42)
+        assert pg.locator(".st-key-lab_stop button").inner_text() == "Detener"
+        bad_gold_file(pg, "No se pudo ejecutar: badgold.tsv, línea 2: el enlace 9-9 está "
+                          "fuera de rango", "Como máximo 2 MB y 2000 pares por archivo")
 
 
 def test_the_server_refuses_an_upload_larger_than_the_page_s_limit(app_server, browser):

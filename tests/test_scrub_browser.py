@@ -436,7 +436,7 @@ def test_09_long_texts_fall_back_to_the_server(context, server):
         {"a": LONG, "b": LONG.replace("river", "forest"), "eps": 1, "steps": 100}), live=False)
     problems = page.problems
     wait_js(page, "() => (document.querySelector('.sk-note') || {textContent: ''})"
-                  ".textContent.includes('SINKSCOPE_LIVE_MAX_CELLS')")  # the note may be redrawn
+                  ".textContent.includes('whose frames are precomputed')")  # it may be redrawn
     assert page.evaluate("window.__sinkscope.scrub.live()") is False
     eps = slider(page, EPS_NAME)
     start = float(eps.get_attribute("aria-valuenow"))

@@ -952,7 +952,8 @@ def test_learn_plane_labels_only_the_points_that_matter():
     mask_a, mask_b = vl.labelled(None, a, b, None)
     assert mask_a.all() and mask_b.all()  # without a limit, everyone is labelled
     full = vl.plan_and_bars(xa, a, xb, b, plan, labels_a=la, labels_b=lb, words=WORDS["en"])
-    assert all(s for s in [t for t in full.data if t.name == "cloud A"][0].text)
+    # every point may carry its label: all that have room do (the rest on hover only)
+    assert sum(bool(s) for s in [t for t in full.data if t.name == "cloud A"][0].text) > 3
 
 
 # ----------------------------------------------------------------------------- shared helpers

@@ -34,6 +34,8 @@ N_LINE_BINS = 5
 LINK_SHARE = 0.1  # a coupling picture links xᵢ, yⱼ where πᵢⱼ ≥ this share of min(aᵢ, bⱼ)
 TITLE_CHARS = 34  # characters per line of a panel's title
 NOTE_CHARS = 130  # characters per line of a figure's note (its subtitle)
+UNDER_CHARS = 46  # characters per line of the small line under a panel's title
+TITLE_PAD_PX = 10  # a figure's title below its top edge
 MAX_TICKS = 12  # most ticks on a log axis (1, 2, 5 × 10ᵏ, else decades alone)
 
 WORDS = {"step": "training step", "heldout": "held-out L1 to the target",
@@ -49,11 +51,21 @@ def _w(words: Mapping[str, str] | None) -> dict[str, str]:
 
 
 def _heading(title: str, note: str, panel_titles: Sequence[str]) -> tuple[dict, int]:
-    """A figure's title with its note wrapped under it, and the top margin that holds
-    both above the panels' titles (their tallest, in lines)."""
+    """A figure's title with its note wrapped under it, pinned to the figure's top (plotly
+    centres a title in the top margin, which put a two-line note on the panels' titles),
+    and the top margin that holds both above the panels' titles (their tallest, in
+    lines)."""
     note = wrap(note, NOTE_CHARS) if note else ""
     lines = max([t.count("<br>") + 1 for t in panel_titles] or [0])
-    return make_title(title, note), 90 + 18 * (note.count("<br>") + bool(note)) + 20 * lines
+    head = {**make_title(title, note), "y": 1, "yref": "container", "yanchor": "top",
+            "pad": dict(t=TITLE_PAD_PX)}
+    return head, heading_px(note.count("<br>") + bool(note), lines)
+
+
+def heading_px(note_lines: int, panel_lines: int) -> int:
+    """The top margin for a title, ``note_lines`` of note under it and panel titles of
+    ``panel_lines`` lines under those, with a gap between each."""
+    return TITLE_PAD_PX + 30 + 18 * note_lines + 12 + 20 * panel_lines + 8
 
 
 def _color(name: str, k: int) -> str:
@@ -248,7 +260,10 @@ def couplings(x: object, a: object, y: object, b: object, plans: Mapping[str, ob
         under = [escape(notes[name])] if notes and notes.get(name) else []
         if name in drawn:
             under.append(w["drawn"].format(share=num.percent(drawn[name][3])))
-        titles.append(t + f"<br><span style='font-size:11px'>{' · '.join(under)}</span>")
+        # each line its own span: the panels' notes never run into each other
+        small = wrap(" · ".join(under), UNDER_CHARS).split("<br>") if under else []
+        titles.append("<br>".join([t, *(f"<span style='font-size:11px'>{x}</span>"
+                                        for x in small)]))
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.04,
                         vertical_spacing=0.5 / (rows + 3))
     xa, yb = placed(x, a), placed(y, b)

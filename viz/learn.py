@@ -2,10 +2,10 @@
 
 Pure builders: arrays in, ``go.Figure`` out. Every word a figure shows comes in through
 ``words`` (the page passes its English or Spanish table; :data:`WORD_KEYS` lists the keys
-read) and every number through ``num`` (:class:`engine.relation.summary.Numbers`: "0,5" and
-"≈ 0" in Spanish, the hover's numbers written in Python with it and the axes' with its
-separators), so the builders know no language and read no file; labels are escaped like
-every token. ``scale`` enlarges type, points and lines for a projector.
+read) and every number through ``num`` (:class:`engine.relation.summary.Numbers`: the
+page's plain numbers, "0,5" and "≈ 0" in Spanish, the hover's numbers written in Python with
+it and the axes' with its separators), so the builders know no language and read no file;
+labels are escaped like every token. ``scale`` enlarges type, points and lines for a projector.
 
 Colours follow :mod:`viz.theme`: cloud A blue, cloud B orange, and the marginal bars
 vermillion (receives too much), sky blue (left alone) or grey (just right), as in the
@@ -56,7 +56,7 @@ def _words(words: Mapping[str, str] | None) -> dict[str, str]:
 
 
 def _strs(values: object, num: Numbers) -> np.ndarray:
-    """Each number written by ``num`` (for hover text: plotly's own format knows no "≈ 0")."""
+    """Each number written by ``num`` (for hover text: plotly's own format is not the page's)."""
     return np.asarray([num(v) for v in np.ravel(np.asarray(values, float))], dtype=object)
 
 
@@ -216,19 +216,49 @@ def _exact_lines(xa, xb, exact, ref, *, name, theme, scale) -> list[dict]:
                          dash="dash", width=EXACT_WIDTH)
 
 
+def _label_box(c: np.ndarray, r: float, place: str, w: float,
+               h: float) -> tuple[float, float, float, float]:
+    """The box (x0, y0, x1, y1), pixels with y down, of a ``w`` × ``h`` label at ``place``
+    around a marker of radius ``r`` centred at ``c``."""
+    sx, sy = _PLACES[place]
+    off = r / 0.8 + 1  # plotly's own offset of a label from its marker's centre
+    x0 = c[0] + (sx * off if sx > 0 else sx * off - w if sx < 0 else -w / 2)
+    y0 = c[1] + (sy * off if sy > 0 else sy * off - h if sy < 0 else -h / 2)
+    return (x0, y0, x0 + w, y0 + h)
+
+
+def label_size(name: str, font: float) -> tuple[float, float]:
+    """A label's estimated (width, height) in pixels at ``font`` px."""
+    return 0.62 * font * max(1, len(str(name))) + 2, 1.25 * font
+
+
+def label_boxes(xy: np.ndarray, diameters: np.ndarray, names: Sequence[str],
+                places: Sequence[str | None], px: float,
+                font: float) -> list[tuple[float, float, float, float] | None]:
+    """Each placed label's box in pixels (y down; None for a point without a label), as
+    :func:`label_places` estimates it."""
+    c = np.asarray(xy, float) * np.array([px, -px])
+    r = np.asarray(diameters, float) / 2
+    return [None if p is None else _label_box(c[k], r[k], p, *label_size(names[k], font))
+            for k, p in enumerate(places)]
+
+
 def label_places(xy: np.ndarray, diameters: np.ndarray, names: Sequence[str],
                  shown: np.ndarray, px: float, font: float,
                  prefer: Sequence[int] | None = None, reach: np.ndarray | None = None,
-                 frame: tuple[Sequence[float], Sequence[float]] | None = None) -> list[str]:
+                 frame: tuple[Sequence[float], Sequence[float]] | None = None,
+                 crowded: float = 0.05) -> list[str | None]:
     """A place for each point's label where no marker and no other label covers it.
 
     Greedy, most-crowded point first: each label takes the place around its point (of
     :data:`_PLACES`) whose box overlaps the other points' markers and the labels already
     placed least, in pixels (``px`` pixels per data unit; boxes estimated from ``font``).
+    A label that every place leaves more than ``crowded`` covered is left out (None: the
+    point is named on hover), so labels never pile up on a tight cluster.
 
     Args:
         xy: (N, 2) every point drawn (both clouds). diameters: (N,) marker sizes in px.
-        names: N labels. shown: (N,) which points carry a label.
+        names: N labels. shown: (N,) which points may carry a label.
         px: pixels per data unit. font: the labels' font size in px.
         prefer: for each point, the index of its preferred place in :data:`_PLACES`
             (kept on ties); 0 ("top center") when None.
@@ -236,9 +266,10 @@ def label_places(xy: np.ndarray, diameters: np.ndarray, names: Sequence[str],
             :data:`DIAMOND` for a diamond); 1 when None.
         frame: the plane's ((x0, x1), (y0, y1)) in data units: a label's part outside it
             counts as covered (it would be cut at the edge).
+        crowded: the share of a label's box that may be covered.
 
     Returns:
-        N plotly ``textposition`` values.
+        N plotly ``textposition`` values; None for a point without a label.
     """
     keys = list(_PLACES)
     n = len(xy)
@@ -246,17 +277,10 @@ def label_places(xy: np.ndarray, diameters: np.ndarray, names: Sequence[str],
     r = np.asarray(diameters, float) / 2
     ext = r * (np.ones(n) if reach is None else np.asarray(reach, float))
     prefer = [0] * n if prefer is None else list(prefer)
-    out = [keys[p] for p in prefer]
+    out: list[str | None] = [None] * n
     boxes: list[tuple[float, float, float, float]] = [
         (c[k, 0] - ext[k], c[k, 1] - ext[k], c[k, 0] + ext[k], c[k, 1] + ext[k])
         for k in range(n)]
-
-    def label_box(k: int, place: str, w: float, h: float) -> tuple[float, float, float, float]:
-        sx, sy = _PLACES[place]
-        off = r[k] / 0.8 + 1  # plotly's own offset of a label from its marker's centre
-        x0 = c[k, 0] + (sx * off if sx > 0 else sx * off - w if sx < 0 else -w / 2)
-        y0 = c[k, 1] + (sy * off if sy > 0 else sy * off - h if sy < 0 else -h / 2)
-        return (x0, y0, x0 + w, y0 + h)
 
     def hit(box, other) -> float:
         w = min(box[2], other[2]) - max(box[0], other[0])
@@ -275,16 +299,21 @@ def label_places(xy: np.ndarray, diameters: np.ndarray, names: Sequence[str],
     todo = [k for k in range(n) if shown[k]]
     dist = [min((np.hypot(*(c[k] - c[j])) for j in range(n) if j != k), default=np.inf)
             for k in todo]
+    labels: list[tuple[float, float, float, float]] = []
     for k in [todo[i] for i in np.argsort(dist, kind="stable")]:
-        w, h = 0.62 * font * max(1, len(str(names[k]))) + 2, 1.25 * font
-        best, score = out[k], np.inf
+        w, h = label_size(names[k], font)
+        best, score = None, crowded * w * h  # more covered than this: no label
         for i in [prefer[k]] + [i for i in range(len(keys)) if i != prefer[k]]:
-            box = label_box(k, keys[i], w, h)
+            box = _label_box(c[k], r[k], keys[i], w, h)
+            if any(hit(box, b) > 0 for b in labels):
+                continue  # a label never lies on another
             cost = sum(hit(box, b) for j, b in enumerate(boxes) if j != k) + outside(box)
-            if cost < score - 1e-9:
+            if cost <= score - 1e-9 or (best is None and cost <= score):
                 best, score = keys[i], cost
+        if best is None:
+            continue  # nowhere free enough: named on hover only
         out[k] = best
-        boxes.append(label_box(k, best, w, h))
+        labels.append(_label_box(c[k], r[k], best, w, h))
     return out
 
 
@@ -320,6 +349,9 @@ def _plane_parts(xa, a, xb, b, plan, exact, labels_a, labels_b, title, ranges, w
                           prefer=[0] * len(a) + [1] * len(b),
                           reach=np.r_[np.ones(len(a)), np.full(len(b), DIAMOND)],
                           frame=(xr, yr))
+    show_a, show_b = (np.array([p is not None for p in places[:len(a)]]),
+                      np.array([p is not None for p in places[len(a):]]))
+    places = [p or "top center" for p in places]
     data += (_points(xa, a, la, side="a", ref=ref, words=w, scale=scale, num=num, shown=show_a,
                      places=places[:len(a)])
              + _points(xb, b, lb, side="b", ref=ref, words=w, scale=scale, num=num,

@@ -7,7 +7,9 @@ The app's metrics strip, the HTML report and the command line's table all show
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+import numpy as np
 
 from ..settings import DEFAULT_TOL
 from ..types import Relation
@@ -30,16 +32,19 @@ def fmt(x: float) -> str:
     return f"{x:.3g}"
 
 
-PLAIN_ZERO = 5e-6  # a plain-number reader sees "≈ 0" below this (one digit would be 0,000005)
+PLAIN_ZERO = 5e-6  # a plain-number reader sees "≈ 0" below this (one digit would be 0.000005)
 
 
 @dataclass(frozen=True)
 class Numbers:
-    """How one language writes the numbers a page shows; call it on a number.
+    """How one page writes numbers in one language; call it on a number.
 
-    English (the default) is :func:`fmt` exactly. With ``plain`` (for students), small
-    values are written as decimals with one significant digit instead of scientific
-    notation (4.78e-05 → 0,00005) and nonzero values below ``zero_below`` as "≈ 0".
+    The rule is the page's, the same in every language; a language changes only the marks
+    (decimal comma, thousands space, "n/d"). By default :func:`fmt`'s digits (three
+    significant digits; below 1e-3 or from 1e5 on in scientific notation: 1.66e-13). With
+    ``plain`` (a page for students, Learn), small values are written as decimals with one
+    significant digit (4.78e-05 → 0.00005) and nonzero values below ``zero_below`` as
+    "≈ 0". A whole count is written as :meth:`count` writes it.
 
     Attributes:
         decimal: the decimal mark ("." or ","). group: the thousands separator.
@@ -59,22 +64,22 @@ class Numbers:
         return self.decimal + self.group
 
     def __call__(self, x: float) -> str:
+        if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+            return self.count(x)
         x = float(x)
-        if not self.plain and self.decimal == "." and self.group == ",":
-            return fmt(x)
         if math.isnan(x):
             return self.nan
-        if math.isinf(x) or x == 0:
-            return fmt(x)
+        if not self.plain or math.isinf(x) or x == 0:
+            return self._marks(fmt(x))
         ax = abs(x)
-        if self.plain and ax < self.zero_below:
+        if ax < self.zero_below:
             return "≈ 0"
-        if self.plain and ax < 1e-3:
+        if ax < 1e-3:
             digits = -math.floor(math.log10(ax))  # one significant digit, as a decimal
             s = f"{x:.{digits}f}"
             if abs(float(s)) >= 10 ** (1 - digits):  # 0.000097 rounded up to 0.00010
                 s = f"{x:.{digits - 1}f}"
-        elif self.plain and ax >= 1e3:  # whole numbers, grouped from five digits on
+        elif ax >= 1e3:  # whole numbers, grouped from five digits on
             s = f"{x:,.0f}" if ax >= 1e4 else f"{x:.0f}"
         else:
             s = fmt(x)
@@ -86,7 +91,8 @@ class Numbers:
 
     @property
     def english(self) -> bool:
-        return self.decimal == "." and self.group == "," and not self.plain
+        """English marks (a page's rule may still be plain)."""
+        return self.decimal == "." and self.group == ","
 
     def count(self, n: int) -> str:
         """A whole count: 24,285 in English; 24 285 with a non-breaking space where a
@@ -112,12 +118,12 @@ class Numbers:
 
     def percent(self, x: float) -> str:
         """x (a share, 0..1) as a percentage: 45% / 45 %, 0.04% / 0,04 %; a tiny share
-        in a plain language as a plain decimal or "≈ 0 %", never 1.0e-05."""
+        as 1.0e-05% (plain: as a plain decimal or "≈ 0 %")."""
         p = 100 * float(x)
         if p < 5e-7:
             s = "0"
-        elif p < 1e-4 and not self.english:
-            return self(p) + "\u00a0%"
+        elif p < 1e-4 and self.plain:
+            return self(p) + ("%" if self.english else "\u00a0%")
         elif p < 1:
             s = f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}"
         else:
@@ -125,17 +131,19 @@ class Numbers:
         return s + "%" if self.english else self._marks(s) + "\u00a0%"
 
 
-NUMBERS = {"en": Numbers(), "es": Numbers(decimal=",", group="\u00a0", plain=True,
-                                          nan="n/d")}
+NUMBERS = {"en": Numbers(), "es": Numbers(decimal=",", group="\u00a0", nan="n/d")}
 
 
-def numbers(lang: str) -> Numbers:
-    """The number format of ``lang`` ("en", "es"); English for a language without one.
+def numbers(lang: str, plain: bool = False) -> Numbers:
+    """The number format of ``lang`` ("en", "es"; English for a language without one),
+    with the plain rule of a page for students when ``plain``.
 
-    Example: ``numbers("es")(0.5) == "0,5"``, ``numbers("es")(4.78e-05) == "0,00005"``,
-    ``numbers("en")(4.78e-05) == fmt(4.78e-05) == "4.78e-05"``.
+    Example: ``numbers("es")(0.5) == "0,5"``, ``numbers("es")(4.78e-05) == "4,78e-05"``,
+    ``numbers("en")(4.78e-05) == fmt(4.78e-05)``, ``numbers("en", plain=True)(4.78e-05)
+    == "0.00005"``, ``numbers("es", plain=True)(1e-9) == "≈ 0"``.
     """
-    return NUMBERS.get(lang, NUMBERS["en"])
+    num = NUMBERS.get(lang, NUMBERS["en"])
+    return replace(num, plain=True) if plain else num
 
 
 def half_steps_text(t: int) -> str:

@@ -70,11 +70,11 @@ def read_file(raw: bytes, name: str, one_based: bool, t: dict) -> tuple:
 
     num = locale.numbers(t.get("_lang", "en"))
     if len(raw) > MAX_UPLOAD_BYTES:
-        raise AlignFileError(t["too_big"].format(size=num.fixed(len(raw) / 2**20, 1),
-                                                 mb=MAX_UPLOAD_MB))
+        raise AlignFileError(t["too_big"].format(
+            name=name, size=num.fixed(len(raw) / 2**20, 1), mb=MAX_UPLOAD_MB))
     pairs = parse_pairs(decode(raw, name), name=name, one_based=one_based)
     if len(pairs) > MAX_CORPUS_PAIRS:
-        raise AlignFileError(t["too_many"].format(n=num.count(len(pairs)),
+        raise AlignFileError(t["too_many"].format(name=name, n=num.count(len(pairs)),
                                                   limit=num.count(MAX_CORPUS_PAIRS)))
     return pairs
 

@@ -10,6 +10,9 @@ they were, and a running job goes on (its progress shown again), never starting 
 
 from __future__ import annotations
 
+import hashlib
+import math
+
 import streamlit as st
 
 from engine import SinkscopeError, settings
@@ -26,22 +29,51 @@ from .words import (aligner_failed, column_names, file_error, paired_rows, ranke
                     settings_words, table, unread_message, written)
 
 JOB = "align_corpus"
+HEADER_FONT_PX, HEADER_PAD_PX = 13, 32  # the grid's header text (text_px errs wide); padding
 
 
 def _upload(t: dict):
-    """The uploader and the 1-based switch; the file (name, bytes): this run's upload, or
-    the one kept from before (None when there is none)."""
+    """The uploader (our words under it: Streamlit's own cannot be translated) and the
+    1-based switch; the file (name, bytes) to align: this run's upload once it reads, or
+    the one kept from before (None when there is none). A file that does not read is said
+    on the page and replaces nothing: the results of the kept one stay."""
     ss, num = st.session_state, locale.numbers(t["_lang"])
     f = st.file_uploader(t["upload"], key="align_file", max_upload_size=MAX_UPLOAD_MB,
                          help=t["upload_help"].format(mb=MAX_UPLOAD_MB,
                                                       pairs=num.count(MAX_CORPUS_PAIRS)))
+    st.caption(t["upload_limits"].format(mb=MAX_UPLOAD_MB, pairs=num.count(MAX_CORPUS_PAIRS)))
     st.checkbox(t["one_based"], key="align_one_based")
-    if f is not None:
-        ss["align_upload"] = (f.name, f.getvalue())
-    kept = ss.get("align_upload")
-    if kept is not None and f is None:
+    kept, error = ss.get("align_upload"), None
+    new = None if f is None else (f.name, f.getvalue())
+    if new is not None and new != kept:
+        error = _rejected(*new, t)
+        if error is None:
+            ss["align_upload"] = kept = new
+    if error is not None:
+        st.error(t["bad_file"].format(error=md_text(error, 400)))
+        if kept is not None:
+            st.caption(t["kept_after_bad"].format(name=md_text(kept[0], 80)))
+    elif kept is not None and f is None:
         st.caption(t["kept_file"].format(name=md_text(kept[0], 80)))
     return kept
+
+
+def _rejected(name: str, raw: bytes, t: dict) -> str | None:
+    """Why an uploaded file cannot be aligned, in the page's language (None when it
+    reads). The last file's reading is kept, so a rerun does not read it again (a
+    language switch does: the page's own sentences are in its language)."""
+    ss = st.session_state
+    one_based = bool(ss.get("align_one_based"))
+    mark = (name, hashlib.sha256(raw).hexdigest(), one_based, t["_lang"])
+    seen = ss.get("_align_checked")
+    if seen is None or seen[0] != mark:
+        try:
+            corpus.read_file(raw, name, one_based, t)
+            seen = (mark, None)
+        except (AlignFileError, SinkscopeError) as e:
+            seen = (mark, e)
+        ss["_align_checked"] = seen
+    return None if seen[1] is None else file_error(seen[1], t)
 
 
 def progress_text(job: jobs.Job, t: dict) -> str:
@@ -153,10 +185,11 @@ def _table(t: dict, c: corpus.Corpus):
     shown = df.sort_values(by, ascending=not desc, kind="stable", na_position="last")
     st.caption(t["table_help"])
     # every column's width given (the grid measures no cell of 800 rows to size one)
-    widths = {"text A": "medium", "text B": "medium"}
-    config = {names[k]: st.column_config.TextColumn(names[k], width=widths.get(k, "small"))
-              for k in df.columns if k != "pair"}
-    config[names["pair"]] = st.column_config.NumberColumn(names["pair"], width="small")
+    config = {names[k]: st.column_config.TextColumn(
+        names[k], width="medium" if k in ("text A", "text B") else header_px(names[k]))
+        for k in df.columns if k != "pair"}
+    config[names["pair"]] = st.column_config.NumberColumn(names["pair"],
+                                                          width=header_px(names["pair"]))
     order = [names[k] for k in ("pair", "text A", "text B", "disagreement", "null ratio",
                                 *per_method, "gold")]
     event = st.dataframe(
@@ -166,6 +199,14 @@ def _table(t: dict, c: corpus.Corpus):
     if open_row(c, shown, event):
         st.rerun()
     return df
+
+
+def header_px(label: str, least: int = 64) -> int:
+    """A table column's width in pixels that shows its whole header: the grid cuts a
+    header to its column, never wraps it ("F1 similarity-threshold", "discrepancia")."""
+    from viz.theme import text_px
+
+    return max(least, math.ceil(text_px(label, HEADER_FONT_PX) + HEADER_PAD_PX))
 
 
 def _exports(t: dict, c: corpus.Corpus, df) -> None:
@@ -206,6 +247,7 @@ def _verdict(t: dict, c: corpus.Corpus, theme: str) -> None:
         if group:
             st.caption(caption)
             st.table(table(paired_rows(group, t), t), hide_index=True)
+    st.caption(t["p_help"].format(b=num.count(v.bootstrap)))
     st.caption(t["command"])
     st.code(c.command, language=None, wrap_lines=True)  # plain: no highlighter to load
     with st.expander(t["corpus_scores"]):

@@ -19,7 +19,7 @@ from engine import settings
 from engine.alignment.api import DEFAULTS as ENGINE_DEFAULTS, opening
 
 from .. import engines, locale
-from ..inputs import Param, Refused, Schema, choice, parse_bool, quote, to_float, valid_text
+from ..inputs import Param, Refused, Schema, choice, parse_bool, quote, text, to_float
 
 METHODS = ("softmax-argmax", "softmax-both", "similarity-threshold", "sinkhorn-argmax",
            "sinkhorn-threshold", "exact", "partial", "unbalanced")
@@ -96,15 +96,22 @@ def method_defaults(name: str, aligner: str | None = None) -> dict[str, float]:
 
 
 # --------------------------------------------------------------------------- readers
-def _text(raw: str, ctx: Any) -> str:
-    return valid_text(raw)[:settings.CONFIG.max_chars]
+def _text(name: str):
+    """A reader of a text, cut to ``SINKSCOPE_MAX_CHARS`` characters with a notice."""
+    return text(lambda ctx: settings.CONFIG.max_chars, name=name)
 
 
-def _number(name: str, snap):
+def _number(name: str, lo: float, hi: float, snap):
+    """A reader of a number: outside ``lo``–``hi`` it is clamped, with a notice; then
+    ``snap`` puts it on the slider's nearest stop."""
     def read(raw: str, ctx: Any) -> float:
         x = to_float(raw)
         if x is None:
             raise Refused("not_number", name=name, value=quote(raw, 20))
+        if not lo <= x <= hi:
+            used = snap(min(max(x, lo), hi))
+            raise Refused("out_of_range", use=used, name=name, value=x, lo=lo, hi=hi,
+                          used=used)
         return snap(x)
     return read
 
@@ -139,10 +146,11 @@ def _only(method_of_value: tuple[str, ...]):
 SCHEMA = Schema("align", (
     Param("align_view", "view", choice(VIEWS, "unknown_view"), default="pair",
           doc="pair (one pair of texts) or corpus (a file of pairs)", nav="pair"),
-    Param("align_a", "text_a", _text, default=DEFAULTS["align_a"],
+    Param("align_a", "text_a", _text("text_a"), default=DEFAULTS["align_a"],
           doc="the texts of the Pair view", nav=DEFAULTS["align_a"]),
-    Param("align_b", "text_b", _text, default=DEFAULTS["align_b"], nav=DEFAULTS["align_b"]),
-    Param("align_gold", "gold", _text, default=DEFAULTS["align_gold"],
+    Param("align_b", "text_b", _text("text_b"), default=DEFAULTS["align_b"],
+          nav=DEFAULTS["align_b"]),
+    Param("align_gold", "gold", _text("gold"), default=DEFAULTS["align_gold"],
           doc="gold links, Pharaoh, 0-based (i-j sure, ipj possible)",
           nav=DEFAULTS["align_gold"]),
     Param("align_method", "method", choice(lambda ctx: methods(), "unknown_method",
@@ -153,14 +161,17 @@ SCHEMA = Schema("align", (
           write=_only((TRAINED,)), nav=None,
           doc="the trained aligner (method trained), by its name in SINKSCOPE_ALIGNERS"),
     Param("align_threshold", "threshold",
-          _number("threshold", lambda x: float(min(max(round(x, 2), 0.0), 0.99))),
+          _number("threshold", 0.0, 0.99, lambda x: float(min(max(round(x, 2), 0.0), 0.99))),
           default=DEFAULTS["align_threshold"], write=_only(THRESHOLDED + (TRAINED,)),
           doc="θ on the method's min-max scaled values, 0–0.99"),
-    Param("align_tau", "tau", _number("tau", lambda x: nearest(TAU_OPTIONS, max(x, 1e-6))),
+    Param("align_tau", "tau",
+          _number("tau", TAU_OPTIONS[0], TAU_OPTIONS[-1], lambda x: nearest(TAU_OPTIONS, x)),
           default=DEFAULTS["align_tau"], write=_only(("unbalanced",)),
           doc="τ, the KL strength of the marginals (unbalanced only)"),
-    Param("align_mass", "mass", _number("mass", nearest_mass), default=DEFAULTS["align_mass"],
-          write=_only(("partial",)), doc="m, the share of the mass moved (partial only)"),
+    Param("align_mass", "mass",
+          _number("mass", MASS_OPTIONS[0], MASS_OPTIONS[-1], nearest_mass),
+          default=DEFAULTS["align_mass"], write=_only(("partial",)),
+          doc="m, the share of the mass moved (partial only)"),
     Param("align_lower", "lower", _lower, default=False,
           doc="lower-case and split on whitespace, as the gold sets do"),
     Param("lang", "lang", choice(LANGS, "unknown_lang"),

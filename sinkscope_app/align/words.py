@@ -51,36 +51,11 @@ def aligner_failed(e: Exception, t: dict) -> str:
 
 
 def file_error(e: Exception, t: dict) -> str:
-    """What a file (or the typed pair, or its gold) got wrong, in the page's language: an
-    ``AlignFileError`` whose ``code`` ``t["file_errors"]`` has, with its details written the
-    language's way; another coded error in the engine's words (:func:`locale.error`); a
-    message of its own as it is (on the English page, the engine's own sentence)."""
-    words, lang = t.get("file_errors", {}), t.get("_lang", "en")
-    code = getattr(e, "code", "")
-    if lang == "en":
-        return str(e)
-    if code not in words:  # the engine's own code, or a message of its own
-        return locale.error(e, lang)
-    num, fields = locale.numbers(lang), {}
-    for k, v in e.params.items():
-        if k == "where":
-            fields[k] = (words["where_line"].format(file=v[0], line=num.count(v[1]))
-                         if isinstance(v, tuple) else words["where_names"].get(v, v))
-        elif isinstance(v, bool):  # an optional part of the sentence
-            fields[k] = words["parts"][k] if v else ""
-        elif k in ("sep", "what"):  # a word the sentence picks: "tabs", "gold file"
-            fields[k] = words["parts"].get(v, v)
-        elif k == "column":
-            fields[k] = repr(v)
-        elif isinstance(v, tuple):  # a header's words: 'source', 'src'
-            fields[k] = ", ".join(map(repr, v))
-        elif isinstance(v, int):
-            fields[k] = num.count(v)
-        elif isinstance(v, float):
-            fields[k] = num.fixed(v, 1)
-        else:
-            fields[k] = v
-    return words[code].format(**fields)
+    """What a file (or the typed pair, or its gold) got wrong, in the page's language
+    (:func:`sinkscope_app.locale.error`: an ``AlignFileError`` from its code and
+    parameters, another coded error in the engine's words, a message of its own as it
+    is)."""
+    return locale.error(e, t.get("_lang", "en"))
 
 
 def column_names(t: dict, columns) -> dict[str, str]:
@@ -147,7 +122,10 @@ SYMBOLS = {"threshold": "θ", "tau": "τ", "mass": "m", "eps": "ε", "temperatur
 
 
 def signed(x: float, num, digits: int = 3) -> str:
-    """A difference with its sign, in the language's marks: "+0,012", "−0,004", "0,000"."""
+    """A difference with its sign, in the language's marks: "+0,012", "−0,004", "0,000";
+    a small nonzero one with the decimals it needs ("−0,0002", never "0,000" for an
+    interval's end that leaves out 0)."""
+    digits = locale.nonzero_digits(x, digits)
     r = round(float(x), digits)
     return ("+" if r > 0 else "−" if r < 0 else "") + num.fixed(abs(r), digits)
 

@@ -54,9 +54,9 @@ export function scoresText(words, P, g, k) {
   });
   return fill(words.pair_scores_live, v);
 }
-export const linksText = (words, links) =>
-  `${fill(words.links_count, {count: links.length})} · ${fill(words.links_line, {
-    links: links.map(([i, j]) => `${i}-${j}`).join(" ") || "∅"})}`;
+export const linksText = (words, links) =>  // one link: no plural ("1 enlace")
+  `${(links.length === 1 && words.link_count) || fill(words.links_count, {count: links.length})}`
+  + ` · ${fill(words.links_line, {links: links.map(([i, j]) => `${i}-${j}`).join(" ") || "∅"})}`;
 
 // ------------------------------------------------------------------ pure: the figures
 export const rowsOf = (V, off, n, m) =>  // the plan's rows at one grid stop (NaN: no part)
@@ -187,19 +187,19 @@ export class AlignLive {
     this.prev = null;
   }
   build(data) {
-    const w = data.words, input = (how) => this.input(how), release = () => this.release();
-    this.theta = new Slider(this.boxes[0], {
-      label: w.threshold, about: fill(w.about, {label: w.threshold}), help: w.threshold_help,
-      ends: (s) => s, onInput: input, onRelease: release});
-    if (data.grid_key) {
-      const label = w[data.grid_key];
-      this.grid = new Slider(this.boxes[1], {
-        label, about: fill(w.about, {label}), help: w[data.grid_key + "_help"] || label,
-        ends: (s) => s, onInput: input,
-        onRelease: release});
-    }
+    const input = (how) => this.input(how), release = () => this.release();
+    const [theta, grid] = this.words(data);
+    this.theta = new Slider(this.boxes[0], {...theta, onInput: input, onRelease: release});
+    if (grid) this.grid = new Slider(this.boxes[1], {...grid, onInput: input, onRelease: release});
     this.gridKey = data.grid_key;
     this.built = true;
+  }
+  words(data) {  // the sliders' words in the page's language (align_live.WORDS)
+    const w = data.words, label = data.grid_key ? w[data.grid_key] : null;
+    return [{label: w.threshold, about: fill(w.about, {label: w.threshold}),
+             help: w.threshold_help, ends: (s) => s},
+            label && {label, about: fill(w.about, {label}),
+                      help: w[data.grid_key + "_help"] || label, ends: (s) => s}];
   }
   update(data, setStateValue) {
     this.setStateValue = setStateValue;
@@ -212,6 +212,9 @@ export class AlignLive {
     }
     this.data = data;
     if (!this.built) this.build(data);
+    const [theta, grid] = this.words(data);  // a language switch keeps the sliders
+    this.theta.setWords(theta);
+    if (this.grid && grid) this.grid.setWords(grid);
     this.theta.setStops(data.theta_stops, data.theta_labels);
     if (this.grid) this.grid.setStops(data.grid_stops, data.grid_labels);
     const server = {theta: data.theta_stops[data.theta],

@@ -26,39 +26,12 @@ export function fmt(x) {
 }
 
 // engine.relation.summary.Numbers: how the page's language writes a number, from the
-// payload's spec {decimal, group, plain, zero_below, nan} (English: fmt exactly).
-const fixed = (x, d) => {  // Python's f"{x:.{d}f}": ties (only whole halves here) to even
-  if (d === 0 && Math.abs(x) >= 1e21) return BigInt(x).toString();  // exact, as Python
-  if (d === 0 && Math.abs(x % 1) === 0.5) {
-    const r = Math.trunc(x) + (Math.trunc(x) % 2 === 0 ? 0 : Math.sign(x));
-    return (Object.is(r, -0) ? 0 : r).toFixed(0);
-  }
-  return x.toFixed(d);
-};
-const grouped = (digits, sep) => digits.replace(/\B(?=(\d{3})+(?!\d))/g, sep);
+// payload's spec {decimal, group, nan}: fmt's digits in every language, its own marks.
 export function numberFormat(spec) {
-  const p = {decimal: ".", group: ",", plain: false, zero_below: 5e-6, nan: "n/a", ...(spec || {})};
-  if (!p.plain && p.decimal === "." && p.group === ",") return fmt;
+  const p = {decimal: ".", group: ",", nan: "n/a", ...(spec || {})};
+  if (p.decimal === "." && p.group === "," && p.nan === "n/a") return fmt;
   const swap = (s) => s.replace(/[.,]/g, (c) => (c === "." ? p.decimal : p.group));
-  return (x) => {
-    x = Number(x);
-    if (Number.isNaN(x)) return p.nan;
-    if (!Number.isFinite(x) || x === 0) return fmt(x);
-    const ax = Math.abs(x);
-    if (p.plain && ax < p.zero_below) return "≈ 0";
-    let s;
-    if (p.plain && ax < 1e-3) {  // one significant digit, as a decimal
-      const digits = -Math.floor(Math.log10(ax));
-      s = fixed(x, digits);
-      if (Math.abs(parseFloat(s)) >= parseFloat(`1e${1 - digits}`)) s = fixed(x, digits - 1);
-    } else if (p.plain && ax >= 1e3) {  // whole numbers, grouped from five digits on
-      s = fixed(x, 0);
-      if (ax >= 1e4) s = s.replace(/\d+/, (d) => grouped(d, ","));
-    } else {
-      s = fmt(x);
-    }
-    return swap(s);
-  };
+  return (x) => (Number.isNaN(Number(x)) ? p.nan : swap(fmt(x)));
 }
 
 // The page's language for what the browser writes while a slider moves: its number format,

@@ -42,15 +42,18 @@ export class Scrub {
   build(data) {
     const input = (how) => this.input(how);
     const release = (how) => this.release(how);
-    const w = data.words;  // every word shown comes from scrub.py (WORDS)
-    this.strip.setAttribute("aria-label", w.metrics);
-    this.eps = new Slider(this.boxes[0], {
-      label: w.eps_label, about: fill(w.about, {label: w.eps_label}), help: data.help.eps,
-      ends: (s) => fill(w.eps_value, {value: s}), onInput: input, onRelease: release});
-    this.steps = new Slider(this.boxes[1], {
-      label: w.steps_label, about: fill(w.about, {label: w.steps_label}), help: data.help.steps,
-      ends: (s) => s, onInput: input, onRelease: release});
+    const [e, t] = this.words(data);
+    this.eps = new Slider(this.boxes[0], {...e, onInput: input, onRelease: release});
+    this.steps = new Slider(this.boxes[1], {...t, onInput: input, onRelease: release});
     this.built = true;
+  }
+  words(data) {  // every word shown comes from scrub.py (WORDS), in the page's language
+    const w = data.words;
+    this.strip.setAttribute("aria-label", w.metrics);
+    return [{label: w.eps_label, about: fill(w.about, {label: w.eps_label}), help: data.help.eps,
+             ends: (s) => fill(w.eps_value, {value: s})},
+            {label: w.steps_label, about: fill(w.about, {label: w.steps_label}),
+             help: data.help.steps, ends: (s) => s}];
   }
   update(data, setStateValue) {
     this.setStateValue = setStateValue;
@@ -58,6 +61,9 @@ export class Scrub {
     // every chart writes the page's language
     SK.lang = language(data.words, data.numbers, data.step_stops, data.steps_texts);
     if (!this.built) this.build(data);
+    const [e, t] = this.words(data);  // a language switch keeps the sliders: new words
+    this.eps.setWords(e);
+    this.steps.setWords(t);
     this.eps.setStops(data.eps_stops, data.eps_labels);
     this.steps.setStops(data.step_stops, data.step_labels);
     const server = {eps: data.eps, steps: data.steps};

@@ -56,6 +56,7 @@ export class Slider {
     wrap.tabIndex = 0;
     wrap.setAttribute("aria-label", about);
     const tip = el("span", "sk-tip", help);
+    this.wordEls = {lab, wrap, tip};
     tip.id = `${id}-help`;
     tip.setAttribute("role", "tooltip");
     wrap.setAttribute("aria-describedby", tip.id);
@@ -116,6 +117,13 @@ export class Slider {
     };
     this.track.addEventListener("pointerup", up);
     this.track.addEventListener("pointercancel", up);
+  }
+  setWords({label, about, help, ends}) {  // the page's language, after a switch too
+    const {lab, wrap, tip} = this.wordEls;
+    if (lab.textContent !== label) lab.textContent = label;
+    if (wrap.getAttribute("aria-label") !== about) wrap.setAttribute("aria-label", about);
+    if (tip.textContent !== help) tip.textContent = help;
+    this.ends = ends;
   }
   setStops(stops, labels) {
     this.stops = stops;

@@ -12,12 +12,16 @@ each trained aligner as a download. Everything survives reruns and language swit
 
 from __future__ import annotations
 
+import hashlib
+
 import streamlit as st
 
+from engine.errors import SinkscopeError
 from engine.lab.errors import LabError
 
 from .. import frame, jobs, locale
 from ..align.corpus import MAX_CORPUS_PAIRS, MAX_UPLOAD_BYTES, MAX_UPLOAD_MB
+from ..inputs import md_text
 from . import runs
 
 TEXT = "lab_text"
@@ -27,19 +31,46 @@ KEYS = ("lab_text_data", "lab_text_name", *DEFAULTS)
 
 
 def _upload(fr: frame.Frame) -> None:
-    """The text upload, bounded like Align's (size and pairs); kept in the session."""
-    from engine.alignment.readers import decode
-
+    """The text upload, bounded like Align's (size and pairs; our words under it); kept in
+    the session. A file that does not read is said on the page and replaces nothing."""
     ss, ui, num = st.session_state, fr.words, fr.num
     up = st.file_uploader(ui["text_file"], key="lab_text_upload", max_upload_size=MAX_UPLOAD_MB,
                           type=["tsv", "txt", "json", "jsonl", "csv"])
+    st.caption(ui["upload_limits"].format(mb=MAX_UPLOAD_MB, pairs=num.count(MAX_CORPUS_PAIRS)))
     if up is None:
         return
     raw = up.getvalue()
-    if len(raw) > MAX_UPLOAD_BYTES:
-        st.error(ui["too_big"].format(size=num.fixed(len(raw) / 2**20, 1), mb=MAX_UPLOAD_MB))
+    mark = (up.name, hashlib.sha256(raw).hexdigest(), fr.lang)
+    seen = ss.get("_lab_text_checked")
+    if seen is None or seen[0] != mark:
+        seen = (mark, *_read(raw, up.name, ui, num))
+        ss["_lab_text_checked"] = seen
+    text, error = seen[1], seen[2]
+    if error is not None:
+        st.error(ui["error"].format(error=md_text(locale.error(error, fr.lang), 400)))
+        if ss.get("lab_text_name"):
+            st.caption(ui["text_still"].format(name=md_text(ss["lab_text_name"], 80)))
         return
-    ss["lab_text_data"], ss["lab_text_name"] = decode(raw, up.name), up.name
+    ss["lab_text_data"], ss["lab_text_name"] = text, up.name
+
+
+def _read(raw: bytes, name: str, ui: dict, num) -> tuple:
+    """(the file's text, None) when its pairs read within the limits, else (None, the
+    error)."""
+    from engine.alignment.readers import AlignFileError, decode
+
+    try:
+        if len(raw) > MAX_UPLOAD_BYTES:
+            raise AlignFileError(ui["too_big"].format(
+                name=name, size=num.fixed(len(raw) / 2**20, 1), mb=MAX_UPLOAD_MB))
+        text = decode(raw, name)
+        pairs = text_pairs_of(text, name)
+        if len(pairs) > MAX_CORPUS_PAIRS:
+            raise AlignFileError(ui["too_many"].format(
+                name=name, n=num.count(len(pairs)), limit=num.count(MAX_CORPUS_PAIRS)))
+    except SinkscopeError as e:
+        return None, e
+    return text, None
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -114,7 +145,7 @@ def _history(fr: frame.Frame, res: dict) -> str:
 
 def section(fr: frame.Frame) -> None:
     """The text section: upload, split, Train (a job), progress, the comparison."""
-    ss, ui, num = st.session_state, fr.words, fr.num
+    ss, ui = st.session_state, fr.words
     for k, v in DEFAULTS.items():
         ss.setdefault(k, v)
     st.markdown(f"#### {ui['text_heading']}")
@@ -123,10 +154,6 @@ def section(fr: frame.Frame) -> None:
     _upload(fr)
     if ss.get("lab_text_data"):
         pairs = text_pairs_of(ss["lab_text_data"], ss.get("lab_text_name", "file"))
-        if len(pairs) > MAX_CORPUS_PAIRS:
-            st.error(ui["too_many"].format(n=num.count(len(pairs)),
-                                           limit=num.count(MAX_CORPUS_PAIRS)))
-            return
         try:
             _controls(fr, pairs)
         except LabError as e:
@@ -155,13 +182,17 @@ def verdict(fr: frame.Frame, res: dict) -> None:
     if res["paired"]:
         st.table(locale.table(paired_rows(fr, res), fr.lang, digits=3, formats={
             ui["text_p"]: lambda x: fr.num.fixed(x, 3)}), hide_index=True)
+        st.caption(ui["text_p_help"])
     _downloads(fr, res)
     if res["history"]:
         st.caption(_history(fr, res))
 
 
 def _interval(num, ci) -> str:
-    return "–" if not ci else f"{num.fixed(ci[0], 3)} – {num.fixed(ci[1], 3)}"
+    """A 95 % interval with three decimals, or the ones an end needs not to read 0."""
+    if not ci:
+        return "–"
+    return " – ".join(num.fixed(x, locale.nonzero_digits(x)) for x in ci)
 
 
 def rows(fr: frame.Frame, res: dict) -> list[dict]:
@@ -214,7 +245,8 @@ def _compare(fr: frame.Frame, res: dict, vs: str) -> str | None:
     lo, hi = p.ci95
     return ui["text_clause"].format(
         delta=num.fixed(abs(p.delta), 3), side=ui["text_above" if p.delta >= 0 else "text_below"],
-        other=other, f1=num.fixed(f1, 3), lo=num.fixed(lo, 3), hi=num.fixed(hi, 3),
+        other=other, f1=num.fixed(f1, 3), lo=num.fixed(lo, locale.nonzero_digits(lo)),
+        hi=num.fixed(hi, locale.nonzero_digits(hi)),
         clear=ui["text_clear" if lo > 0 or hi < 0 else "text_unclear"])
 
 

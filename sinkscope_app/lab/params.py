@@ -50,8 +50,8 @@ def _whole(name: str, hi: int):
             check_whole(name, x, 1, hi)
         except LabError:
             used = min(max(x, 1), hi)
-            raise Refused("out_of_range", use=used, name=name, value=quote(raw, 20), lo=1,
-                          hi=hi, used=used) from None
+            raise Refused("out_of_range", use=used, name=name, value=x, lo=1, hi=hi,
+                          used=used) from None
         return x
     return read
 

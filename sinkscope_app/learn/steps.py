@@ -67,8 +67,9 @@ class Ctx:
 
     @property
     def num(self) -> Numbers:
-        """Numbers as the language writes them: 0,5 and ≈ 0 in Spanish."""
-        return locale.numbers(self.lang)
+        """Numbers for students, plain in every language: 0.00005 and "≈ 0", never
+        4.78e-05 (0,00005 in Spanish)."""
+        return locale.numbers(self.lang, plain=True)
 
     def settings(self, eps: float = 1.0, half_steps: int = 1, **kw) -> Settings:
         """The engine's settings of steps 6–8: the last layer, the head mean, content

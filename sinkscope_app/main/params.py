@@ -20,8 +20,8 @@ from engine.settings import (DEFAULT_EPS, DEFAULT_HALF_STEPS, DEFAULT_MODEL, MOD
 
 from .. import locale
 from ..examples import sentence_sets
-from ..inputs import (Message, Param, Parsed, Refused, Schema, choice, flag, quote, text,
-                      to_float, to_int)
+from ..inputs import (Message, Param, Parsed, Quoted, Refused, Schema, choice, flag, quote,
+                      text, to_float, to_int)
 
 # "Nice" numbers, ten per decade, so the ε slider has a log scale with round stops
 # (0.1, 0.5, 1, 2 …) and the arrow keys move it one stop at a time.
@@ -202,7 +202,7 @@ def _highlight(raw: str, ctx: Ctx) -> str:
 
 
 def _pick(key: str, options, label: str | None = None):
-    return choice(options, label=label or key, default=repr(DEFAULTS[key]))
+    return choice(options, label=label or key, default=Quoted(str(DEFAULTS[key])))
 
 
 def _texts(name: str):
@@ -229,8 +229,8 @@ PARAMS: tuple[Param, ...] = (
     Param("head", "head", _head, doc="a head from 0, or mean (the mean of all heads' scores)"),
     Param("weights", "weights", _pick("weights", WEIGHTS),
           doc="token weights a, b: " + ", ".join(WEIGHTS)),
-    Param("pool", "pool", flag(param="pool"), doc="true to pool word pieces into words"),
-    Param("present", "present", flag(param="present"),
+    Param("pool", "pool", flag(label="pool"), doc="true to pool word pieces into words"),
+    Param("present", "present", flag(label="present"),
           doc="true for presentation mode (a projector)"),
     Param("lang", "lang", _pick("lang", LANGS),
           doc="the page's language: en (English) or es (español)"),

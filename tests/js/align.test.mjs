@@ -56,6 +56,8 @@ test("the scores line: the shipped digits with the page's decimal mark", async (
   assert.equal(linksText({links_count: "{count} links", links_line: "Links: {links}"}, [[0, 1], [2, 0]]),
                "2 links · Links: 0-1 2-0");
   assert.equal(linksText({links_count: "{count}", links_line: "{links}"}, []), "0 · ∅");
+  assert.equal(linksText({links_count: "{count} enlaces", link_count: "1 enlace",  // issue 42
+                          links_line: "{links}"}, [[0, 1]]), "1 enlace · 0-1");
 });
 
 test("a payload of the wrong size or kind is refused", async () => {

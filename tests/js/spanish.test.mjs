@@ -15,7 +15,7 @@ const FIX = JSON.parse(readFileSync(process.env.SINKSCOPE_JS_FIXTURES, "utf8")).
 const num = (x) => (x === "inf" ? Infinity : x === "-inf" ? -Infinity : x === "nan" ? NaN : x);
 const ES = language(FIX.words, FIX.spec, FIX.steps.stops, FIX.steps.texts);
 
-test("numbers as engine.relation.summary.numbers('es'): decimal commas, plain small values", () => {
+test("numbers as engine.relation.summary.numbers('es'): fmt's digits, decimal commas", () => {
   const es = numberFormat(FIX.spec);
   for (const {x, out} of FIX.num) assert.equal(es(num(x)), out, `numbers("es")(${x})`);
   assert.equal(numberFormat(undefined), fmt);  // no spec: English, fmt exactly
