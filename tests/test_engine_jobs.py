@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import threading
 import time
 
@@ -283,11 +284,13 @@ def test_every_job_error_reads_in_both_languages_with_its_facts():
         used = {f for _, f, _, _ in string.Formatter().parse(template) if f}
         e = JobError.of(code, **{k: params[k.split("!")[0]] for k in used})
         en, es = locale.error(e, "en"), locale.error(e, "es")
-        assert en != es, code
+        assert en != es or code == "job_body", code  # (a body pages build: no words)
         for text in (en, es):
-            assert "SINKSCOPE_" not in text and "/v1/" not in text and "'" not in text, text
+            assert "SINKSCOPE_" not in text and "/v1/" not in text, text
+            assert not re.search(r"'[^'\s]+'", text), text  # no Python quotes
             for k in used - {"change", "problem", "unit", "id", "env"}:  # facts, not words
-                assert str(params[k]).replace(".0", "") in text.replace(".0", ""), (code, k, text)
+                plain = re.sub(r"(?<=\d)[,.\u00a0\u202f ](?=\d{3})", "", text).replace(",0", "")
+                assert str(params[k]).replace(".0", "") in plain.replace(".0", ""), (code, k, text)
 
 
 # --------------------------------------------------------------------------- readers
