@@ -12,11 +12,12 @@ from __future__ import annotations
 import io
 import tempfile
 import zipfile
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from .context import Context
 from .spec import Spec
+from .split import Split, null_share, split  # noqa: F401  (the comparison's split)
 
 CORPUS_SCHEMA = "sinkscope.job.align_corpus/1"
 ALIGNER_SCHEMA = "sinkscope.job.train_aligner/1"
@@ -120,10 +121,10 @@ def align_corpus(ctx: Context, spec: Spec) -> tuple[dict, dict]:
     methods = {name: method_of(name) for name in METHODS}
     aligner = None
     if s["aligner"]:
-        from ..aligner.checkpoint import load_allowed
         from ..aligner.cli import TrainedMethod
+        from ..aligner.registry import lookup
 
-        aligner = load_allowed(s["aligner"], encoder=enc)
+        aligner = lookup(s["aligner"], encoders={enc.name: enc}, device=str(enc.device))
     als = {k: [] for k in methods}
     counts = {k: [] for k in methods}
     trained = []
@@ -223,47 +224,6 @@ def train_aligner(ctx: Context, spec: Spec) -> tuple[dict, dict]:
     doc = {"schema": ALIGNER_SCHEMA, "status": "stopped" if ctx.stopping else "done",
            "name": spec.name, "run": run_doc(r), "files": ["aligner"]}
     return doc, {"aligner": aligner_zip(r, spec.name)}
-
-
-@dataclass(frozen=True)
-class Split:
-    """A file's pairs with gold for the text comparison: ``test`` (the last quarter, held
-    out), ``dev`` (the sixth of the rest before it: θ, the best epoch, the untrained
-    methods' settings) and ``train`` (the first ``train_most`` of the others; ``unused``
-    of them left out)."""
-
-    train: tuple
-    dev: tuple
-    test: tuple
-    unused: int
-
-
-def split(pairs, train_most: int) -> Split:
-    """The pairs with gold, split as :class:`Split` says.
-
-    Raises:
-        LabError: fewer than 4 pairs with gold (code "needs_gold_pairs").
-    """
-    from ..lab.errors import LabError
-
-    gold = [p for p in pairs if p.has_gold]
-    if len(gold) < 4:
-        raise LabError.of("needs_gold_pairs", n=len(gold))
-    k = max(1, round(len(gold) / 4))
-    rest = gold[:-k]
-    d = max(1, round(len(rest) / 6))
-    fit = rest[:-d]
-    return Split(tuple(fit[:train_most]), tuple(rest[-d:]), tuple(gold[-k:]),
-                 max(0, len(fit) - train_most))
-
-
-def null_share(pairs) -> float:
-    """The share of the pairs' words that the gold leaves without a partner (sure links)."""
-    from ..alignment.score import COUNTS, pair_counts
-
-    nulls = sum(int(pair_counts((), p)[COUNTS.index("null_gold")]) for p in pairs)
-    words = sum(sum(p.shape) for p in pairs)
-    return nulls / words if words else 0.0
 
 
 def compare_text(ctx: Context, spec: Spec) -> tuple[dict, dict]:
