@@ -55,35 +55,44 @@ def restart(name: str, lang: str) -> None:
     try:
         jobs.restart(st.session_state, name)
     except (SinkscopeError, EngineUnavailable) as e:
-        st.session_state["_job_refused"] = refusal(e, lang)
+        refused(name, e, lang)
 
 
-def refusal(e: BaseException, lang: str) -> str:
-    """Why the engine did not start a job, in ``lang``."""
-    return words(lang)["refused"].format(error=locale.error(e, lang))
+def refused(name: str, e: BaseException, lang: str) -> None:
+    """Keep why the engine did not start job ``name`` (or what it would not do with it),
+    in ``lang``: :func:`find` says it on the next run."""
+    said = words(lang)["refused"].format(error=locale.error(e, lang))
+    st.session_state.setdefault(REFUSED, {})[name] = said
+
+
+REFUSED = "_jobs_refused"  # session key: name → why the engine refused it, said once
 
 
 def notices(name: str, lang: str) -> None:
-    """What the page must say before it shows job ``name``: the engine no longer knows the
-    job the address named, or refused to start (or restart) it."""
+    """What the page says about job ``name`` before it shows it: the engine no longer
+    knows the job the address named, or refused to start (or restart) it."""
     ss = st.session_state
     old = jobs.gone(ss, name)
     if old:
         st.info(words(lang)["gone"].format(id=old))
-    said = ss.pop("_job_refused", None)
+    said = (ss.get(REFUSED) or {}).pop(name, None)
     if said:
         st.error(said)
 
 
 def find(name: str, lang: str):
-    """The session's job ``name`` (its status), adopting the id the address holds; None
-    when there is none. A served engine that does not answer is said (and probed, so the
-    page comes back by itself); None then too."""
+    """The session's job ``name`` (its status), adopting the id the address holds, and
+    what the page must say first (:func:`notices`); None when there is none. A served
+    engine that does not answer is said (and probed, so the page comes back by itself);
+    None then too."""
     try:
-        return jobs.find(st.session_state, name)
+        status = jobs.find(st.session_state, name)
     except EngineUnavailable as e:
+        notices(name, lang)
         outage.notice(e, lang)
         return None
+    notices(name, lang)
+    return status
 
 
 def follow(name: str, draw, lang: str):
@@ -103,7 +112,7 @@ def submit(name: str, body: dict, lang: str) -> bool:
         jobs.submit(st.session_state, name, body)
         return True
     except (SinkscopeError, EngineUnavailable) as e:
-        st.session_state["_job_refused"] = refusal(e, lang)
+        refused(name, e, lang)
         return False
 
 

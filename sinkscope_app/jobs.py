@@ -181,6 +181,13 @@ def aligner_zip(store: dict, name: str, file: str | None = None, *, engine=None)
     return _engine(engine).job_zip(kept["id"], file)
 
 
+def zip_of(store: dict, name: str, file: str, *, engine=None) -> Callable[[], bytes]:
+    """What a download button calls (outside the page's run, where there is no session)
+    for the aligner ``file`` of the session's job ``name``: its zip."""
+    eng, job = _engine(engine), job_id(store, name)
+    return lambda: eng.job_zip(job, file)
+
+
 def register_aligner(store: dict, name: str, file: str, theta: float, *,
                      engine=None) -> str:
     """Make the aligner ``file`` of the session's ended job ``name`` (its θ ``theta``)
@@ -247,4 +254,4 @@ class _quiet:
 
 __all__ = ["ENGINE_JOBS", "ID", "POLL_S", "SESSION_ALIGNERS", "WATCH_S", "adopt", "aligner_zip", "find",
            "follow", "forget", "gone", "job_id", "key", "read_id", "register_aligner", "restart",
-           "result", "status", "stop", "submit"]
+           "result", "status", "stop", "submit", "zip_of"]

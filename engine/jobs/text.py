@@ -109,12 +109,8 @@ def align_corpus(ctx: Context, spec: Spec) -> tuple[dict, dict]:
     """
     import numpy as np
 
-    from ..alignment.api import (DEFAULT_SOURCE, comparison_of, extract_methods, method_of,
-                                 score_corpus)
+    from ..alignment.api import extract_methods, method_of, score_corpus
     from ..alignment.extract import METHODS
-    from ..alignment.readers import links_text
-    from ..alignment.verdict import command_line
-    from ..settings import DEFAULT_MODEL
 
     s, pairs = spec.settings, spec.pairs
     enc = ctx.encoder(s["model"])
@@ -146,7 +142,6 @@ def align_corpus(ctx: Context, spec: Spec) -> tuple[dict, dict]:
         done = start + len(chunk)
         ctx.report(done / total, stage="align", done=done, total=total)
     kept = pairs[:done]
-    status = "done" if done == total else "partial"
     settings = dict(methods)
     alignments = {k: tuple(v) for k, v in als.items()}
     count_arrays = {k: np.concatenate(v) if v else np.zeros((0, 7), np.int64)
@@ -156,34 +151,49 @@ def align_corpus(ctx: Context, spec: Spec) -> tuple[dict, dict]:
                                           aligner.name)
         alignments[TRAINED] = tuple(trained)
         count_arrays = None  # computed from the links, the trained row included
+    return corpus_doc(spec, kept, settings, alignments, count_arrays,
+                      aligner=None if aligner is None else aligner.name), {}
+
+
+def corpus_doc(spec: Spec, kept, settings: dict, alignments: dict, count_arrays=None, *,
+               aligner: str | None = None) -> dict:
+    """The ``align_corpus`` document of the pairs aligned (``kept``, the first of
+    ``spec.pairs``; "partial" when they are not all): every method's links (label →
+    ``Method``, label → one ``Alignment`` per pair), scored and ranked, and the command
+    that prints the same table."""
+    from ..alignment.api import DEFAULT_SOURCE, comparison_of
+    from ..alignment.readers import links_text
+    from ..alignment.verdict import command_line
+    from ..settings import DEFAULT_MODEL
+
+    s, total = spec.settings, len(spec.pairs)
     b = s["bootstrap"]
     cmp = comparison_of(DEFAULT_SOURCE, kept, settings, alignments, count_arrays,
                         bootstrap=b, ranked=b > 0) if kept else None
     labels = tuple(alignments)
-    doc = {"schema": CORPUS_SCHEMA, "status": status, "n_total": total,
-           "model": s["model"], "lowercase": s["lowercase"],
-           "pairs": [p.to_dict() for p in kept], "methods": list(labels),
-           "links": {k: [links_text(a.links) for a in alignments[k]] for k in labels},
-           "n_links": {k: [len(a.links) for a in alignments[k]] for k in labels},
-           "f1": {k: [None if a.scores is None else float(a.scores["f1"])
-                      for a in alignments[k]] for k in labels},
-           "null_ratio": _null_ratio(kept, alignments) if kept else [],
-           "disagreement": [_jaccard_distance(alignments[SOFTMAX_METHOD][k].links,
-                                              alignments[TRANSPORT_METHOD][k].links)
-                            for k in range(len(kept))],
-           "scores": {k: {"macro": sc.macro, "micro": sc.micro,
-                          "macro_ci": {m: list(v) for m, v in sc.macro_ci.items()},
-                          "micro_ci": {m: list(v) for m, v in sc.micro_ci.items()}}
-                      for k, sc in (cmp.scores.items() if cmp else ())},
-           "n_gold": sum(p.has_gold for p in kept), "gold_column": spec.gold_column,
-           "verdict": verdict_doc(cmp.verdict) if cmp else None,
-           "settings": {k: {f: v for f, v in m.to_dict().items() if f != "method"}
-                        for k, m in settings.items()},
-           "command": command_line(spec.name, settings=settings, lowercase=s["lowercase"],
-                                   one_based=spec.one_based,
-                                   model=None if s["model"] == DEFAULT_MODEL else s["model"],
-                                   aligner=None if aligner is None else aligner.name)}
-    return doc, {}
+    return {"schema": CORPUS_SCHEMA, "status": "done" if len(kept) == total else "partial",
+            "n_total": total, "model": s["model"], "lowercase": s["lowercase"],
+            "pairs": [p.to_dict() for p in kept], "methods": list(labels),
+            "links": {k: [links_text(a.links) for a in alignments[k]] for k in labels},
+            "n_links": {k: [len(a.links) for a in alignments[k]] for k in labels},
+            "f1": {k: [None if a.scores is None else float(a.scores["f1"])
+                       for a in alignments[k]] for k in labels},
+            "null_ratio": _null_ratio(kept, alignments) if kept else [],
+            "disagreement": [_jaccard_distance(alignments[SOFTMAX_METHOD][k].links,
+                                               alignments[TRANSPORT_METHOD][k].links)
+                             for k in range(len(kept))],
+            "scores": {k: {"macro": sc.macro, "micro": sc.micro,
+                           "macro_ci": {m: list(v) for m, v in sc.macro_ci.items()},
+                           "micro_ci": {m: list(v) for m, v in sc.micro_ci.items()}}
+                       for k, sc in (cmp.scores.items() if cmp else ())},
+            "n_gold": sum(p.has_gold for p in kept), "gold_column": spec.gold_column,
+            "verdict": verdict_doc(cmp.verdict) if cmp else None,
+            "settings": {k: {f: v for f, v in m.to_dict().items() if f != "method"}
+                         for k, m in settings.items()},
+            "command": command_line(spec.name, settings=settings, lowercase=s["lowercase"],
+                                    one_based=spec.one_based,
+                                    model=None if s["model"] == DEFAULT_MODEL else s["model"],
+                                    aligner=aligner)}
 
 
 # --------------------------------------------------------------------------- aligners

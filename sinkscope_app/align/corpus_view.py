@@ -31,7 +31,7 @@ from .corpus import MAX_CORPUS_PAIRS, MAX_UPLOAD_MB
 from .params import SESSION_ALIGNERS, SOFTMAX_METHOD, TRANSPORT_METHOD, aligners
 from .pair import on_method
 from .words import (column_names, file_error, paired_rows, ranked_rows, settings_words, table,
-                    written)
+                    unread_message, written)
 
 JOB, TRAIN = "align_corpus", "align_aligner"  # the page's jobs (their ids: corpus_job, …)
 MARK, TRAIN_MARK = "_align_corpus_mark", "_align_aligner_mark"  # what each job was of
@@ -136,6 +136,11 @@ def _run(t: dict):
             return None
         bar.empty()
         stop.empty()
+    if status.state == "failed" and status.error is not None and \
+            status.error.code == "unread_pairs":  # the file's fault: Restart would not help
+        st.error(t["bad_file"].format(error=md_text(unread_message(status.error.exception(),
+                                                                   t), 400)))
+        return None
     if job_view.trouble(status, JOB, lang, key="align_restart"):
         return None
     try:
@@ -289,7 +294,6 @@ def corpus_view(t: dict, theme: str) -> None:
     an aligner trained on the file's gold (a job)."""
     ss, lang = st.session_state, t["_lang"]
     upload = _upload(t)
-    job_view.notices(JOB, lang)
     if upload is not None:
         _start(t, upload[1], upload[0])
     elif jobs.job_id(ss, JOB) is None and not ss.get(jobs.key(JOB)):
@@ -366,7 +370,7 @@ def _use(theta: float) -> None:
     try:
         name = jobs.register_aligner(ss, TRAIN, "aligner", theta)
     except (SinkscopeError, EngineUnavailable) as e:
-        ss["_job_refused"] = job_view.refusal(e, ss.get("lang", "en"))
+        job_view.refused(TRAIN, e, ss.get("lang", "en"))
         return
     ss["_align_pending"] = {"align_view": "pair", "align_method": "trained",
                             "align_aligner": name, "align_threshold": round(float(theta), 2)}
@@ -384,7 +388,6 @@ def training(t: dict, upload, c) -> None:
     mark = (hashlib.sha256(upload[1]).hexdigest(), c.model, c.lowercase)
     st.caption(t["train_intro"].format(train=num.count(len(train)), dev=num.count(len(dev)),
                                        epochs=num.count(EPOCHS)))
-    job_view.notices(TRAIN, lang)
     if ss.get(TRAIN_MARK) not in (None, mark):  # trained on another file: not this one's
         jobs.forget(ss, TRAIN)
         ss.pop(TRAIN_MARK, None)
@@ -415,6 +418,6 @@ def training(t: dict, upload, c) -> None:
     u, d = st.columns(2)
     u.button(t["train_use"], key="align_train_use", on_click=_use, args=(run.theta,),
              width="stretch")
-    d.download_button(t["train_download"], data=lambda: jobs.aligner_zip(ss, TRAIN, "aligner"),
+    d.download_button(t["train_download"], data=jobs.zip_of(ss, TRAIN, "aligner"),
                       file_name="sinkscope-aligner.zip", mime="application/zip",
                       key="align_train_download", width="stretch")

@@ -162,7 +162,6 @@ def section(fr: frame.Frame) -> None:
         except LabError as e:
             st.error(ui["error"].format(error=locale.error(e, fr.lang)))
             return
-    job_view.notices(TEXT, fr.lang)
     status = job_view.find(TEXT, fr.lang)
     if status is None:
         return
@@ -283,7 +282,7 @@ def _downloads(fr: frame.Frame, res) -> None:
     for col, (final, t) in zip(cols, res.trained.items()):
         name = f"sinkscope-aligner-{final}"
         col.download_button(ui["text_download"].format(name=ui["text_names"][final]),
-                            data=lambda final=final: jobs.aligner_zip(ss, TEXT, final),
+                            data=jobs.zip_of(ss, TEXT, final),
                             file_name=f"{name}.zip", mime="application/zip",
                             key=f"lab_text_download_{final}", width="stretch")
         used = ss.get("_lab_used", {}).get((jobs.job_id(ss, TEXT), final))
@@ -304,6 +303,6 @@ def _use(final: str, theta: float) -> None:
     try:
         name = jobs.register_aligner(ss, TEXT, final, theta)
     except Exception as e:  # the job is gone, or the engine away: said on the next run
-        ss["_job_refused"] = job_view.refusal(e, ss.get("lang", "en"))
+        job_view.refused(TEXT, e, ss.get("lang", "en"))
         return
     ss.setdefault("_lab_used", {})[(jobs.job_id(ss, TEXT), final)] = name

@@ -188,9 +188,9 @@ def show(fr: frame.Frame) -> None:
     st.page_link(where.page("learn"), label=ui["learn_link"], icon=":material/school:",
                  query_params={"step": "8", "lang": fr.lang})
     try:
+        found = {name: jobs.find(st.session_state, name) for name in (TRAIN, SWEEP)}
         for name in (TRAIN, SWEEP):
             job_view.notices(name, fr.lang)
-        found = {name: jobs.find(st.session_state, name) for name in (TRAIN, SWEEP)}
     except EngineUnavailable as e:
         _buttons(ui, fr.num, False)
         outage.notice(e, fr.lang)
