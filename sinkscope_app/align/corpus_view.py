@@ -98,7 +98,9 @@ def _start(t: dict, raw: bytes, name: str) -> None:
     ss = st.session_state
     lower, one_based = bool(ss["align_lower"]), bool(ss.get("align_one_based"))
     model = calls.model_name()
-    trained = calls.aligner_name() if _listed() else ""
+    listed = list(_listed())  # (a job aligns by the operator's aligners only)
+    trained = calls.aligner_name() if calls.aligner_name() in listed else (
+        listed[0] if listed else "")
     mark = corpus.corpus_key(raw, name, lower, one_based, model) + f":{trained}"
     if ss.get(MARK) == mark and jobs.job_id(ss, JOB) is not None:
         return
