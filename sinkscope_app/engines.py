@@ -301,17 +301,19 @@ class Embedded:
         ``engine.alignment.live``) over ``SINKSCOPE_LIVE_MAX_CELLS`` word pairs or
         ``max_bytes``; the bytes ``POST /v1/align/live`` answers."""
         return self._live(text_a, text_b, gold or None, method, bool(lowercase), model,
-                          aligner or "", int(max_bytes))
+                          aligner or "", int(max_bytes),
+                          int(engine_settings.CONFIG.live_max_cells))
 
     @functools.lru_cache(maxsize=16)
-    def _live(self, text_a, text_b, gold, method, lowercase, model, aligner, max_bytes):
+    def _live(self, text_a, text_b, gold, method, lowercase, model, aligner, max_bytes,
+              max_cells):
         from engine.alignment.live import (MASS_STOPS, TAU_STOPS, grid_of, pair_payload,
                                            too_large)
 
         lower = (lambda t: t.lower()) if lowercase else (lambda t: t)
         n, m = len(lower(text_a).split()), len(lower(text_b).split())
         why = too_large(n, m, len(grid_of(method, TAU_STOPS, MASS_STOPS)[1]),
-                        max_cells=engine_settings.CONFIG.live_max_cells, max_bytes=max_bytes)
+                        max_cells=max_cells, max_bytes=max_bytes)
         if why:
             return None, why
         trained = self.aligner(aligner, model) if method == "trained" else None

@@ -14,7 +14,7 @@ import streamlit as st
 from engine.client import EngineUnavailable
 from engine.errors import SinkscopeError
 
-from . import jobs, locale, outage
+from . import frame, jobs, locale, outage
 
 log = logging.getLogger("sinkscope.jobs")
 
@@ -97,7 +97,13 @@ def find(name: str, lang: str):
 
 def follow(name: str, draw, lang: str):
     """:func:`sinkscope_app.jobs.follow` for the page: its last status; None when there is
-    none, or when a served engine stopped answering meanwhile (said, as :func:`find`)."""
+    none, or when a served engine stopped answering meanwhile (said, as :func:`find`).
+    The page's address is written first (the frame writes it after the page, and this run
+    may follow the job for minutes): a reload meanwhile finds the job by its id."""
+    try:
+        frame.current().sync()
+    except KeyError:  # no frame (a page run alone, in a test)
+        pass
     try:
         return jobs.follow(st.session_state, name, draw)
     except EngineUnavailable as e:

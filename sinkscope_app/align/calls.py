@@ -162,10 +162,11 @@ def row_of(method: str, r: PairResult) -> dict:
 # --------------------------------------------------------------------------- live sliders
 @st.cache_data(show_spinner=False, max_entries=16)
 def _payload(engine: str, text_a: str, text_b: str, gold: str | None, method: str,
-             lowercase: bool, model: str, aligner: str, max_bytes: int
+             lowercase: bool, model: str, aligner: str, max_bytes: int, max_cells: int
              ) -> tuple[bytes | None, str]:
     """(the payload's bytes or None, why there is none) of a pair and a method, by the
-    engine: V at every slider stop, one solve."""
+    engine: V at every slider stop, one solve (the budget in the key: a changed budget
+    asks again)."""
     try:
         return engines.current().align_live(text_a, text_b, gold, method=method,
                                             lowercase=lowercase, model=model,
@@ -185,7 +186,8 @@ def live_payload(text_a: str, text_b: str, gold: str | None, method: str, lowerc
     if method not in THRESHOLDED + (TRAINED,):
         return None, None, ""
     data, why = _payload(engines.current().name, text_a, text_b, gold, method, lowercase,
-                         model, aligner_of(method), int(cfg.live_max_bytes))
+                         model, aligner_of(method), int(cfg.live_max_bytes),
+                         int(cfg.live_max_cells))
     if data is None:
         n, m = (len((x.lower() if lowercase else x).split()) for x in (text_a, text_b))
         return None, None, words.get(why, why).format(

@@ -201,9 +201,8 @@ def show(fr: frame.Frame) -> None:
         if _follow(fr, ui, found, bar, curves_slot):
             st.rerun()  # the page again, with what the jobs reached
         train, sweep = found[TRAIN], found[SWEEP]
-        if train is not None and job_view.trouble(train, TRAIN, fr.lang, key="lab_restart"):
-            train = None
-        results(fr, status, curves_slot, _result(TRAIN, train), job=train)
+        lost = train is not None and job_view.trouble(train, TRAIN, fr.lang, key="lab_restart")
+        results(fr, status, curves_slot, None if lost else _result(TRAIN, train), job=train)
         if sweep is not None and not job_view.trouble(sweep, SWEEP, fr.lang,
                                                       key="lab_sweep_restart"):
             sweep_chart(fr, _result(SWEEP, sweep))
