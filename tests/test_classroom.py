@@ -90,14 +90,19 @@ def test_slider_moves_walk_over_the_main_page_s_stops():
 
 @pytest.mark.model
 def test_one_student_on_the_embedded_engine_gets_both_results_and_the_figures_add_up():
+    from engine.relation.relate import default_encoder
     from sinkscope_app.engines import Embedded
+
+    class Shared(Embedded):
+        def model(self, name):  # the process's packaged model, shared with other tests
+            return default_encoder()
 
     pairs = cr.generated_corpus(4, seed=1)
     lab = {"kind": "lab_train", "data": {}, "settings": {
         "models": ["sinkhorn"], "steps": 30, "train_pairs": 64, "heldout_pairs": 8}}
     p = cr.plan(pairs, "tiny.tsv", students=[1], think_s=0.05, lab=lab,
                 corpus_job=cr.corpus_body(pairs, "tiny.tsv", bootstrap=0))
-    eng = Embedded()
+    eng = Shared()
     alone = cr.warm_up(eng, p)
     assert alone["n"] == cr.ALONE_MOVES and alone["p50_ms"] > 0
     t = time.monotonic()
