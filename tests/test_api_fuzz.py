@@ -111,6 +111,9 @@ def fuzz(app, examples: int) -> tuple[set[str], list[str]]:
     config = SchemathesisConfig.from_dict({
         "generation": {"mode": "all", "max-examples": examples},
         "continue-on-failure": True,  # every distinct failure, not the first of each route
+        # The engine's own deadline (BUDGETS) bounds a request; on a loaded machine a heavy
+        # one may pass schemathesis' 10 s: a timeout means the deadline was not kept.
+        "request-timeout": 3 * float(BUDGETS["SINKSCOPE_SERVE_DEADLINE_S"]),
         # 413: over a work budget or the answer limit, which the schema cannot state;
         # 422: judged by refusals_of_valid_data_are_documented
         "checks": accepts("413", "422"),
@@ -130,7 +133,9 @@ def fuzz(app, examples: int) -> tuple[set[str], list[str]]:
     tested, failures = set(), {}
     for event in from_schema(schema).execute():
         if isinstance(event, (events.NonFatalError, events.FatalError)):
-            failures[repr(event)[:300]] = ""
+            sample = getattr(getattr(event, "info", None), "code_sample", None) or ""
+            failures[f"{getattr(event, 'label', 'engine')}: {type(event).__name__}: "
+                     f"{getattr(event, 'value', event)!r:.300}"] = f" — {sample:.600}"
         if not isinstance(event, (events.ScenarioFinished, events.FuzzScenarioFinished)):
             continue
         rec = event.recorder

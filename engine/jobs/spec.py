@@ -274,7 +274,7 @@ def check_texts(spec: Spec, encoder) -> Spec:
     if spec.kind not in ("align_corpus", "compare_text"):
         return spec
     enc = encoder(spec.settings["model"])
-    lower = bool(spec.settings.get("lowercase"))
+    lower = spec.kind == "compare_text" or bool(spec.settings["lowercase"])  # (as each reads)
     texts = [t.lower() if lower else t for p in spec.pairs for t in (p.text_a, p.text_b)]
     unread = [(k // 2 + 1, "ab"[k % 2]) for k, ok in enumerate(readable(texts, enc))
               if not ok]

@@ -149,7 +149,7 @@ def _json(doc: dict, status: int = 200) -> Response:
 
 def register(api: FastAPI, engine) -> None:
     """Add the jobs' routes to the replica's API (``engine``: the replica, whose ``jobs``
-    is an :class:`engine.jobs.served.Jobs`)."""
+    is an :class:`engine.jobs.served.Jobs`, or a :class:`ThreadJobs` without Ray)."""
     router = APIRouter(route_class=JobRoute)
 
     async def admit(body: dict) -> Response:

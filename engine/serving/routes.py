@@ -221,8 +221,9 @@ def build_api(engine) -> FastAPI:
         answer = error(e.status_code, kind, f"No endpoint {request.method} "
                        f"{request.url.path}. The endpoints are: {', '.join(ENDPOINTS)}.")
         answer.headers.update(getattr(e, "headers", None) or {})
-        if e.status_code == 405:  # every method of the path, not only its first route's
-            answer.headers["Allow"] = ", ".join(_allowed(api, request.url.path))
+        allowed = _allowed(api, request.url.path) if e.status_code == 405 else []
+        if allowed:  # every method of the path, not only its first route's
+            answer.headers["Allow"] = ", ".join(allowed)
         return answer
 
     @api.get("/v1/health", response_model=HealthResponse)
