@@ -235,8 +235,6 @@ def check_names(spec: Spec, models) -> Spec:
         params = {"model": str(model)[:60], "models": ", ".join(models)}
         raise ModelError(MESSAGES["job_model"].format(**params), code="job_model",
                          params=params)
-    if spec.kind == "train_aligner" and models:
-        _check_layer(spec.settings)
     aligner = spec.settings.get("aligner") if spec.kind == "align_corpus" else None
     if aligner:
         from ..aligner.checkpoint import allowed_aligners
@@ -249,29 +247,35 @@ def check_names(spec: Spec, models) -> Spec:
     return spec
 
 
-def _check_layer(s) -> None:
-    """An aligner's ``layer`` among its model's hidden states (0 … L), read from the
-    model's configuration (no weights loaded): ``AlignerError`` "layer_above_model"."""
-    from ..aligner.config import AlignerError
-    from ..models.registry import describe
+def check_model(spec: Spec, encoder=None) -> Spec:
+    """What the job asks of its model, checked at submission: a trained aligner's
+    ``layer`` among the model's hidden states (0 … L: ``AlignerError``
+    "layer_above_model"), and each text with a word the model reads, as the Align methods
+    read them (``TextError`` "unread_pairs" naming the texts). A corpus job and the text
+    comparison score their pairs with the untrained methods, which refuse such a text when
+    they run.
 
-    layers = describe(s.model).n_layers
-    if s.layer > layers:
-        raise AlignerError.of("layer_above_model", layer=s.layer, model=s.model,
-                              layers=layers)
-
-
-def check_texts(spec: Spec, encoder) -> Spec:
-    """The job's texts, each with a word the model reads (as the Align methods read them:
-    ``engine.alignment.sources``); else the ``TextError`` "unread_pairs" naming them.
-
-    A corpus is aligned and the text comparison scores its pairs with the untrained
-    methods, which refuse such a text when they run: this refuses it at submission.
-    ``encoder``: ``encoder(name)`` → the job's model (its tokenizer; no forward pass).
+    Args:
+        spec: a job checked by :func:`check` and :func:`check_names`.
+        encoder: ``encoder(name)`` → the job's model (its size and tokenizer; no forward
+            pass). None: the layer is read from the model's configuration and the texts
+            are checked when the job runs.
     """
+    from ..aligner.config import AlignerError
     from ..errors import TextError
 
-    if spec.kind not in ("align_corpus", "compare_text"):
+    if spec.kind == "train_aligner":
+        s = spec.settings
+        if encoder is not None:
+            layers = int(encoder(s.model).n_layers)
+        else:
+            from ..models.registry import describe
+
+            layers = describe(s.model).n_layers
+        if s.layer > layers:
+            raise AlignerError.of("layer_above_model", layer=s.layer, model=s.model,
+                                  layers=layers)
+    if spec.kind not in ("align_corpus", "compare_text") or encoder is None:
         return spec
     enc = encoder(spec.settings["model"])
     lower = spec.kind == "compare_text" or bool(spec.settings["lowercase"])  # (as each reads)
@@ -386,4 +390,4 @@ def price(spec: Spec) -> Price:
 
 
 __all__ = ["KINDS", "LAB_KINDS", "TEXT_KINDS", "MAX_PAIRS", "Price", "Spec", "check",
-           "check_names", "check_texts", "lab_values", "price"]
+           "check_model", "check_names", "lab_values", "price", "readable"]

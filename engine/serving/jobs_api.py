@@ -29,7 +29,7 @@ from ..errors import SettingsError, SinkscopeError
 from ..jobs.errors import JobConflict, JobError
 from ..jobs.schemas import (BODIES, JobDocument, JobStatusResponse, LabPredictDocument,
                             LabPredictRequest)
-from ..jobs.spec import check, check_names, check_texts, price
+from ..jobs.spec import check, check_model, check_names, price
 from . import wire
 from .schemas import ErrorResponse
 
@@ -153,10 +153,10 @@ def register(api: FastAPI, engine) -> None:
     router = APIRouter(route_class=JobRoute)
 
     async def admit(body: dict) -> Response:
-        """A job checked (its model's tokenizer reads each text), priced, put in line."""
+        """A job checked (against its loaded model too), priced, put in line."""
         spec = check_names(check(body), engine.encoders)
         price(spec).check()
-        await asyncio.to_thread(check_texts, spec, engine.encoders.__getitem__)
+        await asyncio.to_thread(check_model, spec, engine.encoders.__getitem__)
         return _json(await engine.jobs.submit(spec), 202)
 
     @router.post("/v1/jobs", status_code=202, response_model=JobStatusResponse,
