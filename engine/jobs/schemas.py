@@ -246,9 +246,8 @@ class LabPredictRequest(_Body):
     settings: LabFields = Field(default_factory=LabFields, description="The run's settings.")
     weights: dict[Literal[MODELS], dict[StrictStr, WeightArray]] = Field(  # type: ignore[valid-type]
         min_length=1, max_length=len(MODELS),
-        description="Model → its weights (state_dict name → array), as a Lab job's result "
-        "holds them; weights that do not fit the model the settings build are refused "
-        "(code job_weights).")
+        description="Model → its weights (state_dict name → array) from a Lab job's result, "
+        "fitting the model the settings build (code job_weights).")
     size: StrictInt = Field(ge=2, le=MAX_POINTS, description="Atoms per cloud (the training "
                             "size: the run's held-out pairs; another: 16 fresh pairs).")
     pair: StrictInt = Field(0, ge=0, le=2**31 - 1, description="Which pair (clamped to the "
