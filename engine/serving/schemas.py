@@ -657,7 +657,8 @@ def refine(spec: dict, shapes: dict[str, tuple[int, int]],
     theirs, ``layer`` and ``head`` within their shapes (the widest, where they differ),
     and the rules between fields: layer and head "all" together (the heads grid) or not
     at all, text B present unless in self mode, an alignment's layer within its source's
-    range; :data:`RULES` under ``info.x-sinkscope-rules``.
+    range; a job's trained aligner among the served ones, an aligner job's ``layer`` and
+    ``top`` within the models' layers; :data:`RULES` under ``info.x-sinkscope-rules``.
 
     Args:
         spec: FastAPI's document. shapes: model name → (layers, heads). aligners: the
