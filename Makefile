@@ -63,6 +63,7 @@ bench: install chromium
 	$(PY) -m benchmarks.learn
 	$(PY) -m benchmarks.models
 	$(PY) -m benchmarks.service
+	$(PY) -m benchmarks.classroom
 	$(PY) -m benchmarks.scrub
 	$(PY) -m benchmarks.align
 	$(PY) -m benchmarks.lab

@@ -10,6 +10,8 @@ loopback ports and measures, in the same run:
 - redraws per second during a pointer drag on the ε slider (3 s of sweeps).
 - the Align page: arrow key on θ → both figures and the two lines redrawn in the browser
   (40 × 40 words with gold; p50 and p95).
+- the notebook widget (``sinkscope.show(A, B)`` in JupyterLab on loopback, the same texts
+  and the app's own browser code): key press → heatmap redrawn, measured as for the app.
 - the lattice for 30 × 30 tokens (solve + encode, in this process) and the payload size
   for about 64 × 64 tokens; the Align page's payload (every τ stop, with gold: its scores
   at every setting) for 6 × 6 to 64 × 64 words; the two pages' JavaScript bundles.
@@ -52,6 +54,7 @@ TITLE_JS = {
     "bare": """() => { const t = document.querySelector('.js-plotly-plot .gtitle');
         return t ? t.textContent : ''; }""",
 }
+TITLE_JS["notebook"] = TITLE_JS["sinkscope"]  # the widget draws the app's compare figure
 
 
 @contextlib.contextmanager
@@ -93,7 +96,7 @@ def key_presses(page, app: str, n: int) -> list[float]:
         page.evaluate("window.__kd = []")
         slider.press("ArrowLeft" if (i // 3) % 2 == 0 else "ArrowRight")
         value = slider.get_attribute("aria-valuetext") or ""
-        want = f"ε={value}," if app == "sinkscope" else f"ε={value}"
+        want = f"ε={value}" if app == "bare" else f"ε={value},"
         t1 = page.wait_for_function(
             f"w => {{ const t = ({TITLE_JS[app]})(); if (t.includes(w) && (w.endsWith(',') "
             "|| t.endsWith(w))) return performance.now(); return false; }",
@@ -140,6 +143,41 @@ def drag(page, app: str, seconds: float) -> tuple[float, int, float, float]:
     page.mouse.up()
     idle(page)
     return redraws / elapsed, sent, k / elapsed, fulls / elapsed
+
+
+def notebook_keys(browser, n: int) -> list[float]:
+    """Key press → heatmap redrawn in the notebook widget: JupyterLab on loopback runs a
+    one-cell notebook, ``sinkscope.show(A, B)``, and the ε slider is pressed as the app's."""
+    import nbformat
+
+    from tests.support.notebook import jupyter_lab
+
+    folder = Path(tempfile.mkdtemp(prefix="sinkscope-bench-lab-"))
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(f"import sinkscope\nsinkscope.show({A!r}, {B!r})")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nbformat.write(nb, folder / "widget.ipynb")
+    with jupyter_lab(folder) as url:
+        page = browser.new_page(viewport={"width": 1400, "height": 1200})
+        try:
+            page.goto(f"{url}/lab/tree/widget.ipynb", timeout=120_000)
+            page.wait_for_selector("text=Python 3 (ipykernel) | Idle", timeout=120_000)
+            page.get_by_role("menuitem", name="Run", exact=True).click()
+            page.get_by_text("Run All Cells", exact=True).click()
+            end = time.monotonic() + 180
+            while not page.evaluate("() => !!document.querySelector('.sinkscope-widget "
+                                    ".js-plotly-plot .main-svg')"):
+                if time.monotonic() > end:
+                    raise RuntimeError("the widget was not drawn within 180 s")
+                dialog = page.locator(".jp-Dialog button.jp-mod-accept")
+                if dialog.count():  # JupyterLab may ask which kernel to run it with
+                    dialog.first.click()
+                page.wait_for_timeout(250)
+            key_presses(page, "notebook", 3)  # warm-up
+            return key_presses(page, "notebook", n)
+        finally:
+            page.close()
 
 
 def align_keys(browser, app_url: str, n: int) -> list[float]:
@@ -285,6 +323,7 @@ def run(quick: bool = False) -> dict:
             for app in ("sinkscope", "bare"):
                 res[f"{app}_drag"] = drag(pages[app], app, 3.0)
             res["align"] = align_keys(browser, app_url, n)
+            res["notebook"] = notebook_keys(browser, n)
         finally:
             browser.close()
     res["engine"] = engine_rows(quick) + align_rows(quick)
@@ -306,6 +345,9 @@ def main(argv=None) -> None:
     for name, ts in (("sinkscope (frames from the lattice, in the browser)", s),
                      ("bare app (server re-run + st.plotly_chart)", b)):
         print(f"{name:<{w}}  {p50(ts) * 1e3:>6.0f}ms  {p95(ts) * 1e3:>6.0f}ms  {len(ts):>3}")
+    nb = res["notebook"]
+    print(f"{'notebook widget (JupyterLab, the same frames)':<{w}}  {p50(nb) * 1e3:>6.0f}ms  "
+          f"{p95(nb) * 1e3:>6.0f}ms  {len(nb):>3}")
     ratio = p50(s) / p50(b)
     print(f"{'p50 ratio sinkscope / bare':<{w}}  {ratio:>8.2f}  target ≤ {TARGETS['ratio']}"
           f"  {'met' if ratio <= TARGETS['ratio'] else 'NOT met'}")

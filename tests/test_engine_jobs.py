@@ -232,6 +232,52 @@ def test_a_model_or_aligner_the_engine_does_not_offer_is_refused_by_name():
     assert jobs.board.jobs == {}  # nothing was queued
 
 
+def test_a_value_of_the_wrong_kind_is_refused_with_a_code_in_every_kind():
+    """Each setting of each kind given a value of another kind (a list, an object, a text,
+    a fraction, a boolean): a SinkscopeError with a code, never a TypeError from inside."""
+    from engine.aligner.config import AlignerSettings
+    from engine.lab.config import MODELS, LabSettings
+
+    pair = {"text_a": "a b", "text_b": "c", "gold": "0-0"}
+    data = {"align_corpus": {"pairs": [pair]}, "train_aligner": {"train": [pair],
+                                                                 "dev": [pair]},
+            "compare_text": {"pairs": [pair] * 4}}
+    lab = {f.name: f.default for f in dataclasses.fields(LabSettings) if f.name != "model"}
+    defaults = {"lab_train": {**lab, "models": list(MODELS)}, "lab_sweep": lab,
+                "align_corpus": {**spec.CORPUS_DEFAULTS, "aligner": "x"},
+                "train_aligner": {"name": "x", **{f.name: f.default for f in
+                                                  dataclasses.fields(AlignerSettings)}},
+                "compare_text": spec.TEXT_DEFAULTS}
+    tried = 0
+    for kind in spec.KINDS:
+        for name, default in defaults[kind].items():
+            for wrong in ([], {}, "7", 1.5, True):
+                if type(wrong) is type(default):
+                    continue
+                body = {"kind": kind, "settings": {name: wrong}, "data": data.get(kind, {})}
+                with pytest.raises(SinkscopeError) as e:
+                    spec.check(body)
+                assert e.value.code, (kind, name, wrong, str(e.value))
+                tried += 1
+    assert tried > 200
+
+
+def test_a_layer_the_model_does_not_have_is_refused_at_submission():
+    """train_aligner's layer above the model's hidden states (all-MiniLM-L6-v2: 0 … 6) is
+    refused when the job is submitted, from the model's configuration, with its code."""
+    pair = {"text_a": "a b", "text_b": "c", "gold": "0-0"}
+    jobs = LocalJobs(models=lambda: ["all-MiniLM-L6-v2"])
+    with pytest.raises(SinkscopeError) as e:
+        jobs.submit({"kind": "train_aligner", "settings": {"layer": 7, "top": 2},
+                     "data": {"train": [pair], "dev": [pair]}})
+    assert e.value.code == "layer_above_model" and e.value.params["layers"] == 6
+    with pytest.raises(SinkscopeError) as e:
+        jobs.submit({"kind": "train_aligner", "settings": {"layer": 2, "top": 3},
+                     "data": {"train": [pair], "dev": [pair]}})
+    assert e.value.code == "top_above_layer"
+    assert jobs.board.jobs == {}  # nothing was queued
+
+
 def test_a_lab_setting_out_of_range_is_the_lab_s_own_error():
     with pytest.raises(SinkscopeError, match="width must be a whole number from 1 to 256"):
         spec.check({"kind": "lab_sweep", "settings": {"width": 999}})

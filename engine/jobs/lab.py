@@ -149,18 +149,20 @@ def predict(settings: dict, weights: dict[str, dict[str, np.ndarray]], size: int
     from ..lab.training import build, heldout_pairs, plan_errors, predict as run_model
 
     s0 = LabSettings(**{k: v for k, v in settings.items() if k != "model"})
+    models = {}
+    for m, w in weights.items():  # (weights that do not fit: refused before any work)
+        models[m] = build(replace(s0, model=m))
+        try:
+            models[m].load_state_dict({n: torch.as_tensor(v) for n, v in w.items()})
+        except (RuntimeError, KeyError, ValueError) as e:
+            raise JobError.of("job_weights", model=m, reason=str(e).split("\n")[0][:200]) \
+                from None
+        models[m].eval()
     pairs, plans = heldout_pairs(s0, int(size))
     k = min(max(int(pair), 0), len(pairs) - 1)
     one = pairs.take([k])
     out_plans, errors = {}, {}
-    for m, w in weights.items():
-        model = build(replace(s0, model=m))
-        try:
-            model.load_state_dict({n: torch.as_tensor(v) for n, v in w.items()})
-        except (RuntimeError, KeyError, ValueError) as e:
-            raise JobError.of("job_weights", model=m, reason=str(e).split("\n")[0][:200]) \
-                from None
-        model.eval()
+    for m, model in models.items():
         P = run_model(model, one)
         l1, row, col = plan_errors(P, plans[k:k + 1], one)
         out_plans[m], errors[m] = P[0], {"l1": l1, "row": row, "col": col}

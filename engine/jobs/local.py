@@ -17,7 +17,7 @@ from .. import settings as engine_settings
 from .board import Board
 from .context import Context
 from .runner import bound_arenas, run, work_of
-from .spec import check, check_names, price
+from .spec import check, check_model, check_names, price
 
 
 def _allowed():
@@ -58,6 +58,7 @@ class LocalJobs:
         """Check and price a job (SinkscopeError, WorkTooLarge), put it in line; its status."""
         spec = check_names(check(body), self.models())
         price(spec).check()
+        check_model(spec, self.encoder)
         with self.lock:
             status = self.board.submit(spec.kind, spec.body)
             self._launch()

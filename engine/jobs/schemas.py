@@ -3,17 +3,19 @@
 ``POST /v1/jobs`` takes one of five bodies, told apart by ``kind`` (a discriminated union):
 each is ``{"kind", "settings", "data"}`` with the limits of ``LabSettings``,
 ``AlignerSettings`` and the Align readers written into the schema. What the schema cannot
-say (a gold link past a text's last word, a text of more than 400 words, ``top`` above
-``layer``, a model or aligner not on the allow-list) is refused with the engine's own
-error (422, with a code). :mod:`engine.jobs.spec` checks the same without pydantic (the
-embedded engine).
+say (a gold link past a text's last word, a text of more than 400 words or one the model
+reads nothing of, ``top`` above ``layer``, Lab weights that do not fit) is refused at
+submission with the engine's own error (422, with a code the document lists under
+``info.x-sinkscope-rules``); the served models and aligners are written into the
+document (:func:`engine.serving.schemas.refine`). :mod:`engine.jobs.spec` checks the same
+without pydantic (the embedded engine).
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictStr
 
 from ..lab.config import MAX_BATCH, MAX_DEPTH, MAX_HEADS, MAX_PAIRS, MAX_STEPS, MAX_WIDTH, \
     MODELS, LabSettings
@@ -21,11 +23,12 @@ from ..lab.errors import LAB_EPS_MAX, LAB_EPS_MIN, LAB_HALF_STEPS_MAX
 from ..lab.measures import MAX_POINTS, WEIGHTS
 from ..lab.targets import NAMES
 from ..settings import ALIGNER_FINALS, ALIGNER_RATES, ALIGNER_WHOLE, DEFAULT_MODEL
+from ..serving.patterns import PHARAOH, READABLE, StrictInt, whole
 from . import spec
 
 D = LabSettings()
-LINKS = r"^\s*(\d{1,6}[-p]\d{1,6}(\s+\d{1,6}[-p]\d{1,6})*)?\s*$"  # Pharaoh, 0-based
-TEXT = r"\S"  # a text with at least one word
+LINKS = PHARAOH  # Pharaoh, 0-based
+TEXT = READABLE  # a text with a character that is neither a space nor a control character
 BASE64 = r"^[A-Za-z0-9+/]*={0,2}$"
 
 
@@ -38,27 +41,32 @@ class LabFields(_Body):
     """A Lab run's settings (``engine.lab.config.LabSettings`` without ``model``)."""
 
     target: Literal[NAMES] = Field(D.target, description="The coupling system trained to.")  # type: ignore[valid-type]
-    width: int = Field(D.width, ge=1, le=MAX_WIDTH, description="The encoders' width D.")
-    depth: int = Field(D.depth, ge=0, le=MAX_DEPTH, description="Measure-attention layers.")
-    heads: int = Field(D.heads, ge=1, le=MAX_HEADS, description="Attention heads.")
-    eps: float = Field(D.eps, ge=LAB_EPS_MIN, le=LAB_EPS_MAX, description="ε of the final "
-                       "layer.")
-    half_steps: int = Field(D.half_steps, ge=1, le=LAB_HALF_STEPS_MAX,
-                            description="Sinkhorn half-steps of the final layer.")
-    steps: int = Field(D.steps, ge=1, le=MAX_STEPS, description="Adam steps.")
-    batch: int = Field(D.batch, ge=1, le=MAX_BATCH, description="Pairs per step.")
-    lr: float = Field(D.lr, gt=0, le=1, description="Adam's learning rate.")
-    points: int = Field(D.points, ge=2, le=MAX_POINTS, description="Atoms per cloud.")
-    spread: float = Field(D.spread, gt=0, le=100, description="A cloud's typical radius.")
+    width: StrictInt = Field(D.width, ge=1, le=MAX_WIDTH,
+                             description="The encoders' width D.")
+    depth: StrictInt = Field(D.depth, ge=0, le=MAX_DEPTH,
+                             description="Measure-attention layers.")
+    heads: StrictInt = Field(D.heads, ge=1, le=MAX_HEADS, description="Attention heads.")
+    eps: StrictFloat = Field(D.eps, ge=LAB_EPS_MIN, le=LAB_EPS_MAX,
+                             description="ε of the final layer.")
+    half_steps: StrictInt = Field(D.half_steps, ge=1, le=LAB_HALF_STEPS_MAX,
+                                  description="Sinkhorn half-steps of the final layer.")
+    steps: StrictInt = Field(D.steps, ge=1, le=MAX_STEPS, description="Adam steps.")
+    batch: StrictInt = Field(D.batch, ge=1, le=MAX_BATCH, description="Pairs per step.")
+    lr: StrictFloat = Field(D.lr, gt=0, le=1, description="Adam's learning rate.")
+    points: StrictInt = Field(D.points, ge=2, le=MAX_POINTS, description="Atoms per cloud.")
+    spread: StrictFloat = Field(D.spread, gt=0, le=100,
+                                description="A cloud's typical radius.")
     weights: Literal[WEIGHTS] = Field(D.weights, description="The atoms' weights.")  # type: ignore[valid-type]
-    train_pairs: int = Field(D.train_pairs, ge=1, le=MAX_PAIRS, description="Training pairs.")
-    heldout_pairs: int = Field(D.heldout_pairs, ge=2, le=MAX_PAIRS,
-                               description="Held-out pairs.")
-    seed: int = Field(D.seed, ge=0, le=2**63 - 1, description="Fixes pairs, weights, batches.")
-    eval_every: int = Field(D.eval_every, ge=1, le=MAX_STEPS,
-                            description="Steps between held-out evaluations.")
-    patience: int = Field(D.patience, ge=0, le=MAX_STEPS, description="Evaluations without "
-                          "a better held-out error before stopping (0: never).")
+    train_pairs: StrictInt = Field(D.train_pairs, ge=1, le=MAX_PAIRS,
+                                   description="Training pairs.")
+    heldout_pairs: StrictInt = Field(D.heldout_pairs, ge=2, le=MAX_PAIRS,
+                                     description="Held-out pairs.")
+    seed: StrictInt = Field(D.seed, ge=0, le=2**63 - 1,
+                            description="Fixes pairs, weights, batches.")
+    eval_every: StrictInt = Field(D.eval_every, ge=1, le=MAX_STEPS,
+                                  description="Steps between held-out evaluations.")
+    patience: StrictInt = Field(D.patience, ge=0, le=MAX_STEPS, description="Evaluations "
+                                "without a better held-out error before stopping (0: never).")
 
 
 class LabJobSettings(LabFields):
@@ -90,35 +98,42 @@ class LabSweepJob(_Body):
 
 
 # --------------------------------------------------------------------------- text
-class JobPair(_Body):
-    """Two texts (at most 400 whitespace words each) and, when known, their gold links."""
+WORDS = ("At most 400 whitespace words (code text_too_long); one the model reads nothing of "
+         "is refused (code unread_pairs).")
+GOLD = ("Gold links, 0-based Pharaoh (\"0-0 1-2\", \"ipj\" possible; \"\" no link); each "
+        "index one of its text's words (code link_out_of_range).")
 
-    text_a: str = Field(pattern=TEXT, description="Text A (its whitespace words).")
-    text_b: str = Field(pattern=TEXT, description="Text B.")
-    gold: Optional[str] = Field(None, pattern=LINKS, description="Gold links, 0-based "
-                                "Pharaoh (\"0-0 1-2\", \"ipj\" possible; \"\" no link).")
+
+class JobPair(_Body):
+    """Two texts and, when known, their gold links."""
+
+    text_a: StrictStr = Field(pattern=TEXT,
+                              description=f"Text A (its whitespace words). {WORDS}")
+    text_b: StrictStr = Field(pattern=TEXT, description=f"Text B. {WORDS}")
+    gold: Optional[StrictStr] = Field(None, pattern=LINKS, description=GOLD)
 
 
 class GoldPair(JobPair):
-    gold: str = Field(pattern=LINKS, description="Gold links, 0-based Pharaoh.")
+    gold: StrictStr = Field(pattern=LINKS, description=GOLD)
 
 
 class CorpusSettings(_Body):
-    model: str = Field(DEFAULT_MODEL, min_length=1, max_length=200,
-                       description="An allow-listed model (GET /v1/models).")
+    model: StrictStr = Field(DEFAULT_MODEL, min_length=1, max_length=200,
+                             description="An allow-listed model (GET /v1/models).")
     lowercase: StrictBool = Field(False, description="Lower-case the texts first.")
-    bootstrap: int = Field(spec.BOOTSTRAP, ge=0, le=spec.MAX_BOOTSTRAP,
-                           description="Resamples of the intervals and the verdict (0: none).")
-    aligner: Optional[str] = Field(None, min_length=1, max_length=64,
-                                   description="An allowed trained aligner's name, aligned "
-                                   "too (SINKSCOPE_ALIGNERS).")
+    bootstrap: StrictInt = Field(spec.BOOTSTRAP, ge=0, le=spec.MAX_BOOTSTRAP, description=
+                                 "Resamples of the intervals and the verdict (0: none).")
+    aligner: Optional[StrictStr] = Field(None, min_length=1, max_length=64,
+                                         description="An allowed trained aligner's name, "
+                                         "aligned too (SINKSCOPE_ALIGNERS).")
 
 
 class CorpusData(_Body):
     pairs: list[JobPair] = Field(min_length=1, max_length=spec.MAX_PAIRS,
                                  description=f"1 to {spec.MAX_PAIRS} pairs.")
-    name: str = Field("pairs.tsv", pattern=TEXT, max_length=spec.FILE_NAME_MAX,
-                      description="The file's name (for the command that reproduces it).")
+    name: StrictStr = Field("pairs.tsv", pattern=TEXT, max_length=spec.FILE_NAME_MAX,
+                            description="The file's name (for the command that reproduces "
+                            "it).")
     one_based: StrictBool = Field(False, description="The file's links were 1-based.")
     gold_column: StrictBool = Field(True, description="The file gives gold links.")
 
@@ -146,21 +161,24 @@ class AlignerJobSettings(_Body):
     """``engine.aligner.config.AlignerSettings`` and the aligner's name (``top`` ≤
     ``layer`` ≤ the model's layers)."""
 
-    name: str = Field(spec.ALIGNER_NAME, pattern=spec.NAME_PATTERN,
-                      description="The aligner's (and its folder's) name.")
-    model: str = Field(DEFAULT_MODEL, min_length=1, max_length=200,
-                       description="The allow-listed base model.")
+    name: StrictStr = Field(spec.ALIGNER_NAME, pattern=spec.NAME_PATTERN,
+                            description="The aligner's (and its folder's) name.")
+    model: StrictStr = Field(DEFAULT_MODEL, min_length=1, max_length=200,
+                             description="The allow-listed base model.")
     final: Literal[ALIGNER_FINALS] = Field(ALIGNER_FINALS[0], description="The final layer.")  # type: ignore[valid-type]
-    layer: int = _whole("layer", "The hidden state read.")
-    top: int = _whole("top", "Layers fine-tuned below it (at most layer).")
-    epochs: int = _whole("epochs", "Passes over the training pairs (the most).")
-    batch: int = _whole("batch", "Pairs per step.")
-    lr: float = _rate("lr", "The layers' learning rate.")
-    head_lr: float = _rate("head_lr", "The heads' learning rate.")
-    half_steps: int = _whole("half_steps", "Half-steps of the Sinkhorn layer.")
-    eps: float = _rate("eps", "The Sinkhorn layer's ε when aligning.")
-    patience: int = _whole("patience", "Epochs without a better dev total F1 before stopping.")
-    seed: int = _whole("seed", "Fixes the heads, batches and dropout.")
+    layer: StrictInt = _whole("layer", "The hidden state read (at most the model's layers: "
+                              "code layer_above_model).")
+    top: StrictInt = _whole("top", "Layers fine-tuned below it (at most layer: code "
+                            "top_above_layer).")
+    epochs: StrictInt = _whole("epochs", "Passes over the training pairs (the most).")
+    batch: StrictInt = _whole("batch", "Pairs per step.")
+    lr: StrictFloat = _rate("lr", "The layers' learning rate.")
+    head_lr: StrictFloat = _rate("head_lr", "The heads' learning rate.")
+    half_steps: StrictInt = _whole("half_steps", "Half-steps of the Sinkhorn layer.")
+    eps: StrictFloat = _rate("eps", "The Sinkhorn layer's ε when aligning.")
+    patience: StrictInt = _whole("patience", "Epochs without a better dev total F1 before "
+                                 "stopping.")
+    seed: StrictInt = _whole("seed", "Fixes the heads, batches and dropout.")
     lowercase: StrictBool = Field(False, description="Lower-case the texts.")
     transpose: StrictBool = Field(False, description="A and B were swapped (a record only).")
 
@@ -182,15 +200,18 @@ class TrainAlignerJob(_Body):
 
 
 class TextSettings(_Body):
-    model: str = Field(DEFAULT_MODEL, min_length=1, max_length=200,
-                       description="The allow-listed base model.")
-    epochs: int = Field(spec.TEXT_DEFAULTS["epochs"], ge=1, le=ALIGNER_WHOLE["epochs"][2],
-                        description="Each aligner's epochs.")
-    train_pairs: int = Field(spec.TEXT_DEFAULTS["train_pairs"], ge=1,
-                             le=spec.MAX_TRAIN_PAIRS, description="Training pairs used at most.")
-    bootstrap: int = Field(spec.BOOTSTRAP, ge=0, le=spec.MAX_BOOTSTRAP,
-                           description="Resamples of the intervals.")
-    seed: int = Field(0, ge=0, le=ALIGNER_WHOLE["seed"][2], description="The aligners' seed.")
+    model: StrictStr = Field(DEFAULT_MODEL, min_length=1, max_length=200,
+                             description="The allow-listed base model.")
+    epochs: StrictInt = Field(spec.TEXT_DEFAULTS["epochs"], ge=1,
+                              le=ALIGNER_WHOLE["epochs"][2],
+                              description="Each aligner's epochs.")
+    train_pairs: StrictInt = Field(spec.TEXT_DEFAULTS["train_pairs"], ge=1,
+                                   le=spec.MAX_TRAIN_PAIRS,
+                                   description="Training pairs used at most.")
+    bootstrap: StrictInt = Field(spec.BOOTSTRAP, ge=0, le=spec.MAX_BOOTSTRAP,
+                                 description="Resamples of the intervals.")
+    seed: StrictInt = Field(0, ge=0, le=ALIGNER_WHOLE["seed"][2],
+                            description="The aligners' seed.")
 
 
 class TextData(_Body):
@@ -214,23 +235,23 @@ BODIES = (LabTrainJob, LabSweepJob, AlignCorpusJob, TrainAlignerJob, CompareText
 
 # --------------------------------------------------------------------------- lab predict
 class WeightArray(_Body):
-    shape: list[Annotated[int, Field(ge=0, le=2**20)]] = Field(max_length=4)
-    data: str = Field(pattern=BASE64, description="The values as little-endian float32, "
-                      "base64.")
+    shape: list[whole(ge=0, le=2**20)] = Field(max_length=4)
+    data: StrictStr = Field(pattern=BASE64, description="The values as little-endian "
+                            "float32, base64.")
 
 
 class LabPredictRequest(_Body):
     """POST /v1/lab/predict: a held-out pair as trained Lab models couple it."""
 
     settings: LabFields = Field(default_factory=LabFields, description="The run's settings.")
-    weights: dict[Literal[MODELS], dict[str, WeightArray]] = Field(  # type: ignore[valid-type]
+    weights: dict[Literal[MODELS], dict[StrictStr, WeightArray]] = Field(  # type: ignore[valid-type]
         min_length=1, max_length=len(MODELS),
-        description="Model → its weights (state_dict name → array), as a Lab job's result "
-        "holds them.")
-    size: int = Field(ge=2, le=MAX_POINTS, description="Atoms per cloud (the training size: "
-                      "the run's held-out pairs; another: 16 fresh pairs).")
-    pair: int = Field(0, ge=0, le=2**31 - 1, description="Which pair (clamped to the pairs "
-                      "there are).")
+        description="Model → its weights (state_dict name → array) from a Lab job's result, "
+        "fitting the model the settings build (code job_weights).")
+    size: StrictInt = Field(ge=2, le=MAX_POINTS, description="Atoms per cloud (the training "
+                            "size: the run's held-out pairs; another: 16 fresh pairs).")
+    pair: StrictInt = Field(0, ge=0, le=2**31 - 1, description="Which pair (clamped to the "
+                            "pairs there are).")
 
 
 # --------------------------------------------------------------------------- answers

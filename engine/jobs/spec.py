@@ -15,6 +15,7 @@ its budget (``WorkTooLarge``, HTTP 413) before anything runs.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 import re
@@ -121,6 +122,29 @@ def _pairs(v: Any, where: str, least: int = 1, gold: bool = False) -> tuple:
     return tuple(out)
 
 
+def lab_values(s: dict, where: str) -> dict:
+    """A Lab run's settings ``s`` (``LabSettings``' fields) with values of the right kind:
+    whole numbers, numbers, names (a target among the Lab's); ``LabSettings`` then checks
+    their ranges."""
+    from ..lab.config import LabSettings
+    from ..lab.targets import NAMES
+
+    for f in fields(LabSettings):
+        if f.name not in s:
+            continue
+        v, kind = s[f.name], type(f.default)
+        if kind is int and (isinstance(v, bool) or not isinstance(v, numbers.Integral)):
+            _fail("job_body", where=f"{where}.{f.name}", problem="must be a whole number")
+        if kind is float and (isinstance(v, bool) or not isinstance(v, numbers.Real)):
+            _fail("job_body", where=f"{where}.{f.name}", problem="must be a number")
+        if kind is str and not isinstance(v, str):
+            _fail("job_body", where=f"{where}.{f.name}", problem="must be a name")
+    if s.get("target", NAMES[0]) not in NAMES:
+        _fail("job_body", where=f"{where}.target", problem="must be one of "
+              + ", ".join(NAMES))
+    return s
+
+
 def _lab(kind: str, settings: Any, data: Any) -> Spec:
     from ..lab.config import MODELS, LabSettings
 
@@ -132,7 +156,7 @@ def _lab(kind: str, settings: Any, data: Any) -> Spec:
         _fail("job_body", where="settings.models", problem="must list 1 to 3 of "
               + ", ".join(MODELS))
     models = tuple(m for m in MODELS if m in models)
-    lab = LabSettings(model=models[0], **s)
+    lab = LabSettings(model=models[0], **lab_values(s, "settings"))
     return Spec(kind, {"kind": kind, "settings": {"models": list(models), **s}, "data": {}},
                 lab, models=models)
 
@@ -223,6 +247,65 @@ def check_names(spec: Spec, models) -> Spec:
     return spec
 
 
+def check_model(spec: Spec, encoder=None) -> Spec:
+    """What the job asks of its model, checked at submission: a trained aligner's
+    ``layer`` among the model's hidden states (0 … L: ``AlignerError``
+    "layer_above_model"), and each text with a word the model reads, as the Align methods
+    read them (``TextError`` "unread_pairs" naming the texts). A corpus job and the text
+    comparison score their pairs with the untrained methods, which refuse such a text when
+    they run.
+
+    Args:
+        spec: a job checked by :func:`check` and :func:`check_names`.
+        encoder: ``encoder(name)`` → the job's model (its size and tokenizer; no forward
+            pass). None: the layer is read from the model's configuration and the texts
+            are checked when the job runs.
+    """
+    from ..aligner.config import AlignerError
+    from ..errors import TextError
+
+    if spec.kind == "train_aligner":
+        s = spec.settings
+        if encoder is not None:
+            layers = int(encoder(s.model).n_layers)
+        else:
+            from ..models.registry import describe
+
+            layers = describe(s.model).n_layers
+        if s.layer > layers:
+            raise AlignerError.of("layer_above_model", layer=s.layer, model=s.model,
+                                  layers=layers)
+    if spec.kind not in ("align_corpus", "compare_text") or encoder is None:
+        return spec
+    enc = encoder(spec.settings["model"])
+    lower = spec.kind == "compare_text" or bool(spec.settings["lowercase"])  # (as each reads)
+    texts = [t.lower() if lower else t for p in spec.pairs for t in (p.text_a, p.text_b)]
+    unread = [(k // 2 + 1, "ab"[k % 2]) for k, ok in enumerate(readable(texts, enc))
+              if not ok]
+    if unread:
+        raise TextError.of("unread_pairs", pairs=unread)
+    return spec
+
+
+def readable(texts: list[str], enc) -> list[bool]:
+    """Whether each text has a word that gets a token of ``enc``'s tokenizer (its
+    whitespace words normalised as ``engine.alignment.sources.words_text`` does), in
+    batches of 256 texts."""
+    from ..alignment.sources import words_text
+
+    out = []
+    for start in range(0, len(texts), 256):
+        cleaned = [words_text(t.split()) for t in texts[start:start + 256]]
+        with getattr(enc, "_tokenizing", contextlib.nullcontext()):  # (its state is shared)
+            batch = enc.tokenizer(cleaned, truncation=True, max_length=enc.max_tokens,
+                                  return_offsets_mapping=True, split_special_tokens=True)
+        for k, text in enumerate(cleaned):
+            seq = batch.sequence_ids(k)
+            out.append(any(sid is not None and e > s and not text[s:e].isspace()
+                           for (s, e), sid in zip(batch["offset_mapping"][k], seq)))
+    return out
+
+
 # --------------------------------------------------------------------------- price
 @dataclass(frozen=True)
 class Price:
@@ -307,4 +390,4 @@ def price(spec: Spec) -> Price:
 
 
 __all__ = ["KINDS", "LAB_KINDS", "TEXT_KINDS", "MAX_PAIRS", "Price", "Spec", "check",
-           "check_names", "price"]
+           "check_model", "check_names", "lab_values", "price", "readable"]

@@ -154,6 +154,10 @@ def check_request(req, enc: Encoder) -> None:
     from ..relation.scores import check_layer_head
 
     s = req.settings()
+    if isinstance(req, (AlignRequest, AlignLiveRequest)) and req.method == "trained" \
+            and not req.aligner:  # (before any answer, one without a payload too)
+        raise SettingsError('method "trained" needs aligner: the name of one of GET '
+                            "/v1/aligners.", code="aligner_required", params={})
     if isinstance(req, (AlignRequest, AlignLiveRequest)) and req.aligner is not None:
         from ..aligner.config import AlignerError
         from ..aligner.registry import known, names

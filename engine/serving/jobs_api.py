@@ -29,22 +29,37 @@ from ..errors import SettingsError, SinkscopeError
 from ..jobs.errors import JobConflict, JobError
 from ..jobs.schemas import (BODIES, JobDocument, JobStatusResponse, LabPredictDocument,
                             LabPredictRequest)
-from ..jobs.spec import check, check_names, price
+from ..jobs.spec import check, check_model, check_names, price
 from . import wire
+from .schemas import ErrorResponse
 
 ZIP = "application/zip"
 PREFIXES = ("/v1/jobs", "/v1/lab/predict")
 ENDPOINTS = ("POST /v1/jobs", "GET /v1/jobs/{id}", "DELETE /v1/jobs/{id}",
              "GET /v1/jobs/{id}/result", "POST /v1/jobs/{id}/restart", "POST /v1/lab/predict")
-_ERR = {"model": None}
-_ERRORS = {404: {**_ERR, "description": "No job with that id (JobNotFound, code "
-                 "job_not_found)."},
-           409: {**_ERR, "description": "The job has no result yet, or none (JobConflict)."},
+_ERR = {"model": ErrorResponse}
+_ERRORS = {400: {**_ERR, "description": "The body is not JSON."},
+           404: {**_ERR, "description": "No job with that id (JobNotFound, code "
+                 "job_not_found): it never existed, or its result was dropped."},
+           409: {**_ERR, "description": "The job has no result yet (code job_not_ended), "
+                 "ended without one (job_no_result), or holds no such file (job_no_aligner) "
+                 "(JobConflict)."},
            413: {**_ERR, "description": "The body is over SINKSCOPE_JOB_MAX_BODY, or the job "
                  "over its work budget (WorkTooLarge, SINKSCOPE_JOB_WORK_*)."},
-           422: {**_ERR, "description": "The engine's own error, with a code."},
-           503: {**_ERR, "description": "Too many jobs wait (SINKSCOPE_JOB_QUEUE); "
-                 "Retry-After."}}
+           415: {**_ERR, "description": "The body is not sent as Content-Type: "
+                 "application/json."},
+           422: {**_ERR, "description": "The engine's own error, with a code: a body the "
+                 "schema refuses, or one it allows that a rule refuses "
+                 "(info.x-sinkscope-rules)."},
+           503: {**_ERR, "description": "Too many jobs wait (JobQueueFull, code "
+                 "job_queue_full, SINKSCOPE_JOB_QUEUE): try again after Retry-After seconds.",
+                 "headers": {"Retry-After": {"description": "Seconds to wait.", "required": True,
+                                             "schema": {"type": "integer"}}}}}
+
+
+def _errors(*codes: int) -> dict:
+    """The documented errors of a route (each in the API's one error shape)."""
+    return {c: _ERRORS[c] for c in codes}
 
 
 def max_body() -> int:
@@ -70,7 +85,7 @@ class JobRoute(APIRoute):
                     answer.headers["Retry-After"] = str(getattr(e, "retry_after_s", 5))
                 return answer
             except RequestValidationError as e:
-                refusal = _engine_error(e, request.url.path)
+                refusal = _engine_error(e, request)
                 if refusal is None:
                     raise  # not JSON, no body: the API's own answers (400, 415)
                 return error(422, type(refusal).__name__, str(refusal), refusal.code,
@@ -78,15 +93,19 @@ class JobRoute(APIRoute):
         return route
 
 
-def _engine_error(e: RequestValidationError, path: str) -> Optional[SinkscopeError]:
+def _engine_error(e: RequestValidationError, request: Request) -> Optional[SinkscopeError]:
     """The engine's error for a JSON body that does not fit the schema: what
     :func:`~engine.jobs.spec.check` says of a job's body, else the schema's first
-    complaint (where, and what)."""
+    complaint (where, and what); None for a body that is not JSON at all."""
     errors = list(e.errors())
+    media = (request.headers.get("content-type") or "").split(";")[0].strip().lower()
+    in_body = any(tuple(err.get("loc") or ("",))[0] == "body" for err in errors)
+    if in_body and media != wire.JSON and not media.endswith("+json"):
+        return None
     if any(err.get("type") == "json_invalid" or tuple(err.get("loc") or ()) == ("body",)
            and err.get("type") == "missing" for err in errors):
         return None
-    if path.rstrip("/").endswith("/v1/jobs"):
+    if request.url.path.rstrip("/").endswith("/v1/jobs"):
         try:
             check(e.body)
         except SinkscopeError as err:
@@ -98,30 +117,61 @@ def _engine_error(e: RequestValidationError, path: str) -> Optional[SinkscopeErr
                          params={"where": where, "problem": problem})
 
 
+class ThreadJobs:
+    """A replica's job calls (those of :class:`engine.jobs.served.Jobs`) on threads of
+    this process (:class:`engine.jobs.local.LocalJobs`, the embedded engine's runner): a
+    replica without Ray, as the API's in-process tests run one."""
+
+    def __init__(self, local) -> None:
+        self.local = local
+
+    async def submit(self, spec) -> dict:
+        """Put a checked and priced job (:class:`~engine.jobs.spec.Spec`) in line."""
+        return await asyncio.to_thread(self.local.submit, spec.body)
+
+    async def status(self, job_id: str) -> dict:
+        return self.local.status(job_id)
+
+    async def stop(self, job_id: str) -> dict:
+        return self.local.stop(job_id)
+
+    async def outcome(self, job_id: str) -> tuple[dict, dict]:
+        return self.local.outcome(job_id)
+
+    async def body(self, job_id: str) -> tuple:
+        with self.local.lock:
+            return self.local.board.body(job_id)
+
+
 def _json(doc: dict, status: int = 200) -> Response:
     return Response(wire.dumps(doc, wire.JSON), status_code=status, media_type=wire.JSON)
 
 
 def register(api: FastAPI, engine) -> None:
     """Add the jobs' routes to the replica's API (``engine``: the replica, whose ``jobs``
-    is an :class:`engine.jobs.served.Jobs`)."""
+    is an :class:`engine.jobs.served.Jobs`, or a :class:`ThreadJobs` without Ray)."""
     router = APIRouter(route_class=JobRoute)
 
-    @router.post("/v1/jobs", status_code=202, response_model=JobStatusResponse,
-                 responses={**_ERRORS})
-    async def submit(req: Annotated[Union[BODIES], Body(discriminator="kind")]) -> Response:
-        """Start a job: checked, priced, put in line; its status (202)."""
-        spec = check_names(check(req.model_dump()), engine.encoders)
+    async def admit(body: dict) -> Response:
+        """A job checked (against its loaded model too), priced, put in line."""
+        spec = check_names(check(body), engine.encoders)
         price(spec).check()
+        await asyncio.to_thread(check_model, spec, engine.encoders.__getitem__)
         return _json(await engine.jobs.submit(spec), 202)
 
-    @router.get("/v1/jobs/{job_id}", response_model=JobStatusResponse, responses={**_ERRORS})
+    @router.post("/v1/jobs", status_code=202, response_model=JobStatusResponse,
+                 responses=_errors(400, 413, 415, 422, 503))
+    async def submit(req: Annotated[Union[BODIES], Body(discriminator="kind")]) -> Response:
+        """Start a job: checked, priced, put in line; its status (202)."""
+        return await admit(req.model_dump())
+
+    @router.get("/v1/jobs/{job_id}", response_model=JobStatusResponse, responses=_errors(404))
     async def status(job_id: str) -> Response:
         """A job's state, progress, place in line, details, partial result and error."""
         return _json(await engine.jobs.status(job_id))
 
     @router.delete("/v1/jobs/{job_id}", response_model=JobStatusResponse,
-                   responses={**_ERRORS})
+                   responses=_errors(404))
     async def stop(job_id: str) -> Response:
         """Stop a job: it keeps its best or partial result (a waiting job ends at once)."""
         return _json(await engine.jobs.stop(job_id))
@@ -130,7 +180,7 @@ def register(api: FastAPI, engine) -> None:
                 responses={200: {"content": {wire.NPZ: {}, ZIP: {}},
                                  "description": "The result as JSON, NPZ (Accept: "
                                  f"{wire.NPZ}), or a file as a zip (Accept: {ZIP})."},
-                           **_ERRORS})
+                           **_errors(404, 409, 422)})
     async def result(job_id: str, request: Request,
                      file: Optional[str] = Query(None, max_length=64,
                                                  description="Which file, with Accept: "
@@ -151,16 +201,14 @@ def register(api: FastAPI, engine) -> None:
         return Response(body, media_type=media)
 
     @router.post("/v1/jobs/{job_id}/restart", status_code=202,
-                 response_model=JobStatusResponse, responses={**_ERRORS})
+                 response_model=JobStatusResponse, responses=_errors(404, 413, 422, 503))
     async def restart(job_id: str) -> Response:
         """The same job again, as a new job (after it was lost, failed or stopped)."""
         _, body, _ = await engine.jobs.body(job_id)
-        spec = check_names(check(body), engine.encoders)
-        price(spec).check()
-        return _json(await engine.jobs.submit(spec), 202)
+        return await admit(body)
 
     @router.post("/v1/lab/predict", response_model=LabPredictDocument,
-                 responses={200: {"content": {wire.NPZ: {}}}, **_ERRORS})
+                 responses={200: {"content": {wire.NPZ: {}}}, **_errors(400, 413, 415, 422)})
     async def lab_predict(req: LabPredictRequest, request: Request) -> Response:
         """Trained Lab models on one held-out pair: the target's plan, each model's plan
         and errors (no job: a quick call)."""

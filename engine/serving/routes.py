@@ -46,7 +46,8 @@ log = logging.getLogger("ray.serve.sinkscope")
 
 ENDPOINTS = ("GET /v1/health", "GET /v1/models", "GET /v1/aligners", "GET /v1/stats",
              "POST /v1/relate", "POST /v1/eps_path", "POST /v1/lattice", "POST /v1/rank",
-             "POST /v1/align", "POST /v1/align/live", "POST /v1/project", "POST /v1/toy")
+             "POST /v1/align", "POST /v1/align/live", "POST /v1/project", "POST /v1/toy",
+             *jobs_api.ENDPOINTS)
 BODIES = {"/v1/relate": RelateRequest, "/v1/eps_path": EpsPathRequest,
           "/v1/lattice": LatticeRequest, "/v1/rank": RankRequest, "/v1/align": AlignRequest,
           "/v1/align/live": AlignLiveRequest, "/v1/project": ProjectRequest,
@@ -135,9 +136,9 @@ class Guard:
     @staticmethod
     async def _read(scope, receive):
         """(a refusal or None, a ``receive`` that replays the body read here)."""
-        limit = max_body()
+        limit, env = max_body(), "SINKSCOPE_MAX_BODY"
         if scope.get("path", "").startswith(jobs_api.PREFIXES):  # jobs carry corpora
-            limit = jobs_api.max_body()
+            limit, env = jobs_api.max_body(), "SINKSCOPE_JOB_MAX_BODY"
         headers = dict(scope.get("headers") or [])
         declared = headers.get(b"content-length")
         if declared is not None:
@@ -147,9 +148,8 @@ class Guard:
                 return error(400, "BadRequest", "Content-Length is not a number."), receive
             if size > limit:
                 return error(413, "PayloadTooLarge", f"The body has {size:,} bytes; the limit "
-                             f"is {limit:,} (SINKSCOPE_MAX_BODY).", "body_size",
-                             {"size": size, "limit": limit, "env": "SINKSCOPE_MAX_BODY"}), \
-                    receive
+                             f"is {limit:,} ({env}).", "body_size",
+                             {"size": size, "limit": limit, "env": env}), receive
         body, more = bytearray(), True
         while more:
             message = await receive()
@@ -159,9 +159,8 @@ class Guard:
             more = message.get("more_body", False)
             if len(body) > limit:
                 return error(413, "PayloadTooLarge", f"The body is over the limit of "
-                             f"{limit:,} bytes (SINKSCOPE_MAX_BODY).", "body_size",
-                             {"size": len(body), "limit": limit,
-                              "env": "SINKSCOPE_MAX_BODY"}), receive
+                             f"{limit:,} bytes ({env}).", "body_size",
+                             {"size": len(body), "limit": limit, "env": env}), receive
         sent = False
 
         async def replay():
@@ -221,7 +220,10 @@ def build_api(engine) -> FastAPI:
         kind = {404: "NotFound", 405: "MethodNotAllowed"}.get(e.status_code, "HTTPError")
         answer = error(e.status_code, kind, f"No endpoint {request.method} "
                        f"{request.url.path}. The endpoints are: {', '.join(ENDPOINTS)}.")
-        answer.headers.update(getattr(e, "headers", None) or {})  # 405: Allow
+        answer.headers.update(getattr(e, "headers", None) or {})
+        allowed = _allowed(api, request.url.path) if e.status_code == 405 else []
+        if allowed:  # every method of the path, not only its first route's
+            answer.headers["Allow"] = ", ".join(allowed)
         return answer
 
     @api.get("/v1/health", response_model=HealthResponse)
@@ -297,6 +299,15 @@ def build_api(engine) -> FastAPI:
 
     jobs_api.register(api, engine)  # /v1/jobs, /v1/lab/predict
     return api
+
+
+def _allowed(api: FastAPI, path: str) -> list[str]:
+    """The methods the document lists for ``path`` (a path that two routes share, such as
+    ``/v1/jobs/{id}``: GET and DELETE)."""
+    from starlette.routing import compile_path
+
+    return sorted({m.upper() for template, ops in api.openapi()["paths"].items()
+                   if compile_path(template)[0].match(path) for m in ops})
 
 
 def _document(api: FastAPI, engine) -> None:

@@ -13,29 +13,19 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictFloat,
-                      StrictStr)
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictStr
 
 from .. import settings as _settings
 from ..errors import ModelError, SettingsError, SinkscopeError, TextError
 from ..settings import (EPS_MAX, EPS_MIN, HALF_STEPS_CAP, MAX_CANDIDATES, Settings,
                         check_eps, check_half_steps, check_setting)
+from .patterns import LINK, PHARAOH, READABLE, WORDY, WS, StrictInt, whole  # noqa: F401
 
 EPS_PATH_MAX_VALUES = 64
 LATTICE_MAX_VALUES = 128
 LATTICE_MAX_STEP = HALF_STEPS_CAP // 10
 LATTICE_MAX_BYTES = 64 * 2**20
 
-
-def _whole(v: Any) -> Any:
-    """A whole number as JSON Schema's ``integer`` has it: 3 or 3.0, never true or "3"."""
-    if isinstance(v, (bool, str)):
-        raise ValueError("Input should be a valid integer")
-    return v
-
-
-#: A JSON Schema ``integer``: an int, or a float with no fraction; not a boolean or a string.
-StrictInt = Annotated[int, BeforeValidator(_whole)]
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
 # Strict: a boolean or a numeric string is not a number here, as in JSON Schema.
@@ -56,6 +46,8 @@ def setting(name: str, default: Any = dataclasses.MISSING, description: str | No
     else:
         kind = _TYPES[f.type]
     limits = {k: meta[k] for k in ("ge", "le", "gt") if k in meta}
+    if f.type == "int" and not choices:
+        kind, limits = whole(**limits), {}
     return Annotated[kind, Field(default=f.default if default is dataclasses.MISSING
                                  else default, description=description or meta["doc"],
                                  **limits)]
@@ -63,17 +55,6 @@ def setting(name: str, default: Any = dataclasses.MISSING, description: str | No
 
 Eps = Annotated[StrictFloat, Field(ge=EPS_MIN, le=EPS_MAX)]
 
-# What a text must hold, as JSON Schema patterns (searches; the same in Python's ``re``,
-# pydantic's regex and ECMA-262): WS is str.isspace's characters, so ``str.split`` splits
-# at them; a readable character is neither that nor a control character
-# (engine.models.encoder.clean_text turns those into spaces).
-WS = ("\\t-\\r\\u001c-\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029"
-      "\\u202f\\u205f\\u3000")
-READABLE = ("[^\\u0000-\\u0020\\u007f-\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029"
-            "\\u202f\\u205f\\u3000]")
-WORDY = f"[^{WS}]"
-LINK = "[0-9]{1,6}[-p][0-9]{1,6}"
-PHARAOH = f"^[{WS}]*({LINK}([{WS}]+{LINK})*)?[{WS}]*$"
 READABLE_TEXT = ("It must hold a character that is neither a space nor a control character; "
                  "one the model reads nothing of is refused (code text_unreadable).")
 
@@ -133,7 +114,7 @@ class LatticeRequest(ViewRequest):
     eps_values: list[Eps] = Field(min_length=1, max_length=LATTICE_MAX_VALUES,
                                   description="The lattice's ε values "
                                   "(engine.relation.frames.grid).")
-    steps: list[Annotated[StrictInt, Field(ge=1, le=LATTICE_MAX_STEP)]] = Field(
+    steps: list[whole(ge=1, le=LATTICE_MAX_STEP)] = Field(  # type: ignore[valid-type]
         min_length=1, max_length=LATTICE_MAX_VALUES,
         description="The lattice's half-step counts, 1 first.")
     id: StrictStr = Field("", max_length=64,
@@ -657,6 +638,12 @@ RULES = {
     "live_cells": "A lattice over SINKSCOPE_LIVE_MAX_CELLS token pairs.",
     "out_of_range": "A layer or head the chosen model does not have (where the served "
                     "models differ in shape).",
+    "top_above_layer": "A train_aligner job whose top exceeds its layer (either's default "
+                       "counts).",
+    "layer_above_model": "A train_aligner job whose layer exceeds its model's layers (where "
+                         "the served models differ in shape).",
+    "job_weights": "Lab weights (POST /v1/lab/predict) that do not decode or do not fit "
+                   "the model their settings build.",
 }
 
 
@@ -670,7 +657,8 @@ def refine(spec: dict, shapes: dict[str, tuple[int, int]],
     theirs, ``layer`` and ``head`` within their shapes (the widest, where they differ),
     and the rules between fields: layer and head "all" together (the heads grid) or not
     at all, text B present unless in self mode, an alignment's layer within its source's
-    range; :data:`RULES` under ``info.x-sinkscope-rules``.
+    range; a job's trained aligner among the served ones, an aligner job's ``layer`` and
+    ``top`` within the models' layers; :data:`RULES` under ``info.x-sinkscope-rules``.
 
     Args:
         spec: FastAPI's document. shapes: model name → (layers, heads). aligners: the
@@ -718,6 +706,13 @@ def refine(spec: dict, shapes: dict[str, tuple[int, int]],
             else:
                 props["method"]["enum"] = [m for m in props["method"]["enum"]
                                            if m != "trained"]
+        if name == "CorpusSettings":  # an align_corpus job's trained aligner
+            props["aligner"] = {**_keep(props["aligner"]), "anyOf": [
+                *([{"type": "string", "enum": list(aligners)}] if aligners else []),
+                {"type": "null"}]}
+        if name == "AlignerJobSettings":  # hidden states 0 … L; top ≤ layer
+            for key in ("layer", "top"):
+                props[key]["maximum"] = min(props[key]["maximum"], L)
         if name == "AlignRequest":
             props["layer"] = {**_keep(props["layer"]), "anyOf": [_ints(-L - 1, L),
                                                                   {"type": "null"}]}
