@@ -202,7 +202,7 @@ def test_the_document_states_its_rules_and_error_shape(app):
     error body with code and params; a 405 that names the allowed methods."""
     from starlette.testclient import TestClient
 
-    from engine.serving.schemas import RULES
+    from engine.serving.openapi import RULES
 
     doc = app.openapi()
     s = doc["components"]["schemas"]
@@ -236,7 +236,7 @@ def test_job_bodies_the_engine_refuses_are_refused_at_submission_by_a_stated_rul
     jobs' own body limit, and a 404 for a wrong path that lists the job endpoints."""
     from starlette.testclient import TestClient
 
-    from engine.serving.schemas import RULES
+    from engine.serving.openapi import RULES
 
     doc = app.openapi()
     paths = doc["paths"]

@@ -376,6 +376,8 @@ def test_06_the_graph_follows_the_sliders(context, server):
         .some(g => g.layout && g.layout.meta && g.layout.meta.kind === 'graph'
                    && g.dataset.source === 'server')""")
     wait_server_frame(page, "0.5,1500")
+    # the run that drew it ends by removing the heatmap it replaced
+    wait_js(page, f"() => ({CAPTURE})().length === 1")
     s0 = stats(page)
     slider(page, STEPS_NAME).press("Home")
     wait_js(page, f"() => window.__sinkscope.stats.redraws > {s0['redraws']}")

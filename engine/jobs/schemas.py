@@ -7,7 +7,7 @@ say (a gold link past a text's last word, a text of more than 400 words or one t
 reads nothing of, ``top`` above ``layer``, Lab weights that do not fit) is refused at
 submission with the engine's own error (422, with a code the document lists under
 ``info.x-sinkscope-rules``); the served models and aligners are written into the
-document (:func:`engine.serving.schemas.refine`). :mod:`engine.jobs.spec` checks the same
+document (:func:`engine.serving.openapi.refine`). :mod:`engine.jobs.spec` checks the same
 without pydantic (the embedded engine).
 """
 

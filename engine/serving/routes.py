@@ -35,12 +35,13 @@ from ..errors import SinkscopeError
 from ..solver.cancel import Cancelled, DeadlineExceeded
 from . import answers, jobs_api, limits, wire
 from .limits import Busy, WorkTooLarge
+from .openapi import refine
 from .schemas import (AlignersResponse, AlignLiveDocument, AlignLiveRequest,
                       AlignmentsDocument, AlignRequest, EpsPathDocument, EpsPathRequest,
                       ErrorResponse, HealthResponse, LatticeDocument, LatticeRequest,
                       ModelsResponse, ProjectionDocument, ProjectRequest, RankingDocument,
                       RankRequest, RelateRequest, RelationDocument, StatsResponse, ToyDocument,
-                      ToyRequest, engine_error, max_body, refine)
+                      ToyRequest, engine_error, max_body)
 
 log = logging.getLogger("ray.serve.sinkscope")
 
@@ -173,19 +174,9 @@ class Guard:
         return None, replay
 
 
-def build_api(engine) -> FastAPI:
-    """The FastAPI app of one replica; ``engine`` answers (an
-    :class:`engine.serving.deployment.Engine`, or None for the schema alone)."""
-    api = FastAPI(title="sinkscope engine", version="1",
-                  description="Softmax attention beside Sinkhorn couplings, served.",
-                  docs_url=None, redoc_url=None, openapi_url="/v1/openapi.json")
-
-    def count(status: int) -> None:
-        if engine is not None:
-            engine.errors[status] += 1
-
-    api.add_middleware(Guard, count=count)
-    _document(api, engine)
+def _error_answers(api: FastAPI) -> None:
+    """The replica's errors as the engine's JSON: its own, a body that does not validate
+    (worded by the request's model), and HTTP's (404, 405 with every allowed method)."""
 
     @api.exception_handler(SinkscopeError)
     async def _engine_error(request: Request, e: SinkscopeError) -> JSONResponse:
@@ -225,6 +216,23 @@ def build_api(engine) -> FastAPI:
         if allowed:  # every method of the path, not only its first route's
             answer.headers["Allow"] = ", ".join(allowed)
         return answer
+
+
+def build_api(engine) -> FastAPI:
+    """The FastAPI app of one replica; ``engine`` answers (an
+    :class:`engine.serving.deployment.Engine`, or None for the schema alone)."""
+    api = FastAPI(title="sinkscope engine", version="1",
+                  description="Softmax attention beside Sinkhorn couplings, served.",
+                  docs_url=None, redoc_url=None, openapi_url="/v1/openapi.json")
+
+    def count(status: int) -> None:
+        if engine is not None:
+            engine.errors[status] += 1
+
+    api.add_middleware(Guard, count=count)
+    _document(api, engine)
+
+    _error_answers(api)
 
     @api.get("/v1/health", response_model=HealthResponse)
     async def health() -> dict:
@@ -312,7 +320,7 @@ def _allowed(api: FastAPI, path: str) -> list[str]:
 
 def _document(api: FastAPI, engine) -> None:
     """The app's OpenAPI document, refined with the models it serves
-    (:func:`engine.serving.schemas.refine`): the replica's loaded ones, or the operator's
+    (:func:`engine.serving.openapi.refine`): the replica's loaded ones, or the operator's
     allow-list read from their configuration files (no engine: the docs)."""
     from fastapi.openapi.utils import get_openapi
 
