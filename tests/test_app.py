@@ -450,6 +450,8 @@ def test_a_heads_grid_larger_than_a_served_engine_sends_is_said_in_the_page_s_wo
     from sinkscope_app import engines
 
     class Bounded(engines.Embedded):
+        name = "bounded"  # its own key in the pages' caches
+
         def relate(self, text_a, text_b, s):
             if s.layer == "all":
                 raise RequestTooLarge("The answer to this request could take 40.0 MiB as "
