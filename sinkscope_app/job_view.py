@@ -58,10 +58,12 @@ def restart(name: str, lang: str) -> None:
         refused(name, e, lang)
 
 
-def refused(name: str, e: BaseException, lang: str) -> None:
+def refused(name: str, e: BaseException, lang: str, say=None) -> None:
     """Keep why the engine did not start job ``name`` (or what it would not do with it),
-    in ``lang``: :func:`find` says it on the next run."""
-    said = words(lang)["refused"].format(error=locale.error(e, lang))
+    in ``lang``: :func:`find` says it on the next run. ``say(e)``: the page's own sentence
+    for the errors it words itself (None: the engine's error, worded by its code)."""
+    own = say(e) if say is not None else None
+    said = own or words(lang)["refused"].format(error=locale.error(e, lang))
     st.session_state.setdefault(REFUSED, {})[name] = said
 
 
@@ -111,14 +113,14 @@ def follow(name: str, draw, lang: str):
         return None
 
 
-def submit(name: str, body: dict, lang: str) -> bool:
-    """Start a job (a button's callback); the engine's refusal is said on the next run.
-    Whether it started."""
+def submit(name: str, body: dict, lang: str, say=None) -> bool:
+    """Start a job (a button's callback); the engine's refusal is said on the next run
+    (``say``: as :func:`refused`). Whether it started."""
     try:
         jobs.submit(st.session_state, name, body)
         return True
     except (SinkscopeError, EngineUnavailable) as e:
-        refused(name, e, lang)
+        refused(name, e, lang, say)
         return False
 
 

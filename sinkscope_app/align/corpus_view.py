@@ -110,8 +110,14 @@ def _start(t: dict, raw: bytes, name: str) -> None:
         st.error(t["bad_file"].format(error=md_text(file_error(e, t), 400)))
         return
     if job_view.submit(JOB, corpus.job_body(pairs, name, one_based=one_based, lowercase=lower,
-                                            model=model, aligner=trained), t["_lang"]):
+                                            model=model, aligner=trained), t["_lang"],
+                      say=lambda e: _unread(e, t)):
         ss[MARK] = mark
+
+
+def _unread(e: BaseException, t: dict) -> str | None:
+    """The page's sentence for a file's texts the model reads nothing of (None: others)."""
+    return unread_message(e, t) if getattr(e, "code", "") == "unread_pairs" else None
 
 
 def _listed() -> dict:
