@@ -64,6 +64,7 @@ bench: install chromium
 	$(PY) -m benchmarks.models
 	$(PY) -m benchmarks.service
 	$(PY) -m benchmarks.classroom
+	$(PY) -m benchmarks.frontend
 	$(PY) -m benchmarks.scrub
 	$(PY) -m benchmarks.align
 	$(PY) -m benchmarks.lab

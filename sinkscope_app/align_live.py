@@ -55,8 +55,6 @@ WORDS = {
     "live_off_bytes": "Live sliders are off for these texts: the plans at every slider "
                       "value would take more than {mb} MB, so each slider release "
                       "recomputes on the server.",
-    "live_off_served": "Live sliders are off: a served engine aligns these texts, so each "
-                       "slider release recomputes there.",
 }
 
 

@@ -7,8 +7,7 @@ process, shared by every session, never changed per request); results live in
 ``st.cache_data`` keyed by the engine's name, the texts and the settings, so a slider move
 re-runs only :func:`relation` and never encodes text or loads a model again.
 ``st.cache_data`` hands each caller its own unpickled copy, so nothing shared can be
-mutated by one session. The projections (PCA/UMAP) run here in both cases, from the
-points each relation carries.
+mutated by one session. The projections (PCA/UMAP) run where the engine runs.
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ import threading
 import streamlit as st
 
 from engine import settings
-from engine.relation.projection import project
 from engine.settings import Settings
 
 from . import engines
@@ -100,10 +98,18 @@ def geometry(s: Settings) -> Settings:
     return s.replace(eps=1.0, half_steps=1)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
 def projection(text_a: str, text_b: str, s: Settings, space: str, method: str, dim: int):
-    """Joint PCA/UMAP of both texts' points; independent of ε and half-steps."""
-    return project(relation(text_a, text_b, geometry(s)), space=space, method=method, dim=dim)
+    """Joint PCA/UMAP of both texts' points (a :class:`~engine.types.Projection`), by the
+    engine; independent of ε and half-steps."""
+    return _projection(engines.current().name, text_a, text_b, geometry(s), space, method,
+                       dim)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _projection(engine: str, text_a: str, text_b: str, s: Settings, space: str, method: str,
+                dim: int):
+    return engines.current().project(text_a, text_b, s, space=space, method=method,
+                                     dim=int(dim))
 
 
 _BACKGROUND: list[threading.Thread] = []
@@ -130,15 +136,15 @@ def _join_background() -> None:
 def umap_warmup() -> threading.Thread | None:
     """Compile UMAP (numba) once per process in the background, off the first user's path.
 
-    Off when ``SINKSCOPE_WARM_UP=0`` (tests do this to keep cores free).
+    Off when ``SINKSCOPE_WARM_UP=0`` (tests do this to keep cores free), and with a served
+    engine (the projections run there).
     """
-    if not settings.CONFIG.warm_up:
+    if not settings.CONFIG.warm_up or engines.current().served:  # (UMAP runs there)
         return None
 
     def work():
         try:
-            from engine.relation.projection import warm_up_umap
-            warm_up_umap()
+            engines.current().warm_up()
         except Exception as e:  # warm-up is an optimisation only
             log.warning("UMAP warm-up failed: %s", e)
         freeze_heap()  # numba, UMAP and pynndescent's modules too

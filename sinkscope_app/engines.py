@@ -1,15 +1,26 @@
-"""One engine interface for every page, with two implementations, chosen once.
+"""One engine interface for every page, with two implementations, chosen once: the
+pages' one door to computation.
 
 :class:`Embedded` computes in this process (the default); :class:`Served` sends every
 computation to the served engine that ``SINKSCOPE_ENGINE`` names, through
 :class:`engine.client.EngineClient` (no model is loaded here, torch is not even
 imported). :func:`current` picks one per process from ``SINKSCOPE_ENGINE``; pages ask it,
-never which kind it is. Methods take the engine's :class:`~engine.settings.Settings` (or
-keywords), return the engine's own dataclasses, and raise the engine's errors
-(``SinkscopeError``) or, from a served engine, ``EngineUnavailable``. Long work is an
-engine job on both (``start_job``, ``job``, ``stop_job``, ``restart_job``, ``job_result``,
-``job_zip``; ``engine.jobs``): threads here, Ray tasks there, the same ``JobStatus`` and
-results (``engine.jobs.results``); ``lab_predict`` is the Lab's held-out view.
+never which kind it is. Both answer the same calls with the engine's own dataclasses:
+
+- relations: ``relate``, ``eps_path``, ``lattice``, ``rank``, ``project`` (PCA/UMAP of
+  a relation's points), ``toy`` (Learn's clouds and one plan between them);
+- alignment: ``align_pair`` (one pair by one method, or by a trained aligner),
+  ``align_live`` (the Align page's θ/τ/m payload, bytes), ``aligners`` (the operator's
+  trained aligners), ``register_aligner`` (a job's trained aligner, by name);
+- long work as engine jobs (``engine.jobs``: threads here, Ray tasks there, the same
+  ``JobStatus`` and results, ``engine.jobs.results``): ``start_job``, ``job``,
+  ``stop_job``, ``restart_job``, ``job_result``, ``job_zip``; ``lab_predict`` is the
+  Lab's held-out view.
+
+Methods take the engine's :class:`~engine.settings.Settings` (or keywords) and raise the
+engine's errors (``SinkscopeError``) or, from a served engine, ``EngineUnavailable``.
+Embedded imports the engine's computing modules (torch) only inside its methods, so a
+front end on a served engine never loads them.
 
 Caching lives in :mod:`sinkscope_app.compute` (``st.cache_data`` keyed by the engine's
 name, the texts and the settings); this module holds no Streamlit state, so it can be
@@ -24,7 +35,7 @@ import logging
 import sys
 import threading
 import time
-from typing import Any, Callable
+from typing import Any
 
 from engine import settings as engine_settings
 from engine.client import EngineClient, EngineUnavailable
@@ -173,32 +184,143 @@ class Embedded:
         return rank(ms, eps=eps, pooling=enc.pooling, mean_pooled=enc.mean_pooled,
                     dropped=dropped)
 
+    def project(self, text_a: str, text_b: str, s: Settings, *, space: str, method: str,
+                dim: int):
+        """Joint PCA/UMAP of both texts' points (``engine.relation.projection.project``):
+        a :class:`~engine.types.Projection`, independent of ε and half-steps."""
+        from engine.relation.projection import project
+
+        return project(self.relate(text_a, text_b, s.replace(eps=1.0, half_steps=1)),
+                       space=space, method=method, dim=dim)
+
+    def warm_up(self) -> None:
+        """Compile UMAP (numba) once, so the first projection is quick
+        (``engine.relation.projection.warm_up_umap``)."""
+        from engine.relation.projection import warm_up_umap
+
+        warm_up_umap()
+
+    @functools.lru_cache(maxsize=512)
+    def toy(self, preset: str, shift: float = 0.0, plan: str = "softmax", *, t: int = 1,
+            eps: float = 1.0, cost: str = "distance"):
+        """One plan between the Learn page's clouds (``engine.lab.toy.toy_plan``): a
+        :class:`~engine.lab.clouds.ToyPlan` (shared read-only)."""
+        from engine.lab.toy import toy_plan
+
+        one_thread()
+        return toy_plan(preset, float(shift), plan, t=int(t), eps=float(eps), cost=cost)
+
     # ------------------------------------------------------------------ alignment
-    def word_scores(self, pairs, *, model: str, lowercase: bool,
-                    progress: Callable[[int, int], None] | None = None):
-        """Word scores S of each pair (``engine.alignment.api.score_corpus``)."""
+    @functools.lru_cache(maxsize=64)
+    def _scored(self, model: str, text_a: str, text_b: str, gold: str | None,
+                lowercase: bool):
+        """One pair's word scores (``engine.alignment.api.score_corpus``), kept: a slider
+        move never encodes again."""
         from engine.alignment.api import score_corpus
 
         one_thread()
-        return score_corpus(pairs, encoder=self.model(model), lowercase=lowercase,
-                            progress=progress)
+        return score_corpus([(text_a, text_b, gold)], encoder=self.model(model),
+                            lowercase=lowercase)
 
-    def align(self, pairs, methods, *, model: str, lowercase: bool,
-              progress: Callable[..., None], bootstrap: int = 1000):
-        """Every pair by every method (label → ``Method``), scored and ranked: an
-        ``engine.alignment.api.Comparison`` (one batched pass over the pairs,
-        ``compare_methods``; ``bootstrap`` resamples for its intervals, 0: none and no
-        verdict). ``progress(share, what, **info)`` reports ("encode", with ``done`` and
-        ``total`` texts, while the texts are encoded, then "links") and may raise to stop
-        the work (``sinkscope_app.jobs.Stopped``)."""
-        from engine.alignment.api import compare_methods
+    def align_pair(self, text_a: str, text_b: str, gold: str | None, method: dict, *,
+                   model: str, lowercase: bool):
+        """One pair by one method (``method``: its settings, ``Method.to_dict``'s fields, or
+        ``{"method": "trained", "aligner": NAME, "threshold"?: θ}``): an
+        ``engine.alignment.methods.Alignment`` with its values V and, with gold, its
+        scores; what ``POST /v1/align`` answers for the same pair.
 
-        scored = self.word_scores(pairs, model=model, lowercase=lowercase,
-                                  progress=lambda done, n: progress(
-                                      0.8 * done / max(n, 1), "encode", done=done, total=n))
-        progress(0.8, "links")
-        return compare_methods(scored, dict(methods), bootstrap=bootstrap,
-                               ranked=bootstrap > 0)
+        Raises:
+            SinkscopeError: texts the model reads nothing of, gold that does not fit the
+                words, an unknown aligner (``AlignerError``).
+        """
+        from engine.alignment.api import extract_methods, method_of
+
+        fields = dict(method)
+        if fields.get("method") == "trained":
+            return self._trained([(text_a, text_b, gold)], fields, model=model,
+                                 lowercase=lowercase)[0]
+        m = method_of(fields.pop("method"), **fields)
+        scored = self._scored(model, text_a, text_b, gold or None, lowercase)
+        one_thread()
+        return extract_methods(scored, {m.name: m})[m.name].alignments[0]
+
+    def _trained(self, pairs, fields: dict, *, model: str, lowercase: bool) -> list:
+        from engine.aligner.extract import align
+        from engine.alignment.api import as_pairs
+
+        aligner = self.aligner(fields["aligner"], model)
+        given = as_pairs(pairs)
+        one_thread()
+        return align(aligner, tuple(p.lower() for p in given) if lowercase else given,
+                     theta=fields.get("threshold"))
+
+    def aligner(self, name: str, model: str):
+        """The trained aligner ``name`` (``engine.aligner.registry.lookup``: the operator's
+        list, or a job's ``FILE@JOB``), on this process's copy of ``model`` when it is its
+        base model."""
+        from engine.aligner.registry import add_source, lookup
+
+        add_source(self._job_file)
+        one_thread()
+        return lookup(name, encoders={model: self.model(model)})
+
+    def _job_file(self, job_id: str, file: str) -> bytes | None:
+        try:
+            return self.jobs.outcome(job_id)[1].get(file)
+        except Exception:  # no such job, or no result yet
+            return None
+
+    def aligners(self) -> list:
+        """The operator's trained aligners (``SINKSCOPE_ALIGNERS``; a broken entry left
+        out): ``engine.aligner.registry.Info`` s (name, base_model, final, theta, …)."""
+        from engine.aligner.registry import infos
+
+        try:
+            return [a for a in infos()[0] if not a.registered]
+        except ValueError:  # a malformed list: none (the engine's command says why)
+            return []
+
+    def register_aligner(self, job_id: str, file: str) -> str:
+        """The name under which the aligner ``file`` of the ended job ``job_id`` is used
+        (method ``trained``): ``FILE@JOB``, checked by loading it here.
+
+        Raises:
+            AlignerError: the job holds no such aligner (any more).
+        """
+        from engine.aligner.registry import job_name
+
+        name = job_name(job_id, file)
+        self.aligner(name, self.models()[0])
+        return name
+
+    def align_live(self, text_a: str, text_b: str, gold: str | None, *, method: str,
+                   lowercase: bool, model: str, aligner: str | None = None,
+                   max_bytes: int) -> tuple[bytes | None, str]:
+        """The Align page's live θ/τ/m payload of one pair and method
+        (``engine.alignment.live.pair_payload``'s bytes), or (None, why: a code of
+        ``engine.alignment.live``) over ``SINKSCOPE_LIVE_MAX_CELLS`` word pairs or
+        ``max_bytes``; the bytes ``POST /v1/align/live`` answers."""
+        return self._live(text_a, text_b, gold or None, method, bool(lowercase), model,
+                          aligner or "", int(max_bytes),
+                          int(engine_settings.CONFIG.live_max_cells))
+
+    @functools.lru_cache(maxsize=16)
+    def _live(self, text_a, text_b, gold, method, lowercase, model, aligner, max_bytes,
+              max_cells):
+        from engine.alignment.live import (MASS_STOPS, TAU_STOPS, grid_of, pair_payload,
+                                           too_large)
+
+        lower = (lambda t: t.lower()) if lowercase else (lambda t: t)
+        n, m = len(lower(text_a).split()), len(lower(text_b).split())
+        why = too_large(n, m, len(grid_of(method, TAU_STOPS, MASS_STOPS)[1]),
+                        max_cells=max_cells, max_bytes=max_bytes)
+        if why:
+            return None, why
+        trained = self.aligner(aligner, model) if method == "trained" else None
+        one_thread()
+        p = pair_payload(text_a, text_b, gold, method, lowercase=lowercase, model=model,
+                         encoder=self.model(model), aligner=trained, aligner_name=aligner)
+        return p.encode(), ""
 
     def answers(self) -> bool:
         return True
@@ -265,9 +387,6 @@ class Embedded:
         return read(predict(lab_fields(settings), weights, int(size), int(pair)))
 
 
-# A method's settings as POST /v1/align fields (it takes no others).
-ALIGN_FIELDS = ("method", "threshold", "tau", "mass", "eps")
-SERVED_CHUNK = 256  # pairs per POST /v1/align (the served engine's limit)
 AWAY_S = 1.0  # an engine that did not answer is not asked again for this long
 
 
@@ -342,27 +461,47 @@ class Served:
     def rank(self, text_a: str, candidates: str, *, model: str, eps: float):
         return self.client.rank(text_a, candidates, model=model, eps=eps)
 
-    def align(self, pairs, methods, *, model: str, lowercase: bool,
-              progress: Callable[..., None], bootstrap: int = 1000):
-        """As :meth:`Embedded.align`: the links by ``POST /v1/align`` in chunks of
-        :data:`SERVED_CHUNK` pairs (no values: the table needs links and scores), scored
-        and ranked here (``comparison_of``)."""
-        from engine.alignment.api import DEFAULT_SOURCE, comparison_of
+    def project(self, text_a: str, text_b: str, s: Settings, *, space: str, method: str,
+                dim: int):
+        return self.client.project(text_a, _b(text_b, s.mode), settings=s, space=space,
+                                   method=method, dim=dim)
 
-        out, total = {}, len(pairs)
-        for k, (name, method) in enumerate(methods.items()):
-            progress(k / len(methods), name)
-            fields = {f: v for f, v in method.to_dict().items() if f in ALIGN_FIELDS}
-            out[name] = [a for start in range(0, total, SERVED_CHUNK) for a in self.client.align(
-                list(pairs[start:start + SERVED_CHUNK]), model=model, values=False,
-                lowercase=lowercase, **fields)]
-        return comparison_of(DEFAULT_SOURCE, pairs, dict(methods), out, bootstrap=bootstrap,
-                             ranked=bootstrap > 0)
+    def warm_up(self) -> None:
+        """Nothing to warm here: projections run on the engine."""
 
-    def align_pair(self, pair: tuple, method, *, model: str, lowercase: bool):
-        """One pair by one method (its values included)."""
-        fields = {f: v for f, v in method.to_dict().items() if f in ALIGN_FIELDS}
-        return self.client.align([pair], model=model, lowercase=lowercase, **fields)[0]
+    def toy(self, preset: str, shift: float = 0.0, plan: str = "softmax", *, t: int = 1,
+            eps: float = 1.0, cost: str = "distance"):
+        return self.client.toy(preset, float(shift), plan, t=int(t), eps=float(eps),
+                               cost=cost)
+
+    def align_pair(self, text_a: str, text_b: str, gold: str | None, method: dict, *,
+                   model: str, lowercase: bool):
+        """As :meth:`Embedded.align_pair`: ``POST /v1/align`` for one pair (its values
+        included)."""
+        pair = {"text_a": text_a, "text_b": text_b, "gold": gold or None}
+        return self.client.align([pair], model=model, lowercase=lowercase, **method)[0]
+
+    def aligners(self) -> list:
+        """The engine's trained aligners (``GET /v1/aligners``; ``ServedAligner`` s)."""
+        return [a for a in self.client.aligners() if not a.registered]
+
+    def register_aligner(self, job_id: str, file: str) -> str:
+        """As :meth:`Embedded.register_aligner`: ``FILE@JOB``, which every replica finds
+        on the engine's board (the job must hold the file)."""
+        from engine.aligner.config import AlignerError
+        from engine.aligner.registry import job_name
+
+        name = job_name(job_id, file)
+        if file not in self.client.job(job_id).files:
+            raise AlignerError.of("job_aligner", name=name)
+        return name
+
+    def align_live(self, text_a: str, text_b: str, gold: str | None, *, method: str,
+                   lowercase: bool, model: str, aligner: str | None = None,
+                   max_bytes: int) -> tuple[bytes | None, str]:
+        return self.client.align_live(text_a, text_b, gold or None, method=method,
+                                      lowercase=lowercase, model=model,
+                                      aligner=aligner or None, max_bytes=max_bytes)
 
     # Jobs (engine.jobs on the served engine: Ray tasks), as Embedded's.
     def start_job(self, body: dict):
@@ -425,5 +564,5 @@ def use(engine: Embedded | Served | None) -> None:
             _CURRENT[engine_settings.CONFIG.engine] = engine
 
 
-__all__ = ["ALIGN_FIELDS", "EngineUnavailable", "Embedded", "Served", "current", "freeze_heap",
+__all__ = ["EngineUnavailable", "Embedded", "Served", "current", "freeze_heap",
            "one_thread", "use"]

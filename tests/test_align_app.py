@@ -9,6 +9,7 @@ import dataclasses
 import json
 import shlex
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -254,30 +255,67 @@ def test_a_50_pair_file_fills_the_table_and_a_row_opens_the_pair(tmp_path, monke
 
 class FakeClient:
     """A served engine's client that links every pair's first words (0-0), scored as the
-    engine scores; it checks each request as the server would and keeps them."""
+    engine scores: one pair at a time (``POST /v1/align``, checked as the server would)
+    and a corpus as the engine's job (``POST /v1/jobs``: the job's own document, done at
+    once). It keeps the requests."""
 
     def __init__(self):
-        self.calls = []
+        self.calls, self.bodies, self.docs = [], [], {}
 
     def models(self):
         return []
 
-    def align(self, pairs, **kw):
+    def aligners(self):
+        return []
+
+    @staticmethod
+    def first_words(pairs, method: str) -> list:
         from engine.alignment.api import Alignment, as_pairs
         from engine.alignment.score import METRICS, metrics_from_counts, pair_counts
-        from engine.serving.schemas import AlignRequest
 
-        self.calls.append((len(pairs), kw))
-        AlignRequest(pairs=[{"text_a": "a", "text_b": "b"}],
-                     **{k: v for k, v in kw.items() if k != "model"})  # the server's check
         out = []
         for p in as_pairs(pairs):
             per = metrics_from_counts(pair_counts(((0, 0),), p)) if p.has_gold else None
             out.append(Alignment(tuple(p.words_a), tuple(p.words_b), ((0, 0),),
                                  tuple(range(1, p.shape[0])), tuple(range(1, p.shape[1])),
-                                 {"method": kw["method"]}, {}, None,
+                                 {"method": method}, {}, None,
                                  None if per is None else {k: float(per[k]) for k in METRICS}))
         return out
+
+    def align(self, pairs, **kw):
+        from engine.serving.schemas import AlignRequest
+
+        self.calls.append((len(pairs), kw))
+        AlignRequest(pairs=[{"text_a": "a", "text_b": "b"}],
+                     **{k: v for k, v in kw.items() if k != "model"})  # the server's check
+        return self.first_words(pairs, kw["method"])
+
+    def start_job(self, body):
+        from engine.alignment.api import method_of
+        from engine.alignment.extract import METHODS
+        from engine.jobs.spec import check
+        from engine.jobs.text import corpus_doc
+
+        spec = check(body)  # the engine's own check of the body
+        self.bodies.append(body)
+        methods = {m: method_of(m) for m in METHODS}
+        als = {m: tuple(self.first_words(spec.pairs, m)) for m in METHODS}
+        job = f"{len(self.docs):x}-{'0' * 12}"
+        self.docs[job] = corpus_doc(spec, spec.pairs, methods, als)
+        return self.job(job)
+
+    def job(self, job_id):
+        from engine.jobs.results import JobStatus
+
+        return JobStatus(job_id, "align_corpus", "done", 1.0, 0, {}, None, None, "", False,
+                         0.0, result=True)
+
+    stop_job = job
+
+    def job_result(self, job_id):
+        from engine.jobs.results import read
+
+        return read(self.docs[job_id])
 
 
 @pytest.fixture
@@ -293,26 +331,25 @@ def served(monkeypatch):
 
 def upload(at: AppTest, name: str, raw: bytes) -> AppTest:
     at.file_uploader(key="align_file").set_value((name, raw, "text/plain")).run()
-    job = at.session_state["_jobs"]["align_corpus"] if "_jobs" in at.session_state else None
-    if job is not None:
-        assert job.wait(60)
     return at.run()
 
 
-def test_a_served_engine_gets_its_own_fields_in_chunks(served):
-    """With SINKSCOPE_ENGINE a URL, the corpus goes to POST /v1/align in requests of at most
-    256 pairs, with only the fields the endpoint takes; nothing is encoded here."""
-    from engine.alignment.readers import parse_pairs
-
-    pairs = parse_pairs(corpus_file(300).decode(), name="p.tsv")
-    seen = []
-    c = ap.align_corpus(pairs, "k", False, "m", lambda share, text, **info: seen.append(share))
-    assert [n for n, _ in served.calls] == [256, 44] * len(ap.METHODS)
-    assert {kw["method"] for _, kw in served.calls} == set(ap.METHODS)
-    assert all(kw["values"] is False for _, kw in served.calls)
-    assert len(c.pairs) == 300 and c.n_gold == 300 and set(c.scores) == set(ap.METHODS)
-    assert seen[-1] == 1.0 and seen == sorted(seen)
-    assert c.verdict.n_pairs == 300 and len(c.verdict.ranked) == len(ap.METHODS)
+def test_a_served_engine_gets_the_corpus_as_one_job(served):
+    """With SINKSCOPE_ENGINE a URL, the corpus goes to POST /v1/jobs as one align_corpus
+    job (the engine aligns it in chunks, where it runs), with the page's settings; its
+    id is in the page's address; nothing is encoded here."""
+    at = align({"view": "corpus"})
+    upload(at, "p.tsv", corpus_file(300))
+    ok(at)
+    (body,) = served.bodies
+    assert body["kind"] == "align_corpus" and len(body["data"]["pairs"]) == 300
+    assert body["settings"] == {"model": "all-MiniLM-L6-v2", "lowercase": False,
+                                "bootstrap": 1000, "aligner": None}
+    assert body["data"]["name"] == "p.tsv" and body["data"]["gold_column"] is True
+    assert at.query_params["corpus_job"] == "0-000000000000"
+    assert len(at.dataframe(key="align_table").value) == 300 and not served.calls
+    at.run()  # a rerun finds the same job: never sent again
+    assert len(served.bodies) == 1
 
 
 def test_files_say_what_was_scored_and_name_the_header_that_is_wrong(served):
@@ -488,17 +525,23 @@ def tiny_aligner(tiny_models, tmp_path_factory):
 @pytest.mark.slow
 def test_a_listed_aligner_is_the_method_trained_in_pair_and_corpus(tiny_aligner, monkeypatch):
     from engine import settings
-    from sinkscope_app.align import calls
+    from engine.aligner import registry
+    from sinkscope_app.align import params
     from tests.test_aligner import synthetic_pairs
     from tests.test_aligner_cli import write_pairs
 
+    def forget() -> None:  # the operator's list changed: look the aligners up again
+        registry.forget()
+        params._cached_listed.cache_clear()
+
     monkeypatch.setattr(settings, "CONFIG", dataclasses.replace(settings.CONFIG, aligners=""))
+    forget()
     values, warn = ap.parse_query({"method": "trained"})  # none listed: not a method
     assert "align_method" not in values and "Unknown method" in warn[0]
     folder, theta = tiny_aligner
     monkeypatch.setattr(settings, "CONFIG", dataclasses.replace(settings.CONFIG,
                                                                 aligners=f"tiny={folder}"))
-    calls.load_aligner.clear()
+    forget()
     try:
         values, warn = ap.parse_query({"method": "trained"})
         assert values["align_method"] == "trained" and not warn
@@ -537,6 +580,7 @@ def test_a_listed_aligner_is_the_method_trained_in_pair_and_corpus(tiny_aligner,
         (other / "config.json").write_text(json.dumps({**doc, "base_sha256": "0" * 64}))
         monkeypatch.setattr(settings, "CONFIG", dataclasses.replace(
             settings.CONFIG, aligners=f"other={other}"))
+        forget()
         at = align({"method": "trained"})
         assert not at.exception and not at.error
         [warning] = [w.value for w in at.warning]
@@ -545,4 +589,57 @@ def test_a_listed_aligner_is_the_method_trained_in_pair_and_corpus(tiny_aligner,
         ok(at)
         assert "trained" not in list(table(at, "AER")["method"])
     finally:
-        calls.load_aligner.clear()
+        forget()
+
+
+@pytest.mark.model
+def test_stop_on_a_corpus_run_keeps_the_aligned_pairs_scored_and_labelled_partial(monkeypatch):
+    """Issue 42: Stop after the first chunk of pairs keeps them, scored and ranked, in the
+    table, with a warning that says the result is partial; Align this file again starts
+    over."""
+    from engine.jobs import text
+    from engine.jobs.local import LocalJobs
+    from sinkscope_app import engines, jobs
+
+    real = engines.current()
+    eng = engines.Embedded()
+    eng.model = real.model  # (the process's loaded model)
+
+    def held(ctx, spec):  # the job holds after its first chunk until Stop is asked
+        report = ctx.report
+
+        def wait_for_stop(share, *args, **info):
+            report(share, *args, **info)
+            if info.get("done", 0) >= 2:
+                while not ctx.flush():
+                    time.sleep(0.02)
+        ctx.report = wait_for_stop
+        return text.align_corpus(ctx, spec)
+
+    eng.__dict__["jobs"] = LocalJobs(eng.model, models=eng.models, work={"align_corpus": held})
+    monkeypatch.setattr(engines, "current", lambda: eng)
+    monkeypatch.setattr(jobs, "WATCH_S", 0.0)  # one look per run: the test clicks meanwhile
+    monkeypatch.setattr(text, "CHUNK", 2)
+    at = align({"view": "corpus"})
+    upload(at, "pairs.tsv", corpus_file(6))
+    job = at.session_state["_engine_jobs"]["align_corpus"]["id"]
+    end = time.monotonic() + 120
+    while eng.job(job).info.get("done", 0) < 2:
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.05)
+    at.run()
+    at.button(key="align_stop").click().run()
+    assert eng.jobs.wait(job, 120)["state"] == "stopped"
+    at.run()
+    ok(at)
+    assert [w.value for w in at.warning] == [
+        "Stopped: 2 of 6 pairs were aligned; they are scored below, a partial result."]
+    assert len(at.dataframe(key="align_table").value) == 2
+    c = at.session_state["_align_corpus"]
+    assert c.partial and c.n_total == 6 and c.verdict.n_pairs == 2
+    assert len(table(at, "Δ best")) == len(ap.METHODS)  # ranked on what was aligned
+    at.button(key="align_again").click().run()  # starts over: a new job
+    new = at.session_state["_engine_jobs"]["align_corpus"]["id"]
+    assert new != job
+    eng.stop_job(new)  # (held after its first chunk, as the first)
+    assert eng.jobs.wait(new, 120)["state"] == "stopped"

@@ -441,6 +441,37 @@ def test_heads_ranked_and_opened_without_a_mouse():
     assert len(figures(at)[0]["layout"]["shapes"]) == 1  # its tile is outlined
 
 
+def test_a_heads_grid_larger_than_a_served_engine_sends_is_said_in_the_page_s_words(
+        monkeypatch):
+    """A served engine bounds its answers (32 MiB, code ``answer``): the All heads view
+    says so in the page's words, the texts' size and the bound, never the engine's
+    English sentence naming its setting."""
+    from engine.serving.client import RequestTooLarge
+    from sinkscope_app import engines
+
+    class Bounded(engines.Embedded):
+        name = "bounded"  # its own key in the pages' caches
+
+        def relate(self, text_a, text_b, s):
+            if s.layer == "all":
+                raise RequestTooLarge("The answer to this request could take 40.0 MiB as "
+                                      "NPZ; the served engine sends at most 32.0 MiB "
+                                      "(SINKSCOPE_SERVE_MAX_ANSWER).", code="answer",
+                                      params={"route": "relate", "work": 40 * 2**20,
+                                              "limit": 32 * 2**20, "unit": "bytes"})
+            return super().relate(text_a, text_b, s)
+
+    real = engines.current()
+    bounded = Bounded()
+    bounded.model = real.model
+    monkeypatch.setattr(engines, "current", lambda: bounded)
+    at = run({"view": "heads", "lang": "es"})
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    [info] = [i.value for i in at.info if "cabezas" in i.value]
+    assert info.startswith("Los textos tienen") and "(32 MB)" in info, info
+    assert "SINKSCOPE" not in info and not figures(at)
+
+
 def test_ranked_heads_order_and_ties():
     from sinkscope_app.main.heads import ranked_heads
     v = np.array([[0.2, np.inf], [0.2, 0.1]])

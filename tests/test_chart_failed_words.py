@@ -1,13 +1,14 @@
 """The words a live chart shows when plotly.js fails, in the page's language: the main
 page and Learn hand their ``chart_failed`` word (text/main.<lang>.json, notices; text/
-learn.<lang>.json, ui) to ``live.chart``, which sends it with the figure."""
+learn.<lang>.json, ui) through ``charts.chart`` to ``live.chart``, which sends it with the
+figure."""
 
 from __future__ import annotations
 
 import plotly.graph_objects as go
 import pytest
 
-from sinkscope_app import live, locale as i18n
+from sinkscope_app import charts, live, locale as i18n
 from sinkscope_app.main import views
 from tests.support.apptest import data as component_data, ok, run
 
@@ -23,7 +24,7 @@ def test_both_pages_have_the_word_in_both_languages_and_views_pass_it_on(monkeyp
         en, es = (i18n.texts(page, lang)[where]["chart_failed"] for lang in ("en", "es"))
         assert en == live.FAILED and "{error}" in es and es != en, page
     sent = []
-    monkeypatch.setattr(views, "live_chart", lambda fig, **kw: sent.append(kw["failed"]))
+    monkeypatch.setattr(charts, "live_chart", lambda fig, **kw: sent.append(kw["failed"]))
     fig = go.Figure(go.Scatter(x=[0], y=[1]))
     views.chart(fig, "x", "png", key="k")
     views.chart(fig, "x", "png", key="k", failed="No se pudo dibujar este gráfico: {error}")

@@ -379,6 +379,7 @@ def test_a_status_reads_back_from_json():
 # --------------------------------------------------------------------------- the app's side
 def test_the_app_s_helpers_start_follow_stop_restart_and_fetch_a_job():
     from sinkscope_app import engines, jobs
+    from sinkscope_app.inputs import Refused
 
     gate = threading.Event()
     eng = engines.Embedded()
@@ -386,6 +387,7 @@ def test_the_app_s_helpers_start_follow_stop_restart_and_fetch_a_job():
     store: dict = {}
     st = jobs.submit(store, "lab_train", TINY_LAB, engine=eng)
     assert jobs.job_id(store, "lab_train") == st.id and isinstance(st, results.JobStatus)
+    assert store[jobs.key("lab_train")] == st.id  # (the page's address carries it)
     while jobs.status(store, "lab_train", engine=eng).info.get("step") != 3:
         time.sleep(0.005)
     assert jobs.result(store, "lab_train", engine=eng) is None  # still running
@@ -400,12 +402,19 @@ def test_the_app_s_helpers_start_follow_stop_restart_and_fetch_a_job():
         eng.job_zip(st.id, "other")
     again = jobs.restart(store, "lab_train", engine=eng)
     assert again.id != st.id and jobs.job_id(store, "lab_train") == again.id
-    other: dict = {}  # another session (or a reload) finds the job by its id
-    jobs.adopt(other, "lab_train", again.id)
+    other = {jobs.key("lab_train"): again.id}  # a reload: only the address has the id
+    assert jobs.find(other, "lab_train", engine=eng).id == again.id
     assert jobs.follow(other, "lab_train", lambda s: None, engine=eng).state == "done"
-    jobs.adopt(other, "lab_train", "gone")
-    assert jobs.status(other, "lab_train", engine=eng) is None  # unknown: forgotten
-    assert jobs.job_id(other, "lab_train") is None
+    gone = {jobs.key("lab_train"): "0-000000000000"}  # an id the engine never gave
+    assert jobs.find(gone, "lab_train", engine=eng) is None  # unknown: forgotten
+    assert jobs.job_id(gone, "lab_train") is None and jobs.key("lab_train") not in gone
+    assert jobs.gone(gone, "lab_train") == "0-000000000000"  # said once
+    assert jobs.gone(gone, "lab_train") is None
+    jobs.forget(store, "lab_train", engine=eng)
+    assert jobs.job_id(store, "lab_train") is None and jobs.key("lab_train") not in store
+    with pytest.raises(Refused):  # an address's id that the engine cannot have given
+        jobs.read_id("../../etc", None)
+    assert jobs.read_id(" 1f-0123456789ab ", None) == "1f-0123456789ab"
 
 
 def test_a_page_s_job_calls_on_a_served_engine_load_no_torch():

@@ -119,44 +119,48 @@ def test_one_language_for_every_page_and_each_page_keeps_its_controls():
 
 
 class Gated:
-    """The process's engine, its corpus alignment held after 448 of 1,200 texts until
-    ``gate`` is set; counts its calls."""
+    """The corpus job's work held after 448 of 1,200 pairs until ``gate`` is set; counts
+    how often it ran."""
 
-    def __init__(self, real):
-        self.real, self.gate, self.calls = real, threading.Event(), 0
+    def __init__(self):
+        self.gate, self.calls = threading.Event(), 0
 
-    def __getattr__(self, name):
-        return getattr(self.real, name)
+    def __call__(self, ctx, spec):
+        from engine.jobs.text import align_corpus
 
-    def align(self, pairs, methods, *, progress, **kw):
         self.calls += 1
-        progress(0.3, "encode", done=448, total=1200)
+        ctx.report(0.3, stage="align", done=448, total=1200)
+        ctx.flush()
         self.gate.wait(120)
-        return self.real.align(pairs, methods, progress=progress, **kw)
+        return align_corpus(ctx, spec)
 
 
 @pytest.mark.model
 @pytest.mark.slow
-def test_a_corpus_run_survives_a_language_switch_and_a_trip_to_pair(monkeypatch, tmp_path):
-    gated = Gated(engines.current())
-    monkeypatch.setattr(engines, "current", lambda: gated)
+def test_a_corpus_run_survives_a_language_switch_and_a_trip_to_pair(monkeypatch):
+    from engine.jobs.local import LocalJobs
+
+    gated, real = Gated(), engines.current()
+    eng = engines.Embedded()
+    eng.model = real.model  # (the process's loaded model)
+    eng.__dict__["jobs"] = LocalJobs(eng.model, models=eng.models, work={"align_corpus": gated})
+    monkeypatch.setattr(engines, "current", lambda: eng)
     monkeypatch.setattr(jobs, "WATCH_S", 0.0)  # one look per run: the test clicks meanwhile
-    monkeypatch.setattr(jobs, "SLOTS", jobs.Slots(tmp_path / "slots"))
     at = run({"view": "corpus"}, page=PAGES["align"], timeout=180)
     at.file_uploader(key="align_file").set_value(("pairs.tsv", corpus_file(6),
                                                   "text/tab-separated-values")).run()
-    job = at.session_state["_jobs"]["align_corpus"]
+    job = at.session_state["_engine_jobs"]["align_corpus"]["id"]
     deadline = time.monotonic() + 60
-    while job.info.get("done") != 448 and time.monotonic() < deadline:
+    while eng.job(job).info.get("done") != 448 and time.monotonic() < deadline:
         time.sleep(0.05)
     at.run()
-    assert job.active and not [el for el in at.dataframe if el.key == "align_table"]
+    assert eng.job(job).active and not [el for el in at.dataframe if el.key == "align_table"]
     assert any("448 of 1,200" in str(el.proto.text) for el in at.get("progress"))
     at.sidebar.get("button_group")[0].set_value("es").run()  # Español, mid-run
-    assert at.session_state["_jobs"]["align_corpus"] is job and gated.calls == 1
+    assert at.session_state["_engine_jobs"]["align_corpus"]["id"] == job and gated.calls == 1
     assert any("448 de 1200" in str(el.proto.text) for el in at.get("progress"))
     gated.gate.set()
-    assert job.wait(120) and job.state == "done"
+    assert eng.jobs.wait(job, 120)["state"] == "done"
     at.run()
     names = locale.texts("align", "es")["columns"]
     assert len(at.dataframe(key="align_table").value) == 6

@@ -95,31 +95,32 @@ def test_the_sweep_stopped_keeps_the_widths_reached():
 
 
 @pytest.mark.model
-def test_a_corpus_job_is_the_align_page_s_corpus_and_a_stopped_one_keeps_its_pairs(monkeypatch):
-    from engine.alignment.readers import read_pairs
-    from sinkscope_app.align.corpus import align_corpus
-    from sinkscope_app.engines import Embedded, use
+def test_a_corpus_job_is_the_engine_s_comparison_and_a_stopped_one_keeps_its_pairs(monkeypatch):
+    """The Align page's corpus is this job: every method's links and scores are what
+    ``engine.alignment.api.compare_methods`` gives for the same pairs (the command line's
+    table), ranked the same; Stop keeps the pairs aligned so far, scored, partial."""
+    from engine.alignment.api import compare_methods, method_of, score_corpus
+    from engine.alignment.extract import METHODS
+    from engine.alignment.readers import links_text, read_pairs
+    from sinkscope_app.engines import Embedded
 
     pairs = read_pairs(DATA)[:6]
     eng = Embedded()
-    use(eng)
-    try:
-        page = align_corpus(pairs, "k", True, "all-MiniLM-L6-v2", lambda *a, **k: None,
-                            name="pairs.tsv")
-    finally:
-        use(None)
+    want = compare_methods(score_corpus(pairs, encoder=eng.model("all-MiniLM-L6-v2"),
+                                        lowercase=True),
+                           {m: method_of(m) for m in METHODS}, bootstrap=1000, ranked=True)
     body = {"kind": "align_corpus", "settings": {"lowercase": True},
             "data": {"pairs": [p.to_dict() for p in pairs], "name": "pairs.tsv"}}
     s, c, _ = run(LocalJobs(eng.model, slots=1, every=0.0), body)
     assert s["state"] == "done" and c.status == "done" and not c.partial
-    for f in ("pairs", "methods", "links", "n_links", "f1", "null_ratio", "disagreement",
-              "n_gold", "gold_column", "command"):
-        assert tuple(getattr(c, f)) == tuple(getattr(page, f)) \
-            if isinstance(getattr(page, f), tuple) else getattr(c, f) == getattr(page, f), f
-    assert c.scores.keys() == page.scores.keys()
-    for k in page.scores:
-        assert c.scores[k]["macro"] == page.scores[k]["macro"]
-    v, w = c.verdict, page.verdict
+    assert c.methods == tuple(METHODS) and c.pairs == tuple(p.to_dict() for p in pairs)
+    for m, als in want.alignments.items():
+        assert c.links[m] == tuple(links_text(a.links) for a in als), m
+        assert c.f1[m] == tuple(a.scores["f1"] for a in als), m
+        assert c.scores[m]["macro"] == pytest.approx(want.scores[m].macro, abs=1e-12)
+    assert c.n_gold == 6 and c.gold_column and c.command == "python -m engine align " \
+        "--pairs pairs.tsv --lowercase"
+    v, w = c.verdict, want.verdict
     assert [r.method for r in v.ranked] == [r.method for r in w.ranked] and v.best == w.best
     assert [(p.method, p.vs, p.delta) for p in v.against_baseline()] == \
         [(p.method, p.vs, p.delta) for p in w.against_baseline()]
@@ -128,7 +129,7 @@ def test_a_corpus_job_is_the_align_page_s_corpus_and_a_stopped_one_keeps_its_pai
     s, c, _ = run(LocalJobs(eng.model, slots=1, every=0.0), body,
                   lambda s: s["info"].get("done", 0) >= 2)
     assert s["state"] == "stopped" and c.partial and c.n_total == 6
-    assert 2 <= len(c.pairs) < 6 and c.pairs == page.pairs[:len(c.pairs)]
+    assert 2 <= len(c.pairs) < 6 and c.pairs == tuple(p.to_dict() for p in pairs)[:len(c.pairs)]
     assert c.n_gold == len(c.pairs) and c.verdict.n_pairs == len(c.pairs)
     assert all(len(v) == len(c.pairs) for v in c.links.values())
 

@@ -20,6 +20,8 @@ from tests.test_frame import shown
 ROOT = Path(__file__).resolve().parent.parent
 TEXTS = {lang: json.loads((ROOT / "sinkscope_app" / "text" / f"lab.{lang}.json")
                           .read_text(encoding="utf-8")) for lang in ("en", "es")}
+TEXTS_FRAME = {lang: json.loads((ROOT / "sinkscope_app" / "text" / f"frame.{lang}.json")
+                                .read_text(encoding="utf-8")) for lang in ("en", "es")}
 SMALL = dict(lab_steps=6, lab_width=4, lab_depth=1, lab_models=["sinkhorn", "softmax"],
              lab_target="quantile", lab_train_pairs=64, lab_heldout_pairs=8)
 
@@ -149,15 +151,20 @@ def test_train_a_few_steps_then_stop_then_switch_target():
     ok(at)
     assert en["couplings_title"].format(k=3, n=12) in charts(at)
 
-    # Nothing runs, so Stop is disabled. Results left "training" by a run that is not
-    # running (a previous session's, a server restart) say it stopped, and keep what it
-    # reached.
+    # Nothing runs, so Stop is disabled. A reload (a new session opened at the page's
+    # address) finds the job by the id the address holds, and shows what it reached.
     assert at.button(key="lab_stop").disabled
-    at.session_state["_lab_results"]["status"] = "training"
-    at.run()
-    ok(at)
-    assert [w.value for w in at.warning] == [en["stopped"]]
-    assert en["curves_title"] in charts(at)
+    job = at.query_params["train_job"]
+    job = job[0] if isinstance(job, list) else job
+    again = lab({"train_job": job, "target": "quantile"}, **{k: v for k, v in SMALL.items()
+                                                             if k != "lab_target"})
+    ok(again)
+    assert again.success and again.success[0].value.startswith("Trained 2 model(s)")
+    assert en["couplings_title"].format(k=0, n=8) in charts(again)
+    gone = lab({"train_job": "0-000000000000"})  # the engine no longer knows it
+    ok(gone)
+    said = TEXTS_FRAME["en"]["jobs"]["gone"].format(id="0-000000000000")
+    assert said in [i.value for i in gone.info] and "train_job" not in gone.query_params
 
     # Switch target: the URL follows, and Train trains on the new one, from pair 0 at the
     # training size again.
@@ -165,52 +172,32 @@ def test_train_a_few_steps_then_stop_then_switch_target():
     assert at.query_params["target"] in ("sq-euclid", ["sq-euclid"])
     at.button(key="lab_train").click().run()
     ok(at)
-    assert at.session_state["_lab_results"]["target"] == "sq-euclid"
+    assert at.session_state["_engine_jobs"]["lab_train"]["result"].target == "sq-euclid"
     assert at.success
     assert (at.slider(key="lab_pair").value, at.slider(key="lab_size").value) == (0, 8)
     assert en["couplings_title"].format(k=0, n=8) in charts(at)
 
 
-def test_stop_is_enabled_while_training_runs_and_keeps_what_it_reached(monkeypatch, tmp_path):
-    from sinkscope_app import jobs
+def test_stop_is_enabled_while_training_runs_and_keeps_what_it_reached(monkeypatch):
+    from sinkscope_app import engines, jobs
 
     monkeypatch.setattr(jobs, "WATCH_S", 0.0)  # one look per run: the test clicks meanwhile
-    monkeypatch.setattr(jobs, "SLOTS", jobs.Slots(tmp_path / "slots"))
     en = TEXTS["en"]
     at = lab(**{**SMALL, "lab_steps": 4000})
     assert at.button(key="lab_stop").disabled
     at.button(key="lab_train").click().run()
-    job = at.session_state["_jobs"]["lab_train"]
-    assert job.active and not at.button(key="lab_stop").disabled
+    job = at.session_state["_engine_jobs"]["lab_train"]["id"]
+    assert engines.current().job(job).active and not at.button(key="lab_stop").disabled
     at.button(key="lab_stop").click().run()
-    assert job.wait(120) and job.state in ("done", "stopped")
+    assert engines.current().jobs.wait(job, 120)["state"] in ("done", "stopped")
     at.run()
     ok(at)
-    assert at.session_state["_lab_results"]["status"] == "stopped"
+    assert at.session_state["_engine_jobs"]["lab_train"]["result"].status == "stopped"
     assert [w.value for w in at.warning] == [en["stopped"]]
     assert at.button(key="lab_stop").disabled
-
-
-def test_every_model_that_draws_a_coupling_has_its_row():
-    # A model cut short before its run returned (here: its run taken away) still draws its
-    # coupling at the weights it has; its row says so, with the steps it reached.
-    en = TEXTS["en"]
-    at = lab(**SMALL)
-    at.button(key="lab_train").click().run()
-    ok(at)
-    res = at.session_state["_lab_results"]
-    del res["runs"]["softmax"]
-    res["status"] = "stopped"
-    at.run()
-    ok(at)
-    names = [a["text"].split("<br>")[0] for a in
-             charts(at)[en["couplings_title"].format(k=0, n=8)]["layout"]["annotations"]]
-    assert en["models"]["softmax"] in names
-    table = shown(at.table[0])
-    assert list(table[en["table_model"]]) == [en["models"]["sinkhorn"], en["models"]["softmax"]]
-    row = table.iloc[1]
-    assert row[en["table_steps"]] == "6 of 6" and row[en["table_seconds"]] == "–"
-    assert 0 < float(row[en["table_l1"]]) < 2
+    rows = shown(at.table[0])  # the model stopped has its row; the next never started
+    assert list(rows[en["table_model"]]) == [en["models"]["sinkhorn"]]
+    assert rows[en["table_steps"]].iloc[0].endswith(" of 4,000")
 
 
 def test_the_lab_links_to_the_theorem_in_learn():
@@ -266,16 +253,16 @@ def test_text_section_trains_aligners_and_says_the_result_in_spanish():
     assert any(c.value.startswith("20 pares con referencia: 13 para entrenar") for c in at.caption)
     at.button(key="lab_text_train").click().run()
     ok(at)
-    res = at.session_state["_jobs"]["lab_text"].result
-    assert set(res["trained"]) == {"sinkhorn", "softmax"}
-    assert set(res["paired"]) == {("sinkhorn", "untrained"), ("softmax", "untrained"),
-                                  ("sinkhorn", "softmax")}
+    res = at.session_state["_engine_jobs"]["lab_text"]["result"]
+    assert set(res.trained) == {"sinkhorn", "softmax"}
+    assert set(res.paired) == {("sinkhorn", "untrained"), ("softmax", "untrained"),
+                               ("sinkhorn", "softmax")}
     sentence = next(m.value for m in at.markdown if m.value.startswith("En 5 pares reservados"))
     assert "intervalo pareado del 95 %" in sentence and not re.search(r"\d\.\d", sentence)
     scores, paired = (shown(t) for t in at.table[-2:])
     names = es["text_names"]
     assert list(scores[es["text_head"]]) == [
-        names["untrained"].format(method=res["untrained"]["method"]), names["sinkhorn"],
+        names["untrained"].format(method=res.untrained["method"]), names["sinkhorn"],
         names["softmax"]]
     cells = " ".join(str(v) for col in (scores, paired) for c in col.columns[1:] for v in col[c])
     assert re.search(r"\d,\d{3}", cells) and not re.search(r"\d\.\d", cells), cells
@@ -288,3 +275,36 @@ def test_text_section_trains_aligners_and_says_the_result_in_spanish():
     ok(at)
     assert any(m.value.startswith("On 5 held-out pairs the trained Sinkhorn Transformer")
                for m in at.markdown)
+    # A trained aligner, used in Align for this session: the engine finds it by its name.
+    at.button(key="lab_text_use_sinkhorn").click().run()
+    ok(at)
+    (link,) = [p.proto for p in at.main.get("page_link") if p.proto.page == "align"]
+    job = at.session_state["_engine_jobs"]["lab_text"]["id"]
+    assert f"aligner=sinkhorn%40{job}" in link.query_string and "method=trained" in link.query_string
+    assert at.session_state["_session_aligners"] == {
+        f"sinkhorn@{job}": pytest.approx(res.trained["sinkhorn"].run.theta)}
+
+
+def test_a_failed_job_says_so_in_the_page_s_language_with_restart(monkeypatch):
+    """A training that fails on the engine is said in the page's language (the engine's
+    code worded), with Restart, which starts the same job again under a new id (in the
+    address); nothing waits."""
+    from engine.jobs.errors import JobError
+    from engine.jobs.local import LocalJobs
+    from sinkscope_app import engines
+
+    def broken(ctx, spec):
+        raise JobError.of("job_weights", model="softmax", reason="a broken run")
+
+    eng = engines.Embedded()
+    eng.__dict__["jobs"] = LocalJobs(eng.model, models=eng.models, work={"lab_train": broken})
+    monkeypatch.setattr(engines, "current", lambda: eng)
+    at = lab({"lang": "es"}, **SMALL)
+    at.button(key="lab_train").click().run()
+    assert not at.exception
+    first = at.query_params["train_job"]
+    [err] = [e.value for e in at.error]
+    assert err.startswith("El trabajo falló: Los pesos de «softmax» no encajan") and \
+        "Pulsa Reiniciar" in err, err
+    at.button(key="lab_restart").click().run()
+    assert at.query_params["train_job"] != first and len(at.error) == 1

@@ -37,6 +37,8 @@ MESSAGES: dict[str, str] = {
                   "{given!r} ({given_hash}); align with the model it was trained on.",
     "not_listed": "Aligner {name!r} is not on the allow-list; choose one of: {names}. "
                   "Operators add aligners with SINKSCOPE_ALIGNERS.",
+    "job_aligner": "Aligner {name!r} was trained by a job the engine no longer holds (it "
+                   "never existed, or its result was dropped); train it again.",
     "bad_list": "SINKSCOPE_ALIGNERS entry {entry!r} is not of the form name=folder.",
     "device": "device {device!r} is not available here ({reason}); use --device cpu.",
 }

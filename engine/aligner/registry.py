@@ -1,9 +1,12 @@
 """Trained aligners by name, where the work runs: one lookup for the whole process.
 
-An aligner is found by its name among those :func:`register` ed in this process (an aligner
-trained by a job, for one) and then among the operator's (``SINKSCOPE_ALIGNERS``, read
-here, in the process that aligns: a served engine's replica, or the app's own process
-when it is embedded). :func:`lookup` loads a listed aligner once per process (on the base
+An aligner is found by its name among those :func:`register` ed in this process, then
+among the operator's (``SINKSCOPE_ALIGNERS``, read here, in the process that aligns: a
+served engine's replica, or the app's own process when it is embedded), then, for a name
+``FILE@JOB`` (:func:`job_name`: an aligner a job trained, e.g. ``aligner@3-9f…``), among
+the files of the jobs this process can read (:func:`add_source`: the embedded engine's
+jobs, or the served engine's board), loaded on first use on any replica: a page keeps the
+name for its session, and the engine finds the aligner wherever the work runs. :func:`lookup` loads a listed aligner once per process (on the base
 model the caller already holds, when it is the aligner's) and keeps it; a loaded aligner
 is shared read-only. :func:`infos` describes every aligner without loading any: name,
 base model, final layer, θ.
@@ -13,14 +16,49 @@ Torch-free until an aligner is loaded.
 
 from __future__ import annotations
 
+import io
+import re
+import tempfile
 import threading
+import zipfile
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
 
 from .config import AlignerError
 
 _LOCK = threading.Lock()
 _REGISTERED: dict[str, object] = {}  # name → Aligner registered in this process
-_LOADED: dict[str, object] = {}  # name → listed Aligner, loaded once
+_LOADED: dict[str, object] = {}  # name → listed (or a job's) Aligner, loaded once
+_SOURCES: list[Callable[[str, str], bytes | None]] = []  # (job id, file) → a job's zip
+#: A job's trained aligner by name: ``FILE@JOB`` (the job's file, its id).
+JOB_NAME = re.compile(r"^(?P<file>[A-Za-z0-9][A-Za-z0-9._-]{0,63})@"
+                      r"(?P<job>[0-9a-f]{1,16}-[0-9a-f]{12})$")
+
+
+def job_name(job_id: str, file: str) -> str:
+    """The name a job's trained aligner is looked up by: ``FILE@JOB``."""
+    return f"{file}@{job_id}"
+
+
+def add_source(source: Callable[[str, str], bytes | None]) -> None:
+    """Let :func:`lookup` find jobs' aligners: ``source(job_id, file)`` → the aligner's zip
+    (as ``GET /v1/jobs/{id}/result?file=``) or None (no such job or file). Added once per
+    process by whoever holds jobs (the embedded engine, a served replica)."""
+    with _LOCK:
+        if source not in _SOURCES:
+            _SOURCES.append(source)
+
+
+def known(name: str) -> bool:
+    """Whether ``name`` may name an aligner here: a registered or listed one, or a job's
+    (``FILE@JOB``, when this process can read jobs; whether the job holds it is found out
+    when it is looked up)."""
+    name = str(name)
+    if JOB_NAME.match(name):
+        with _LOCK:
+            return bool(_SOURCES)
+    return name in names()
 
 
 @dataclass(frozen=True)
@@ -112,6 +150,8 @@ def lookup(name: str, *, encoders: dict | None = None, device: str | None = None
         found = _REGISTERED.get(key) or _LOADED.get(key)
     if found is not None:
         return found
+    if JOB_NAME.match(key):
+        return _job_aligner(key, encoders or {}, device)
     listed = allowed_aligners()
     if key not in listed:
         raise AlignerError.of("not_listed", name=key[:200], names=", ".join(names()) or "(none)")
@@ -121,6 +161,52 @@ def lookup(name: str, *, encoders: dict | None = None, device: str | None = None
             _LOADED[key] = load(listed[key], encoder=(encoders or {}).get(base),
                                 device=device, name=key)
         return _LOADED[key]
+
+
+def _job_aligner(key: str, encoders: dict, device: str | None):
+    """A job's trained aligner ``FILE@JOB``, from the first source that holds it, loaded
+    once (from its zip, on the caller's copy of its base model when it holds it)."""
+    from .checkpoint import load, read_config
+
+    m = JOB_NAME.match(key)
+    with _LOCK:
+        sources = list(_SOURCES)
+    data = None
+    for source in sources:
+        try:
+            data = source(m["job"], m["file"])
+        except Exception:  # a job that is gone or holds no such file: the next source
+            data = None
+        if data:
+            break
+    if not data:
+        raise AlignerError.of("job_aligner", name=key)
+    with _LOCK:
+        if key not in _LOADED:
+            with tempfile.TemporaryDirectory() as d:
+                with zipfile.ZipFile(io.BytesIO(data)) as z:
+                    folder = _unzip(z, Path(d))
+                base = read_config(folder)["settings"].get("model")
+                _LOADED[key] = load(folder, encoder=encoders.get(base), device=device,
+                                    name=key)
+        return _LOADED[key]
+
+
+def _unzip(z: zipfile.ZipFile, into: Path) -> Path:
+    """The aligner's folder from a job's zip (one folder holding its two files; nothing
+    is written outside ``into``)."""
+    from .checkpoint import CONFIG, WEIGHTS
+
+    folders = {Path(n).parent for n in z.namelist() if Path(n).name in (CONFIG, WEIGHTS)}
+    if len(folders) != 1:
+        raise AlignerError.of("bad_checkpoint", path="(a job's zip)",
+                              reason="not one folder with model.safetensors and config.json")
+    (folder,) = folders
+    out = into / "aligner"
+    out.mkdir()
+    for f in (CONFIG, WEIGHTS):
+        (out / f).write_bytes(z.read(str(folder / f)))
+    return out
 
 
 def forget(name: str | None = None) -> None:

@@ -18,6 +18,8 @@ import numpy as np
 from ..errors import SettingsError, TextError
 from . import extract
 from .extract import GRID, MASS_GRID, METHODS, TAU_GRID, Method
+from .methods import (DEFAULT_METHOD, DEFAULTS, PAIR_METHOD, Alignment,  # noqa: F401
+                      method_of, opening)
 from .readers import Pair, links_text, make_pair
 from .score import COUNTS, METRICS, CorpusScore, corpus_score, macro_from_metrics, \
     metrics_from_counts, pair_counts, score
@@ -30,89 +32,9 @@ if TYPE_CHECKING:
 #: (see docs/align.md): the source, its layer, and each method's settings.
 DEFAULT_SOURCE = Source("hidden", layer=3, head="mean", center=False)
 DEFAULT_ATTENTION_LAYER = 2
-#: Settings picked by 5-fold cross-validation within the development sets (median of the
-#: folds' and sets' picks; ``python -m benchmarks.align``, all dev pairs, 2026-12-01).
-DEFAULTS: dict[str, dict[str, Method]] = {
-    "hidden": {
-        "softmax-argmax": Method("softmax-argmax"),
-        "softmax-both": Method("softmax-both", threshold=0.3),
-        "similarity-threshold": Method("similarity-threshold", threshold=0.67),
-        "sinkhorn-argmax": Method("sinkhorn-argmax"),
-        "sinkhorn-threshold": Method("sinkhorn-threshold", threshold=0.45),
-        "exact": Method("exact", threshold=0.94),
-        "partial": Method("partial", threshold=0.34, mass=0.98),
-        "unbalanced": Method("unbalanced", threshold=0.42, tau=4.94),
-    },
-    "attention": {
-        "softmax-argmax": Method("softmax-argmax"),
-        "softmax-both": Method("softmax-both", threshold=0.005),
-        "similarity-threshold": Method("similarity-threshold", threshold=0.79),
-        "sinkhorn-argmax": Method("sinkhorn-argmax"),
-        "sinkhorn-threshold": Method("sinkhorn-threshold", threshold=0.37),
-        "exact": Method("exact", threshold=0.49),
-        "partial": Method("partial", threshold=0.39, mass=0.98),
-        "unbalanced": Method("unbalanced", threshold=0.36, tau=1.39),
-    },
-}
-#: The method with the best mean total F1 over the development sets (hidden, layer 3;
-#: the hidden-state methods other than similarity-threshold, exact and sinkhorn-argmax lie
-#: within 0.004 of it).
-DEFAULT_METHOD = "softmax-both"
-#: The method a view of one pair opens with, at its tuned settings (:func:`opening`).
-PAIR_METHOD = "unbalanced"
 #: Entries (τ values × pairs × n × m) per solver call: on this CPU a call of ~150k entries
 #: ran about 3× faster per entry than one of 720k (it stays in cache).
 MAX_CHUNK_ELEMENTS = 150_000
-
-
-@dataclass(frozen=True)
-class Alignment:
-    """Links between the whitespace words of two texts, and their scores when gold is known.
-
-    Attributes:
-        words_a, words_b: the words (``str.split()``), lower-cased when asked.
-        links: sorted (i, j) 0-based links.
-        null_a, null_b: words of A and of B left without a link.
-        method: the method's settings (:meth:`Method.to_dict`). source: the source's.
-        values: (n, m) the values the links were read from (V > θ; −1 where a word takes
-            no part): the min-max scaled plan, similarity or softmax, or the argmax mask.
-        scores: metric → value for this pair when it has gold, else None.
-    """
-
-    words_a: tuple[str, ...]
-    words_b: tuple[str, ...]
-    links: tuple[tuple[int, int], ...]
-    null_a: tuple[int, ...]
-    null_b: tuple[int, ...]
-    method: dict
-    source: dict
-    values: np.ndarray | None = field(default=None, repr=False)
-    scores: dict | None = None
-
-    @property
-    def pharaoh(self) -> str:
-        """The links as 0-based Pharaoh text, "0-0 1-2"."""
-        return links_text(self.links)
-
-    def to_dict(self, *, values: bool = True) -> dict:
-        d = {"words_a": list(self.words_a), "words_b": list(self.words_b),
-             "links": [list(x) for x in self.links], "pharaoh": self.pharaoh,
-             "null_a": list(self.null_a), "null_b": list(self.null_b),
-             "method": dict(self.method), "source": dict(self.source),
-             "scores": None if self.scores is None else dict(self.scores)}
-        if values and self.values is not None:
-            d["values"] = np.round(self.values, 6).tolist()
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Alignment":
-        v = d.get("values")
-        return cls(tuple(d["words_a"]), tuple(d["words_b"]),
-                   tuple((int(i), int(j)) for i, j in d["links"]),
-                   tuple(int(i) for i in d["null_a"]), tuple(int(j) for j in d["null_b"]),
-                   dict(d["method"]), dict(d["source"]),
-                   None if v is None else np.asarray(v, dtype=np.float64),
-                   None if d.get("scores") is None else dict(d["scores"]))
 
 
 @dataclass(frozen=True)
@@ -174,29 +96,6 @@ def as_pairs(pairs: Iterable) -> tuple[Pair, ...]:
     if not out:
         raise SettingsError("There are no pairs; give at least one.")
     return tuple(out)
-
-
-def method_of(method: str | Method, kind: str = "hidden", **overrides) -> Method:
-    """A :class:`Method` from a name (its defaults for the source ``kind``) or a Method,
-    with the settings given (not None) replaced."""
-    if isinstance(method, Method):
-        m = method
-    elif isinstance(method, str) and method in METHODS:
-        m = DEFAULTS.get(kind, DEFAULTS["hidden"])[method]
-    else:
-        raise SettingsError(f"method must be one of {', '.join(METHODS)}; got {method!r}.")
-    over = {k: v for k, v in overrides.items() if v is not None}
-    return replace(m, **over) if over else m
-
-
-def opening(method: str = PAIR_METHOD, kind: str = "hidden") -> dict:
-    """Where a view of one pair starts: the method and its tuned settings (:data:`DEFAULTS`)
-    as sliders read them, ``{"method", "theta", "tau", "mass", "eps"}`` with θ the
-    threshold on V (:attr:`Method.theta`) to two decimals: ``unbalanced`` at θ 0.42,
-    τ 4.94 on hidden states."""
-    m = method_of(method, kind)
-    return {"method": m.name, "theta": round(m.theta, 2), "tau": m.tau, "mass": m.mass,
-            "eps": m.eps}
 
 
 def score_corpus(pairs: Sequence, *, encoder=None, source: Source = DEFAULT_SOURCE,

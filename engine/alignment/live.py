@@ -178,6 +178,19 @@ class LivePayload:
                 "kind_of": kind_table(self.sure is not None),
                 "scores": None if self.scores is None else list(SHOWN)}
 
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "LivePayload":
+        """The payload :meth:`encode` packed (what a client gets from a served engine):
+        the same values, thresholds, words, gold and scores."""
+        h, V, scores = decode(data)
+        gold = h["sure"] is not None
+        return cls(h["id"], h["method"], h["grid_key"], tuple(float(x) for x in h["grid"]),
+                   tuple(float(x) for x in h["thetas"]), V, tuple(h["words_a"]),
+                   tuple(h["words_b"]),
+                   tuple((int(i), int(j)) for i, j in h["sure"]) if gold else None,
+                   tuple((int(i), int(j)) for i, j in h["possible"]) if gold else None,
+                   0.0, scores)
+
     def encode(self) -> bytes:
         """``SKA1``, the header's length (uint32, little-endian), the header (UTF-8 JSON),
         then V (G·n·m float32) and the scores (G·100·6 uint16, when there is gold), both

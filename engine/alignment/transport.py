@@ -18,8 +18,8 @@ import numpy as np
 import torch
 
 from ..errors import SettingsError
+from .methods import ALIGN_EPS  # noqa: F401  (one value, torch-free)
 
-ALIGN_EPS = 0.1
 ALIGN_HALF_STEPS = 200
 #: Precision of the transport solves. Links are read at a resolution of 0.01 on plans
 #: min-max scaled to [0, 1], far coarser than float32's; on this CPU float32 solves ran

@@ -25,7 +25,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..errors import SettingsError
-from .extract import DIRECTIONS, METHODS, Method
+from .methods import DIRECTIONS, METHODS, Method
 from .score import METRICS, CorpusScore, Paired, _paired, macro_of_means, per_pair_matrix, \
     resample_sums
 

@@ -157,6 +157,18 @@ class BoardActor:
                     ray.cancel(ref, force=True)
 
 
+def job_file(job_id: str, file: str) -> bytes | None:
+    """One file of an ended job (a trained aligner's zip) from the board, or None: what
+    ``engine.aligner.registry`` reads an aligner ``FILE@JOB`` from. Blocking: call it off
+    the event loop (a replica looks aligners up in its worker threads)."""
+    try:
+        board = ray.get_actor(BOARD, namespace=NAMESPACE)
+        _, files = ray.get(board.outcome.remote(job_id))
+    except Exception:  # no board, no such job, no result yet
+        return None
+    return files.get(file)
+
+
 def resources(config=None) -> dict:
     """What each job asks Ray for: ``SINKSCOPE_JOB_CPUS`` CPUs and ``SINKSCOPE_JOB_GPUS``
     GPUs ("auto": one where the cluster has a GPU, else none)."""

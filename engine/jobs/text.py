@@ -12,11 +12,12 @@ from __future__ import annotations
 import io
 import tempfile
 import zipfile
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from .context import Context
 from .spec import Spec
+from .split import Split, null_share, split  # noqa: F401  (the comparison's split)
 
 CORPUS_SCHEMA = "sinkscope.job.align_corpus/1"
 ALIGNER_SCHEMA = "sinkscope.job.train_aligner/1"
@@ -108,22 +109,18 @@ def align_corpus(ctx: Context, spec: Spec) -> tuple[dict, dict]:
     """
     import numpy as np
 
-    from ..alignment.api import (DEFAULT_SOURCE, comparison_of, extract_methods, method_of,
-                                 score_corpus)
+    from ..alignment.api import extract_methods, method_of, score_corpus
     from ..alignment.extract import METHODS
-    from ..alignment.readers import links_text
-    from ..alignment.verdict import command_line
-    from ..settings import DEFAULT_MODEL
 
     s, pairs = spec.settings, spec.pairs
     enc = ctx.encoder(s["model"])
     methods = {name: method_of(name) for name in METHODS}
     aligner = None
     if s["aligner"]:
-        from ..aligner.checkpoint import load_allowed
         from ..aligner.cli import TrainedMethod
+        from ..aligner.registry import lookup
 
-        aligner = load_allowed(s["aligner"], encoder=enc)
+        aligner = lookup(s["aligner"], encoders={enc.name: enc}, device=str(enc.device))
     als = {k: [] for k in methods}
     counts = {k: [] for k in methods}
     trained = []
@@ -145,7 +142,6 @@ def align_corpus(ctx: Context, spec: Spec) -> tuple[dict, dict]:
         done = start + len(chunk)
         ctx.report(done / total, stage="align", done=done, total=total)
     kept = pairs[:done]
-    status = "done" if done == total else "partial"
     settings = dict(methods)
     alignments = {k: tuple(v) for k, v in als.items()}
     count_arrays = {k: np.concatenate(v) if v else np.zeros((0, 7), np.int64)
@@ -155,34 +151,49 @@ def align_corpus(ctx: Context, spec: Spec) -> tuple[dict, dict]:
                                           aligner.name)
         alignments[TRAINED] = tuple(trained)
         count_arrays = None  # computed from the links, the trained row included
+    return corpus_doc(spec, kept, settings, alignments, count_arrays,
+                      aligner=None if aligner is None else aligner.name), {}
+
+
+def corpus_doc(spec: Spec, kept, settings: dict, alignments: dict, count_arrays=None, *,
+               aligner: str | None = None) -> dict:
+    """The ``align_corpus`` document of the pairs aligned (``kept``, the first of
+    ``spec.pairs``; "partial" when they are not all): every method's links (label →
+    ``Method``, label → one ``Alignment`` per pair), scored and ranked, and the command
+    that prints the same table."""
+    from ..alignment.api import DEFAULT_SOURCE, comparison_of
+    from ..alignment.readers import links_text
+    from ..alignment.verdict import command_line
+    from ..settings import DEFAULT_MODEL
+
+    s, total = spec.settings, len(spec.pairs)
     b = s["bootstrap"]
     cmp = comparison_of(DEFAULT_SOURCE, kept, settings, alignments, count_arrays,
                         bootstrap=b, ranked=b > 0) if kept else None
     labels = tuple(alignments)
-    doc = {"schema": CORPUS_SCHEMA, "status": status, "n_total": total,
-           "model": s["model"], "lowercase": s["lowercase"],
-           "pairs": [p.to_dict() for p in kept], "methods": list(labels),
-           "links": {k: [links_text(a.links) for a in alignments[k]] for k in labels},
-           "n_links": {k: [len(a.links) for a in alignments[k]] for k in labels},
-           "f1": {k: [None if a.scores is None else float(a.scores["f1"])
-                      for a in alignments[k]] for k in labels},
-           "null_ratio": _null_ratio(kept, alignments) if kept else [],
-           "disagreement": [_jaccard_distance(alignments[SOFTMAX_METHOD][k].links,
-                                              alignments[TRANSPORT_METHOD][k].links)
-                            for k in range(len(kept))],
-           "scores": {k: {"macro": sc.macro, "micro": sc.micro,
-                          "macro_ci": {m: list(v) for m, v in sc.macro_ci.items()},
-                          "micro_ci": {m: list(v) for m, v in sc.micro_ci.items()}}
-                      for k, sc in (cmp.scores.items() if cmp else ())},
-           "n_gold": sum(p.has_gold for p in kept), "gold_column": spec.gold_column,
-           "verdict": verdict_doc(cmp.verdict) if cmp else None,
-           "settings": {k: {f: v for f, v in m.to_dict().items() if f != "method"}
-                        for k, m in settings.items()},
-           "command": command_line(spec.name, settings=settings, lowercase=s["lowercase"],
-                                   one_based=spec.one_based,
-                                   model=None if s["model"] == DEFAULT_MODEL else s["model"],
-                                   aligner=None if aligner is None else aligner.name)}
-    return doc, {}
+    return {"schema": CORPUS_SCHEMA, "status": "done" if len(kept) == total else "partial",
+            "n_total": total, "model": s["model"], "lowercase": s["lowercase"],
+            "pairs": [p.to_dict() for p in kept], "methods": list(labels),
+            "links": {k: [links_text(a.links) for a in alignments[k]] for k in labels},
+            "n_links": {k: [len(a.links) for a in alignments[k]] for k in labels},
+            "f1": {k: [None if a.scores is None else float(a.scores["f1"])
+                       for a in alignments[k]] for k in labels},
+            "null_ratio": _null_ratio(kept, alignments) if kept else [],
+            "disagreement": [_jaccard_distance(alignments[SOFTMAX_METHOD][k].links,
+                                               alignments[TRANSPORT_METHOD][k].links)
+                             for k in range(len(kept))],
+            "scores": {k: {"macro": sc.macro, "micro": sc.micro,
+                           "macro_ci": {m: list(v) for m, v in sc.macro_ci.items()},
+                           "micro_ci": {m: list(v) for m, v in sc.micro_ci.items()}}
+                       for k, sc in (cmp.scores.items() if cmp else ())},
+            "n_gold": sum(p.has_gold for p in kept), "gold_column": spec.gold_column,
+            "verdict": verdict_doc(cmp.verdict) if cmp else None,
+            "settings": {k: {f: v for f, v in m.to_dict().items() if f != "method"}
+                         for k, m in settings.items()},
+            "command": command_line(spec.name, settings=settings, lowercase=s["lowercase"],
+                                    one_based=spec.one_based,
+                                    model=None if s["model"] == DEFAULT_MODEL else s["model"],
+                                    aligner=aligner)}
 
 
 # --------------------------------------------------------------------------- aligners
@@ -223,47 +234,6 @@ def train_aligner(ctx: Context, spec: Spec) -> tuple[dict, dict]:
     doc = {"schema": ALIGNER_SCHEMA, "status": "stopped" if ctx.stopping else "done",
            "name": spec.name, "run": run_doc(r), "files": ["aligner"]}
     return doc, {"aligner": aligner_zip(r, spec.name)}
-
-
-@dataclass(frozen=True)
-class Split:
-    """A file's pairs with gold for the text comparison: ``test`` (the last quarter, held
-    out), ``dev`` (the sixth of the rest before it: θ, the best epoch, the untrained
-    methods' settings) and ``train`` (the first ``train_most`` of the others; ``unused``
-    of them left out)."""
-
-    train: tuple
-    dev: tuple
-    test: tuple
-    unused: int
-
-
-def split(pairs, train_most: int) -> Split:
-    """The pairs with gold, split as :class:`Split` says.
-
-    Raises:
-        LabError: fewer than 4 pairs with gold (code "needs_gold_pairs").
-    """
-    from ..lab.errors import LabError
-
-    gold = [p for p in pairs if p.has_gold]
-    if len(gold) < 4:
-        raise LabError.of("needs_gold_pairs", n=len(gold))
-    k = max(1, round(len(gold) / 4))
-    rest = gold[:-k]
-    d = max(1, round(len(rest) / 6))
-    fit = rest[:-d]
-    return Split(tuple(fit[:train_most]), tuple(rest[-d:]), tuple(gold[-k:]),
-                 max(0, len(fit) - train_most))
-
-
-def null_share(pairs) -> float:
-    """The share of the pairs' words that the gold leaves without a partner (sure links)."""
-    from ..alignment.score import COUNTS, pair_counts
-
-    nulls = sum(int(pair_counts((), p)[COUNTS.index("null_gold")]) for p in pairs)
-    words = sum(sum(p.shape) for p in pairs)
-    return nulls / words if words else 0.0
 
 
 def compare_text(ctx: Context, spec: Spec) -> tuple[dict, dict]:

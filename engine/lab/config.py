@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from .errors import check_choice, check_final_layer, check_lr, check_whole
-from .measures import Family
-from .targets import DEFAULT_TARGET
+from .measures import MAX_POINTS, Family  # noqa: F401  (the clouds' size limit)
+from .targets import DEFAULT_TARGET, NAMES as TARGETS  # noqa: F401  (the targets' names)
 
 MODELS = ("sinkhorn", "softmax", "context-free")
 FINALS = ("sinkhorn", "softmax")

@@ -160,12 +160,11 @@ def check_request(req, enc: Encoder) -> None:
                             "/v1/aligners.", code="aligner_required", params={})
     if isinstance(req, (AlignRequest, AlignLiveRequest)) and req.aligner is not None:
         from ..aligner.config import AlignerError
-        from ..aligner.registry import names
+        from ..aligner.registry import known, names
 
-        known = names()
-        if req.aligner not in known:  # named, even for another method: one of them
+        if not known(req.aligner):  # named, even for another method: one of them
             raise AlignerError.of("not_listed", name=str(req.aligner)[:200],
-                                  names=", ".join(known) or "(none)")
+                                  names=", ".join(names()) or "(none)")
     if isinstance(req, (RankRequest, AlignRequest, AlignLiveRequest)):
         return
     check_layer_head(s.layer, s.head, enc.n_layers, enc.n_heads)

@@ -316,7 +316,7 @@ class EngineClient(JobCalls):
             body_pairs.append({k: v for k, v in d.items() if v is not None})
         doc = self._call("POST", "/v1/align", {"pairs": body_pairs, "model": model,
                                                "values": values, **settings})
-        from ..alignment.api import Alignment  # torch-free callers never get here
+        from ..alignment.methods import Alignment
 
         try:
             return [Alignment.from_dict(a) for a in doc["alignments"]]

@@ -28,7 +28,7 @@ from ray.serve.config import BackpressureConfig
 
 from .. import settings
 from ..errors import ModelError, SinkscopeError
-from ..jobs.served import Jobs
+from ..jobs.served import Jobs, job_file
 from ..models.encoder import Encoder, allowed_models
 from ..relation.sentences import measures
 from ..settings import DEFAULT_MODEL
@@ -106,6 +106,9 @@ class Engine:
                                 max_batch_size=TUNING["max_batch_size"])
         self.lanes = limits.Lanes()
         self.jobs = Jobs()  # /v1/jobs: the board (a named actor) is found on first use
+        from ..aligner.registry import add_source
+
+        add_source(job_file)  # an aligner a job trained, by name (FILE@JOB), on any replica
         self.requests = 0
         self.errors: collections.Counter[int] = collections.Counter()
         try:

@@ -1,158 +1,49 @@
-"""The Align page's corpus: a file of pairs (the formats of
-``engine.alignment.readers``) aligned by every method as a job of the session
-(:mod:`sinkscope_app.jobs`: progress, Stop, kept across reruns, language switches and a
-trip to Pair and back), a sortable table, corpus scores with bootstrap intervals and
-exports; a row click opens that pair in Pair.
+"""The Align page's corpus: a file of pairs (the formats of ``engine.alignment.readers``)
+aligned by every method as the engine's job (``align_corpus``: progress, Stop, found again
+by its id in the page's address), its result an ``engine.jobs.results.CorpusResult``
+(every pair's links and scores, the corpus scores with bootstrap intervals, the verdict,
+the command that prints the same table); a stopped run's result holds the pairs aligned
+so far, scored, labelled partial. This module turns a result into the page's table and
+exports (torch-free).
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
-from dataclasses import dataclass, field
-from typing import Any
 
 from engine import settings
-from engine.alignment.readers import AlignFileError
+from engine.jobs.spec import FILE_NAME_MAX
 
-from .. import engines
-from .params import METHODS, SOFTMAX_METHOD, TRAINED, TRANSPORT_METHOD
+from ..uploads import (MAX_CORPUS_PAIRS, MAX_UPLOAD_BYTES, MAX_UPLOAD_MB,  # noqa: F401
+                       job_pairs, read_pairs)
 
-MAX_UPLOAD_MB = 2  # the page's and the server's limit (.streamlit/config.toml)
-MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 2**20
-MAX_CORPUS_PAIRS = 2000
 BOOTSTRAP = 1000  # resamples of the intervals and paired comparisons (the command's default)
 
 
-@dataclass(frozen=True)
-class Corpus:
-    """A corpus aligned by every method, scored on its pairs with gold and ranked.
-
-    Attributes:
-        key: the file's hash and settings. pairs: each pair as a dict (text_a, text_b,
-        gold?). methods: the labels, in the page's order. links: label → per pair Pharaoh
-        text. n_links: label → per pair link count. f1: label → per pair F1 (None
-        without gold). null_ratio: per pair, the share of words without a (gold, else
-        predicted by the transport method) link. disagreement: per pair, 1 − Jaccard of
-        the softmax and transport links. scores: label → {"macro", "micro", "macro_ci",
-        "micro_ci"} over the pairs with gold (empty without gold). n_gold: pairs with
-        gold. gold_column: the file has gold links. verdict: the methods ranked with
-        paired comparisons (``engine.alignment.verdict.Verdict``; None without gold).
-        settings: label → its settings (``Method.to_dict`` without the name). command:
-        the ``python -m engine align`` line that prints the same table.
-    """
-
-    key: str
-    pairs: tuple[dict, ...]
-    methods: tuple[str, ...]
-    links: dict
-    n_links: dict
-    f1: dict
-    null_ratio: tuple[float, ...]
-    disagreement: tuple[float, ...]
-    scores: dict
-    n_gold: int
-    gold_column: bool = True
-    verdict: Any = None
-    settings: dict = field(default_factory=dict)
-    command: str = ""
-
-
-def read_file(raw: bytes, name: str, one_based: bool, t: dict) -> tuple:
+def read_file(raw: bytes, name: str, one_based: bool, t: dict):
     """Pairs from an uploaded file's bytes (checked: size, binary, format, pair count).
 
     Raises:
         SinkscopeError: with a message that says what to change.
     """
-    from engine.alignment.readers import decode, parse_pairs
-
-    from .. import locale
-
-    num = locale.numbers(t.get("_lang", "en"))
-    if len(raw) > MAX_UPLOAD_BYTES:
-        raise AlignFileError(t["too_big"].format(
-            name=name, size=num.fixed(len(raw) / 2**20, 1), mb=MAX_UPLOAD_MB))
-    pairs = parse_pairs(decode(raw, name), name=name, one_based=one_based)
-    if len(pairs) > MAX_CORPUS_PAIRS:
-        raise AlignFileError(t["too_many"].format(name=name, n=num.count(len(pairs)),
-                                                  limit=num.count(MAX_CORPUS_PAIRS)))
-    return pairs
+    return read_pairs(raw, name, t, t.get("_lang", "en"), one_based=one_based)
 
 
-def _jaccard_distance(x, y) -> float:
-    x, y = set(x), set(y)
-    return 0.0 if not (x | y) else 1.0 - len(x & y) / len(x | y)
+def job_body(pairs, name: str, *, one_based: bool, lowercase: bool, model: str,
+             aligner: str = "") -> dict:
+    """The ``align_corpus`` job of ``pairs`` (every method at its defaults, and the trained
+    ``aligner`` when one is named); ``name`` and ``one_based`` are how the command that
+    reproduces its table reads the file."""
+    return {"kind": "align_corpus",
+            "settings": {"model": model, "lowercase": bool(lowercase), "bootstrap": BOOTSTRAP,
+                         "aligner": aligner or None},
+            "data": {"pairs": job_pairs(pairs), "name": name[:FILE_NAME_MAX] or "pairs.tsv",
+                     "one_based": bool(one_based),
+                     "gold_column": bool(getattr(pairs, "gold_column", True))}}
 
 
-def _null_ratio(pairs, als: dict) -> tuple[float, ...]:
-    out = []
-    for k, p in enumerate(pairs):
-        n, m = p.shape
-        if p.has_gold:
-            nulls = (n - len({i for i, _ in p.sure})) + (m - len({j for _, j in p.sure}))
-        else:
-            al = als[TRANSPORT_METHOD][k]
-            nulls = len(al.null_a) + len(al.null_b)
-        out.append(nulls / max(n + m, 1))
-    return tuple(out)
-
-
-def compare(pairs, lowercase: bool, model: str, progress, aligner=None):
-    """Every pair by every method at its defaults (and by a trained ``aligner``), by the
-    process's engine (embedded: one batched pass; served: in chunks): an
-    ``engine.alignment.api.Comparison``. ``progress(share, what, **info)`` reports and may
-    raise to stop the work."""
-    from engine.alignment.api import comparison_of, method_of
-
-    settings = {name: method_of(name) for name in METHODS}
-    cmp = engines.current().align(pairs, settings, model=model, lowercase=lowercase,
-                                  progress=progress,
-                                  bootstrap=0 if aligner is not None else BOOTSTRAP)
-    if aligner is None:
-        return cmp
-    from engine.aligner.cli import TrainedMethod
-    from engine.aligner.extract import align
-
-    progress(0.9, TRAINED)
-    engines.one_thread()
-    als = align(aligner, [p.lower() for p in pairs] if lowercase else pairs)
-    m = TrainedMethod(float(aligner.theta), aligner.settings.final, aligner.name)
-    return comparison_of(cmp.source, pairs, {**cmp.settings, TRAINED: m},
-                         {**cmp.alignments, TRAINED: tuple(als)}, bootstrap=BOOTSTRAP)
-
-
-def align_corpus(pairs, key: str, lowercase: bool, model: str, progress, *,
-                 aligner=None, name: str = "pairs.tsv", one_based: bool = False) -> Corpus:
-    """The :class:`Corpus` of ``pairs`` (:func:`compare`); ``name`` and ``one_based`` are
-    how the command that reproduces its table reads the file."""
-    from engine.alignment.readers import links_text
-    from engine.alignment.verdict import command_line
-    from engine.settings import DEFAULT_MODEL
-
-    cmp = compare(pairs, lowercase, model, progress, aligner)
-    progress(1.0, "…")
-    als = cmp.alignments
-    labels = tuple(als)
-    return Corpus(
-        key, tuple(p.to_dict() for p in pairs), labels,
-        {k: tuple(links_text(a.links) for a in als[k]) for k in labels},
-        {k: tuple(len(a.links) for a in als[k]) for k in labels},
-        {k: tuple(None if a.scores is None else a.scores["f1"] for a in als[k])
-         for k in labels},
-        _null_ratio(pairs, als),
-        tuple(_jaccard_distance(als[SOFTMAX_METHOD][k].links, als[TRANSPORT_METHOD][k].links)
-              for k in range(len(pairs))),
-        {k: {"macro": s.macro, "micro": s.micro, "macro_ci": s.macro_ci,
-             "micro_ci": s.micro_ci} for k, s in cmp.scores.items()},
-        sum(p.has_gold for p in pairs), bool(getattr(pairs, "gold_column", True)),
-        cmp.verdict, {k: {f: v for f, v in m.to_dict().items() if f != "method"}
-                      for k, m in cmp.settings.items()},
-        command_line(name, settings=cmp.settings, lowercase=lowercase, one_based=one_based,
-                     model=None if model == DEFAULT_MODEL else model,
-                     aligner=None if aligner is None else aligner.name))
-
-
-def corpus_table(c: Corpus):
+def corpus_table(c):
     """The corpus as a table: one row per pair (pandas DataFrame, English column names)."""
     import pandas as pd
 
@@ -172,12 +63,12 @@ def corpus_table(c: Corpus):
     return pd.DataFrame(rows)
 
 
-def ranked(c: Corpus) -> list[str]:
+def ranked(c) -> list[str]:
     """The methods best first (the verdict's order; the page's order without gold)."""
     return [r.method for r in c.verdict.ranked] if c.verdict else list(c.methods)
 
 
-def scores_rows(c: Corpus, num) -> list[dict]:
+def scores_rows(c, num) -> list[dict]:
     """The corpus scores, one row per method, best first: macro values, 95 % intervals
     (written with ``num``), micro F1 and AER."""
     rows = []
@@ -209,12 +100,22 @@ def table_csv(df) -> bytes:
     return buf.getvalue().encode("utf-8")
 
 
-def links_file(c: Corpus, method: str) -> bytes:
+def links_file(c, method: str) -> bytes:
     """The predicted links of ``method``, one line per pair in input order (0-based)."""
     return ("\n".join(c.links[method]) + "\n").encode("utf-8")
 
 
-def most_disagreeing(c: Corpus, k: int = 3) -> list[int]:
+def most_disagreeing(c, k: int = 3) -> list[int]:
     """1-based numbers of the pairs where softmax and transport disagree most."""
     order = sorted(range(len(c.pairs)), key=lambda t: (-c.disagreement[t], t))
     return [t + 1 for t in order[:k] if c.disagreement[t] > 0]
+
+
+def train_split(pairs) -> tuple[list, list]:
+    """A file's pairs with gold split for training an aligner: the last sixth (at least
+    one) to pick θ and the best epoch, the rest to train on; ([], []) with fewer than two."""
+    gold = [p for p in pairs if p.has_gold]
+    if len(gold) < 2:
+        return [], []
+    d = max(1, round(len(gold) / 6))
+    return gold[:-d], gold[-d:]

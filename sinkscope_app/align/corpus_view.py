@@ -1,11 +1,16 @@
-"""The Corpus view: upload a file of pairs, align every pair as a job of the session, then
-the table (sortable, a row opens the pair), the exports and the verdict: the methods ranked
+"""The Corpus view: upload a file of pairs, align every pair as the engine's job, then the
+table (sortable, a row opens the pair), the exports and the verdict: the methods ranked
 by total F1 (the best marked) with their intervals and settings, the paired comparisons,
 a chart zoomed to the range that separates them, and the command that prints the table.
+A file with gold can also train an aligner (the engine's ``train_aligner`` job), which
+the Pair view then offers as the method ``trained`` for this session, or which downloads.
 
-The uploaded file, the aligned corpus and the table's order are kept in the session: a
-rerun, a language switch, a trip to Pair and back, or another page and back find them as
-they were, and a running job goes on (its progress shown again), never starting over.
+The uploaded file, the job (its id also in the address: ``corpus_job``, ``aligner_job``)
+and the table's order are kept in the session: a rerun, a language switch, a trip to Pair
+and back, another page and back, a reload of the address, or a restarted front end on a
+served engine find the job as it was, running or ended, never starting it over. Stop
+keeps the pairs aligned so far, scored, as a partial result; a job the engine lost (its
+worker died) or that failed says so, with Restart.
 """
 
 from __future__ import annotations
@@ -16,20 +21,22 @@ import math
 import streamlit as st
 
 from engine import SinkscopeError, settings
-from engine.aligner.config import AlignerError
 from engine.alignment.readers import AlignFileError
+from engine.client import EngineUnavailable
 
-from .. import jobs, locale
+from .. import job_view, jobs, locale
 from ..inputs import md_text
 from . import calls, corpus
 from .corpus import MAX_CORPUS_PAIRS, MAX_UPLOAD_MB
-from .params import SOFTMAX_METHOD, TRANSPORT_METHOD, aligners
+from .params import SESSION_ALIGNERS, SOFTMAX_METHOD, TRANSPORT_METHOD, aligners
 from .pair import on_method
-from .words import (aligner_failed, column_names, file_error, paired_rows, ranked_rows,
-                    settings_words, table, unread_message, written)
+from .words import (column_names, file_error, paired_rows, ranked_rows, settings_words, table,
+                    unread_message, written)
 
-JOB = "align_corpus"
+JOB, TRAIN = "align_corpus", "align_aligner"  # the page's jobs (their ids: corpus_job, …)
+MARK, TRAIN_MARK = "_align_corpus_mark", "_align_aligner_mark"  # what each job was of
 HEADER_FONT_PX, HEADER_PAD_PX = 13, 32  # the grid's header text (text_px errs wide); padding
+EPOCHS = 2  # an aligner trained here: a class can wait for two epochs
 
 
 def _upload(t: dict):
@@ -76,75 +83,101 @@ def _rejected(name: str, raw: bytes, t: dict) -> str | None:
     return None if seen[1] is None else file_error(seen[1], t)
 
 
-def progress_text(job: jobs.Job, t: dict) -> str:
+def progress_text(status, t: dict) -> str:
     """What a corpus job is doing, in the page's words (its place in line while it waits)."""
-    num = locale.numbers(t["_lang"])
-    if job.state == "waiting":
-        return t["waiting"].format(place=num.count(max(job.place, 1)))
-    info, what = job.info, job.info.get("what", "…")
-    if what == "encode":
-        return t["computing"].format(done=num.count(info.get("done", 0)),
-                                     total=num.count(info.get("total", 0)))
-    return t["extracting_all"] if what == "links" else t["extracting"].format(method=what)
+    if status.state == "waiting":
+        return job_view.waiting(status, t["_lang"])
+    num, info = locale.numbers(t["_lang"]), status.info
+    return t["aligning"].format(done=num.count(info.get("done", 0)),
+                                total=num.count(info.get("total", 0)))
 
 
-def _start(t: dict, raw: bytes, name: str):
-    """The session's corpus job for this file and these settings: the running or finished
-    one, else a new one (None when the file cannot be read: the page says why)."""
+def _start(t: dict, raw: bytes, name: str) -> None:
+    """Start the corpus job for this file and these settings, unless the session's job is
+    of them already (running or ended)."""
     ss = st.session_state
     lower, one_based = bool(ss["align_lower"]), bool(ss.get("align_one_based"))
-    model, trained = calls.model_name(), calls.aligner_name() if aligners() else ""
-    key = corpus.corpus_key(raw, name, lower, one_based, model) + f":{trained}"
-    job = jobs.get(ss, JOB)
-    if job is not None and job.key == key:
-        return job
+    model = calls.model_name()
+    listed = list(_listed())  # (a job aligns by the operator's aligners only)
+    trained = calls.aligner_name() if calls.aligner_name() in listed else (
+        listed[0] if listed else "")
+    mark = corpus.corpus_key(raw, name, lower, one_based, model) + f":{trained}"
+    if ss.get(MARK) == mark and jobs.job_id(ss, JOB) is not None:
+        return
     try:
         pairs = corpus.read_file(raw, name, one_based, t)
     except (AlignFileError, SinkscopeError) as e:
         st.error(t["bad_file"].format(error=md_text(file_error(e, t), 400)))
+        return
+    if job_view.submit(JOB, corpus.job_body(pairs, name, one_based=one_based, lowercase=lower,
+                                            model=model, aligner=trained), t["_lang"],
+                      say=lambda e: _unread(e, t)):
+        ss[MARK] = mark
+
+
+def _unread(e: BaseException, t: dict) -> str | None:
+    """The page's sentence for a file's texts the model reads nothing of (None: others)."""
+    return unread_message(e, t) if getattr(e, "code", "") == "unread_pairs" else None
+
+
+def _listed() -> dict:
+    """The operator's aligners (a job aligns by them; a session's own aligner is for the
+    Pair view)."""
+    own = st.session_state.get(SESSION_ALIGNERS) or {}
+    return {k: v for k, v in aligners().items() if k not in own}
+
+
+def _run(t: dict):
+    """The session's corpus job: its progress until it ends (Stop ends it), then its result
+    (an ``engine.jobs.results.CorpusResult``; partial after Stop), or None with what the
+    page says (running on, lost, failed, nothing aligned)."""
+    ss, lang = st.session_state, t["_lang"]
+    status = job_view.find(JOB, lang)
+    if status is None:
         return None
-    try:
-        aligner = calls.load_aligner(trained, model) if trained else None
-    except AlignerError as e:  # the other methods go on without it
-        st.warning(aligner_failed(e, t))
-        aligner = None
-
-    def work(job: jobs.Job):
-        def report(share, what, **info):
-            job.report(share, what=what, **info)
-        return corpus.align_corpus(pairs, key, lower, model, report, aligner=aligner,
-                                   name=name, one_based=one_based)
-
-    return jobs.start(ss, JOB, key, work)
-
-
-def _run(t: dict, job: jobs.Job) -> corpus.Corpus | None:
-    """The job's progress until it ends (Stop ends it), then its corpus (None, with a
-    message, when it was stopped or failed)."""
-    if job.active:
+    if status.active:
         bar, stop = st.empty(), st.empty()
-        stop.button(t["stop"], key="align_stop", on_click=job.stop)
-        jobs.watch(job, lambda j: bar.progress(j.progress, text=progress_text(j, t)))
-        if job.active:  # (watched for jobs.WATCH_S only): the bar stays, the run ends
+        stop.button(t["stop"], key="align_stop", on_click=job_view.stop, args=(JOB,))
+        status = job_view.follow(JOB, lambda s: bar.progress(s.progress,
+                                                             text=progress_text(s, t)), lang)
+        if status is None or status.active:  # (followed for jobs.WATCH_S only): it runs on
             return None
         bar.empty()
         stop.empty()
-    if job.state == "stopped":
+    if status.state == "failed" and status.error is not None and \
+            status.error.code == "unread_pairs":  # the file's fault: Restart would not help
+        st.error(t["bad_file"].format(error=md_text(unread_message(status.error.exception(),
+                                                                   t), 400)))
+        return None
+    if job_view.trouble(status, JOB, lang, key="align_restart"):
+        return None
+    try:
+        c = jobs.result(ss, JOB)
+    except SinkscopeError as e:
+        st.error(t["bad_file"].format(error=md_text(file_error(e, t), 400)))
+        return None
+    if status.state == "failed" or c is None:
+        return None
+    if not c.pairs:  # stopped before a pair was aligned
         st.warning(t["corpus_stopped"])
-        st.button(t["run_again"], key="align_again",
-                  on_click=lambda: jobs.forget(st.session_state, JOB))
+        st.button(t["run_again"], key="align_again", on_click=_again)
         return None
-    if job.state == "failed":
-        e = job.error
-        shown = unread_message(e, t) if getattr(e, "code", "") == "unread_pairs" \
-            else file_error(e, t) if isinstance(e, SinkscopeError) else type(e).__name__
-        st.error(t["bad_file"].format(error=md_text(shown, 400)))
-        return None
-    st.session_state["_align_corpus"] = job.result
-    return job.result
+    if c.partial:
+        st.warning(t["corpus_partial"].format(n=locale.numbers(lang).count(len(c.pairs)),
+                                              total=locale.numbers(lang).count(c.n_total)))
+        st.button(t["run_again"], key="align_again", on_click=_again)
+    ss["_align_corpus"] = c
+    return c
 
 
-def open_row(c: corpus.Corpus, df, event) -> bool:
+def _again() -> None:
+    """Run again: forget the job, so that the kept file is aligned anew."""
+    ss = st.session_state
+    jobs.forget(ss, JOB)
+    ss.pop(MARK, None)
+
+
+def open_row(c, df, event) -> bool:
     """A row click opens that pair in the Pair view; True when it did (rerun then). The
     same selection is acted on once, so coming back to the table does not reopen it."""
     ss = st.session_state
@@ -152,7 +185,7 @@ def open_row(c: corpus.Corpus, df, event) -> bool:
         rows = [int(r) for r in event["selection"]["rows"]]
     except (KeyError, TypeError, ValueError):
         rows = []
-    mark = (c.key, tuple(rows))
+    mark = (jobs.job_id(ss, JOB), tuple(rows))
     if not rows or ss.get("_align_row_done") == mark or not 0 <= rows[0] < len(df):
         return False
     ss["_align_row_done"] = mark
@@ -170,7 +203,7 @@ def apply_pending() -> None:
     st.session_state.update(st.session_state.pop("_align_pending", None) or {})
 
 
-def _table(t: dict, c: corpus.Corpus):
+def _table(t: dict, c):
     """The corpus table in the order chosen (kept in the session); a row click opens it."""
     ss = st.session_state
     df = corpus.corpus_table(c)  # English column names: the CSV export's
@@ -209,7 +242,7 @@ def header_px(label: str, least: int = 64) -> int:
     return max(least, math.ceil(text_px(label, HEADER_FONT_PX) + HEADER_PAD_PX))
 
 
-def _exports(t: dict, c: corpus.Corpus, df) -> None:
+def _exports(t: dict, c, df) -> None:
     """The table as CSV and one method's links (labels wrap: a name is never cut)."""
     ss = st.session_state
     worst = corpus.most_disagreeing(c)
@@ -228,7 +261,7 @@ def _exports(t: dict, c: corpus.Corpus, df) -> None:
                        key="align_links", width="stretch")
 
 
-def _verdict(t: dict, c: corpus.Corpus, theme: str) -> None:
+def _verdict(t: dict, c, theme: str) -> None:
     """Which method wins and by how much: the ranking, the paired comparisons, the chart,
     the command that prints the same table, and every score."""
     import viz.align as va
@@ -254,7 +287,7 @@ def _verdict(t: dict, c: corpus.Corpus, theme: str) -> None:
         st.table(table(corpus.scores_rows(c, num), t), hide_index=True)
 
 
-def _done(t: dict, c: corpus.Corpus) -> str:
+def _done(t: dict, c) -> str:
     """What was aligned and scored: "3 pairs, 2 with gold; 1 without gold are not
     scored. …"."""
     num, k, n = locale.numbers(t["_lang"]), len(c.methods), len(c.pairs)
@@ -265,26 +298,134 @@ def _done(t: dict, c: corpus.Corpus) -> str:
 
 
 def corpus_view(t: dict, theme: str) -> None:
-    """The Corpus view: upload, align every pair (a job), table, exports, the verdict."""
+    """The Corpus view: upload, align every pair (a job), table, exports, the verdict, and
+    an aligner trained on the file's gold (a job)."""
+    ss, lang = st.session_state, t["_lang"]
     upload = _upload(t)
-    if upload is None:
+    if upload is not None:
+        _start(t, upload[1], upload[0])
+    elif jobs.job_id(ss, JOB) is None and not ss.get(jobs.key(JOB)):
         st.info(t["no_file"])
         return
-    job = _start(t, upload[1], upload[0])
-    c = _run(t, job) if job is not None else None
+    c = _run(t)
     if c is None:
         return
     if calls.served():
         st.caption(t["served_note"].format(url=settings.CONFIG.engine))
     st.success(_done(t, c))
-    lower, one_based = bool(st.session_state["align_lower"]), bool(
-        st.session_state.get("align_one_based"))
     if c.gold_column:
-        st.caption(t["corpus_tokens"].format(base="1" if one_based else "0",
-                                             lower=t["lower_on"] if lower else ""))
+        st.caption(t["corpus_tokens"].format(
+            base="1" if ss.get("align_one_based") else "0",
+            lower=t["lower_on"] if c.lowercase else ""))
     df = _table(t, c)
     _exports(t, c, df)
     if c.verdict is None:
         st.info(t["no_gold"])
+    else:
+        _verdict(t, c, theme)
+    if upload is not None:
+        training(t, upload, c)
+
+
+# --------------------------------------------------------------------------- an aligner
+def _train_pairs(upload) -> tuple[list, list]:
+    """(train, dev) pairs with gold of the kept file (read once per file)."""
+    ss = st.session_state
+    one_based = bool(ss.get("align_one_based"))
+    mark = (hashlib.sha256(upload[1]).hexdigest(), upload[0], one_based)
+    kept = ss.get("_align_train_pairs")
+    if kept is None or kept[0] != mark:
+        try:
+            pairs = corpus.read_file(upload[1], upload[0], one_based, {"_lang": "en"})
+        except SinkscopeError:
+            pairs = []
+        kept = (mark, corpus.train_split(pairs))
+        ss["_align_train_pairs"] = kept
+    return kept[1]
+
+
+def train_body(train, dev, *, model: str, lowercase: bool) -> dict:
+    """The ``train_aligner`` job: a Sinkhorn aligner on ``model`` (the engine's defaults,
+    :data:`EPOCHS` epochs) trained on ``train``, θ and its best epoch picked on ``dev``."""
+    return {"kind": "train_aligner",
+            "settings": {"name": "aligner", "model": model, "epochs": EPOCHS,
+                         "lowercase": bool(lowercase)},
+            "data": {"train": corpus.job_pairs(train), "dev": corpus.job_pairs(dev)}}
+
+
+def train_text(status, t: dict) -> str:
+    """What an aligner's training is doing, in the page's words."""
+    if status.state == "waiting":
+        return job_view.waiting(status, t["_lang"])
+    num, i = locale.numbers(t["_lang"]), status.info
+    if i.get("stage") in ("train", "dev"):
+        return t["train_epoch"].format(epoch=num.count(i.get("epoch", 1)),
+                                       epochs=num.count(i.get("epochs", 1)),
+                                       step=num.count(i.get("step", 0)),
+                                       steps=num.count(i.get("steps", 0)))
+    return t["train_preparing"]
+
+
+def _on_train(body: dict, mark) -> None:
+    if job_view.submit(TRAIN, body, st.session_state.get("lang", "en")):
+        st.session_state[TRAIN_MARK] = mark
+
+
+def _use(theta: float) -> None:
+    """Use the trained aligner in the Pair view (this session): register it with the
+    engine, then open the Pair view with it."""
+    ss = st.session_state
+    try:
+        name = jobs.register_aligner(ss, TRAIN, "aligner", theta)
+    except (SinkscopeError, EngineUnavailable) as e:
+        job_view.refused(TRAIN, e, ss.get("lang", "en"))
         return
-    _verdict(t, c, theme)
+    ss["_align_pending"] = {"align_view": "pair", "align_method": "trained",
+                            "align_aligner": name, "align_threshold": round(float(theta), 2)}
+
+
+def training(t: dict, upload, c) -> None:
+    """Train an aligner on the file's pairs with gold (a job), then use it in the Pair view
+    (method ``trained``) or download it."""
+    ss, lang = st.session_state, t["_lang"]
+    train, dev = _train_pairs(upload)
+    if not train:
+        return
+    num = locale.numbers(lang)
+    st.markdown("#### " + t["train_heading"])
+    mark = (hashlib.sha256(upload[1]).hexdigest(), c.model, c.lowercase)
+    st.caption(t["train_intro"].format(train=num.count(len(train)), dev=num.count(len(dev)),
+                                       epochs=num.count(EPOCHS)))
+    if ss.get(TRAIN_MARK) not in (None, mark):  # trained on another file: not this one's
+        jobs.forget(ss, TRAIN)
+        ss.pop(TRAIN_MARK, None)
+    status = job_view.find(TRAIN, lang)
+    st.button(t["train_button"], key="align_train", type="primary",
+              disabled=status is not None and status.active, on_click=_on_train,
+              args=(train_body(train, dev, model=c.model, lowercase=c.lowercase), mark))
+    if status is None:
+        return
+    if status.active:
+        bar, stop = st.empty(), st.empty()
+        stop.button(t["stop"], key="align_train_stop", on_click=job_view.stop, args=(TRAIN,))
+        status = job_view.follow(TRAIN, lambda s: bar.progress(s.progress,
+                                                               text=train_text(s, t)), lang)
+        if status is None or status.active:
+            return
+        st.rerun()  # the page again, with the button enabled and the result
+    if job_view.trouble(status, TRAIN, lang, key="align_train_restart"):
+        return
+    r = jobs.result(ss, TRAIN)
+    if r is None or r.run is None:
+        st.warning(t["train_stopped_early"])
+        return
+    run = r.run
+    st.success(t["train_done"].format(f1=num.fixed(run.dev_total_f1, 3),
+                                      theta=num.fixed(run.theta, 2),
+                                      best=num.count(run.best_epoch), epochs=num.count(run.epochs)))
+    u, d = st.columns(2)
+    u.button(t["train_use"], key="align_train_use", on_click=_use, args=(run.theta,),
+             width="stretch")
+    d.download_button(t["train_download"], data=jobs.zip_of(ss, TRAIN, "aligner"),
+                      file_name="sinkscope-aligner.zip", mime="application/zip",
+                      key="align_train_download", width="stretch")

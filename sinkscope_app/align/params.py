@@ -10,16 +10,19 @@ they are in (``sinkscope_app.history``). The corpus file is never in the address
 
 from __future__ import annotations
 
+import functools
+import time
 from typing import Any, Mapping
-from urllib.parse import urlencode
 
 import numpy as np
 
 from engine import settings
-from engine.alignment.api import DEFAULTS as ENGINE_DEFAULTS, opening
+from engine.alignment.live import MASS_STOPS, TAU_STOPS
+from engine.alignment.methods import DEFAULTS as ENGINE_DEFAULTS, opening
 
-from .. import engines, locale
+from .. import engines, jobs, locale
 from ..inputs import Param, Refused, Schema, choice, parse_bool, quote, text, to_float
+from ..links import compare_link  # noqa: F401  (the Pair view's link to Compare)
 
 METHODS = ("softmax-argmax", "softmax-both", "similarity-threshold", "sinkhorn-argmax",
            "sinkhorn-threshold", "exact", "partial", "unbalanced")
@@ -29,14 +32,13 @@ SOFTMAX_METHOD, TRANSPORT_METHOD = "softmax-argmax", "unbalanced"
 #: A trained aligner of the operator's list (``SINKSCOPE_ALIGNERS``), when there is one.
 TRAINED = "trained"
 OPENING = opening()  # the method and settings the Pair view opens at
-#: The τ slider's stops: 41 on a log scale from 0.01 to 100, and each method's tuned τ,
-#: so the Pair view opens exactly at the engine's settings.
-TAU_OPTIONS = tuple(sorted({float(f"{x:.3g}") for x in np.logspace(-2, 2, 41)}
-                           | {float(m.tau) for m in ENGINE_DEFAULTS["hidden"].values()}))
-#: The m slider's stops: every other m of the engine's grid (``extract.MASS_GRID``, k/51
-#: for k = 1 … 50, no m = 1), k = 2, 4, …, 50, to two decimals: 0.04 … 0.98, which holds
-#: the engine's default m = 0.98. m is the share of the shorter text's words moved.
-MASS_OPTIONS = tuple(round(k / 51, 2) for k in range(2, 51, 2))
+#: The τ slider's stops: 41 on a log scale from 0.01 to 100, and the tuned τ (4.94), so
+#: the Pair view opens exactly at the engine's settings; the m slider's: every other m of
+#: the engine's grid (k/51, k = 2, 4, …, 50: 0.04 … 0.98, with the default m = 0.98). The
+#: live payload's own stops (``engine.alignment.live``).
+TAU_OPTIONS, MASS_OPTIONS = TAU_STOPS, MASS_STOPS
+#: The session's own trained aligners (a job's, chosen for Align): name → θ.
+SESSION_ALIGNERS = jobs.SESSION_ALIGNERS
 VIEWS = ("pair", "corpus")
 LANGS = tuple(locale.LANGS)
 
@@ -64,17 +66,31 @@ def nearest_mass(x: float) -> float:
 
 
 def aligners() -> dict[str, float]:
-    """The operator's trained aligners the page offers (``SINKSCOPE_ALIGNERS``, folders
-    that hold an aligner): name → its θ, tuned on its dev pairs. Nothing with a served
-    engine, which aligns by the listed methods only."""
-    from engine.aligner.checkpoint import describe
-
-    if engines.current().served:
-        return {}
+    """The trained aligners the page offers: the engine's (the operator's
+    ``SINKSCOPE_ALIGNERS``, read where the engine runs), then those a job of this session
+    trained and the person chose to use (``FILE@JOB``, :data:`SESSION_ALIGNERS`): name →
+    its θ, tuned on its dev pairs."""
     try:
-        return {a.name: a.theta for a in describe()}
-    except ValueError:  # a malformed list: nothing offered (the engine's command says why)
-        return {}
+        listed = _listed(engines.current().name)
+    except Exception:  # a served engine away, a malformed list: none offered
+        listed = {}
+    try:
+        import streamlit as st
+
+        own = dict(st.session_state.get(SESSION_ALIGNERS) or {})
+    except Exception:  # no session (a test of the address alone)
+        own = {}
+    return {**listed, **own}
+
+
+@functools.lru_cache(maxsize=4)
+def _cached_listed(engine: str, minute: int) -> dict[str, float]:
+    return {a.name: float(a.theta) for a in engines.current().aligners()}
+
+
+def _listed(engine: str) -> dict[str, float]:
+    """The engine's aligners (asked again at most once a minute)."""
+    return dict(_cached_listed(engine, int(time.monotonic() // 60)))
 
 
 def methods() -> tuple[str, ...]:
@@ -142,6 +158,10 @@ def _only(method_of_value: tuple[str, ...]):
     return write
 
 
+def _job(value, state) -> str | None:
+    return str(value) if value else None
+
+
 # A change of nav is a history entry; a parameter missing from the address is its default.
 SCHEMA = Schema("align", (
     Param("align_view", "view", choice(VIEWS, "unknown_view"), default="pair",
@@ -176,6 +196,10 @@ SCHEMA = Schema("align", (
           doc="lower-case and split on whitespace, as the gold sets do"),
     Param("lang", "lang", choice(LANGS, "unknown_lang"),
           doc="en or es: the page's words, and the language its links carry"),
+    Param("align_corpus_job", "corpus_job", jobs.read_id, write=_job,
+          doc="the engine's job aligning the uploaded file (the Corpus view finds it again)"),
+    Param("align_aligner_job", "aligner_job", jobs.read_id, write=_job,
+          doc="the engine's job training an aligner on the uploaded file"),
 ), _resolve)
 
 
@@ -190,10 +214,3 @@ def parse_query(params: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
 def to_query(state: Mapping[str, Any]) -> dict[str, str]:
     """The URL for the current state (the corpus file is never in it)."""
     return SCHEMA.to_query({**DEFAULTS, "lang": locale.DEFAULT_LANG, **state})
-
-
-def compare_link(text_a: str, text_b: str, lang: str = "en") -> str:
-    """The main page's Compare view of a pair (its URL names ``a``, ``b``, ``view``), in
-    the page's language (``lang``, left out for English)."""
-    q = {"a": text_a, "b": text_b, "ex": "custom", "view": "compare"}
-    return "./?" + urlencode({**q, "lang": lang} if lang != "en" else q)

@@ -1,12 +1,14 @@
 """Lab (``/lab``): train a Sinkhorn Transformer and its baselines to a coupling system, live.
 
-The settings, Train (a job of the session: a progress bar and live held-out curves; Stop
-keeps the weights reached, and a click elsewhere, a language switch or another page and
-back leave it running), the held-out pairs drawn as couplings and as matrices with their
-second marginals, the "Error vs width" sweep, and word aligners trained on a person's file
-of gold alignments (:mod:`.aligners`), each a job too. The numbers come from
-``engine.lab`` and ``engine.aligner``, the figures from ``viz.lab``, every word from
-``text/lab.<lang>.json``, every number in the page's language.
+The settings, Train (the engine's job: a progress bar and live held-out curves; Stop keeps
+the weights reached; a click elsewhere, a language switch, another page and back, a
+reload of the address or a restarted front end on a served engine find it again), the
+held-out pairs drawn as couplings and as matrices with their second marginals (the
+engine's ``lab_predict``), the "Error vs width" sweep (a job too), and word aligners
+trained on a person's file of gold alignments (:mod:`.aligners`). A job the engine lost
+(its worker died) or that failed says so, with Restart. The numbers come from the engine,
+the figures from ``viz.lab``, every word from ``text/lab.<lang>.json``, every number in
+the page's language.
 """
 
 from __future__ import annotations
@@ -16,21 +18,20 @@ import time
 
 import streamlit as st
 
+from engine.client import EngineUnavailable
 from engine.errors import SinkscopeError
-from engine.lab.nets import MODELS
-from engine.lab.targets import NAMES
-from engine.lab.training import SWEEP_STEPS, LabSettings
+from engine.lab.config import MODELS, SWEEP_STEPS, TARGETS as NAMES, LabSettings
 from viz import lab as vlab
 
-from .. import frame, jobs, locale, where
-from . import aligners, runs
+from .. import frame, job_view, jobs, locale, outage, where
+from . import aligners
 from .params import D, DEFAULTS, EPS_CHOICES, SCHEMA, STEPS_MAX, WIDTH_MAX
 from .results import results, sweep_chart
 
 log = logging.getLogger("sinkscope.lab")
 KEEP = ("lab_depth", "lab_eps", "lab_pair", "lab_size", "lab_train_pairs",
         "lab_heldout_pairs", *aligners.KEYS)
-TRAIN, SWEEP = "lab_train", "lab_sweep"
+TRAIN, SWEEP = "lab_train", "lab_sweep"  # the page's jobs (ids: train_job, sweep_job)
 
 
 def chosen() -> LabSettings:
@@ -45,37 +46,28 @@ def _models() -> list[str]:
     return [m for m in MODELS if m in st.session_state["lab_models"]]
 
 
+def body(kind: str) -> dict:
+    """The job of the chosen settings and models (``lab_train`` or ``lab_sweep``)."""
+    fields = {k: v for k, v in chosen().to_dict().items() if k != "model"}
+    return {"kind": kind, "settings": {"models": _models(), **fields}, "data": {}}
+
+
 def on_train() -> None:
     ss = st.session_state
     if ss["lab_models"]:
         ss["lab_pair"], ss["lab_size"] = 0, D.points
-        jobs.forget(ss, TRAIN)
-        ss["_lab_results"] = jobs.start(ss, TRAIN, time.monotonic(),
-                                        runs.training(chosen(), _models())).result
+        job_view.submit(TRAIN, body("lab_train"), ss.get("lang", "en"))
 
 
 def on_stop() -> None:
-    ss = st.session_state
     for name in (TRAIN, SWEEP):
-        job = jobs.get(ss, name)
-        if job is not None:
-            job.stop()
-    res = ss.get("_lab_results")
-    if res and res["status"] == "training":
-        res["status"] = "stopped"
-
-
-def _running() -> bool:
-    """Whether a Lab job (training or the sweep) waits or runs: Stop is enabled only then."""
-    ss = st.session_state
-    return any(j is not None and j.active for j in (jobs.get(ss, TRAIN), jobs.get(ss, SWEEP)))
+        job_view.stop(name)
 
 
 def on_sweep() -> None:
     ss = st.session_state
     if ss["lab_models"]:
-        jobs.forget(ss, SWEEP)
-        jobs.start(ss, SWEEP, time.monotonic(), runs.sweep(chosen(), _models()))
+        job_view.submit(SWEEP, body("lab_sweep"), ss.get("lang", "en"))
 
 
 def on_model() -> None:
@@ -102,24 +94,24 @@ def settings_sidebar(ui: dict, num) -> None:
         st.number_input(ui["steps"], min_value=1, max_value=STEPS_MAX, step=50, key="lab_steps")
 
 
-def _buttons(ui: dict, num) -> None:
+def _buttons(ui: dict, num, running: bool) -> None:
     ss = st.session_state
     b = st.columns([1, 1, 2, 4], vertical_alignment="center")
     b[0].button(ui["train"], key="lab_train", type="primary", on_click=on_train,
                 disabled=not ss["lab_models"], width="stretch")
-    b[1].button(ui["stop"], key="lab_stop", on_click=on_stop, disabled=not _running(),
+    b[1].button(ui["stop"], key="lab_stop", on_click=on_stop, disabled=not running,
                 width="stretch")
     b[2].button(ui["sweep"], key="lab_sweep", on_click=on_sweep, disabled=not ss["lab_models"],
                 width="stretch", help=ui["sweep_help"].format(
                     steps=num.count(min(int(ss["lab_steps"]), SWEEP_STEPS))))
 
 
-def progress_text(job: jobs.Job, ui: dict, num) -> str:
+def progress_text(status, ui: dict, num, lang: str = "en") -> str:
     """What a Lab job is doing, in the page's words (its place in line while it waits)."""
-    if job.state == "waiting":
-        return ui["waiting"].format(place=num.count(max(job.place, 1)))
-    i = job.info
-    if job.name == SWEEP:
+    if status.state == "waiting":
+        return job_view.waiting(status, lang)
+    i = status.info
+    if status.kind == "lab_sweep":
         return ui["sweeping"].format(width=i.get("width", ""), model=ui["models"].get(
             i.get("model"), ""))
     return ui["training"].format(model=ui["models"].get(i.get("model"), ""),
@@ -127,36 +119,37 @@ def progress_text(job: jobs.Job, ui: dict, num) -> str:
                                  steps=num.count(i.get("steps", 0)))
 
 
-def _watch(fr: frame.Frame, ui: dict, bar, curves_slot) -> None:
+def _follow(fr: frame.Frame, ui: dict, found: dict, bar, curves_slot) -> bool:
     """The running jobs' progress (and, while training, the curves growing) until they end:
     training, then the sweep (a job that waits for the other shows its place in line).
-    Once they have ended the page runs again, so that Stop is disabled."""
-    ss = st.session_state
+    True when the page must run again (a job ended while it was followed: Stop off, the
+    results on)."""
     drawn = {"at": 0.0, "n": 0}
 
-    def draw(j: jobs.Job) -> None:
-        bar.progress(j.progress, text=progress_text(j, ui, fr.num))
-        res = j.result
-        if j.name == TRAIN and res and time.monotonic() - drawn["at"] > 1.0:
+    def draw(s) -> None:
+        bar.progress(s.progress, text=progress_text(s, ui, fr.num, fr.lang))
+        res = s.partial
+        if s.kind == "lab_train" and res is not None and hasattr(res, "curves") and \
+                time.monotonic() - drawn["at"] > 1.0:
             drawn["at"], drawn["n"] = time.monotonic(), drawn["n"] + 1
             curves_slot.plotly_chart(curves_figure(res, ui, fr), key=f"lab_live_{drawn['n']}",
                                      width="stretch")
 
     ended = False
-    for job in (jobs.get(ss, TRAIN), jobs.get(ss, SWEEP)):
-        if job is not None and job.active:
-            jobs.watch(job, draw)
-            if job.active:  # (watched for jobs.WATCH_S only): the bar stays, the run ends
-                return
+    for name in (TRAIN, SWEEP):
+        s = found.get(name)
+        if s is not None and s.active:
+            s = job_view.follow(name, draw, fr.lang)
+            if s is None or s.active:  # (followed for jobs.WATCH_S only): it runs on
+                return False
             ended = True
     bar.empty()
-    if ended:  # drawn while a job ran (Stop enabled): the page again, with what it reached
-        st.rerun()
+    return ended
 
 
-def curves_figure(res: dict, ui: dict, fr: frame.Frame):
-    return vlab.loss_curves(res["curves"], labels=ui["models"], title=ui["curves_title"],
-                            words=words_of(ui), total_steps=res["steps"], theme=fr.theme,
+def curves_figure(res, ui: dict, fr: frame.Frame):
+    return vlab.loss_curves(res.curves, labels=ui["models"], title=ui["curves_title"],
+                            words=words_of(ui), total_steps=res.steps, theme=fr.theme,
                             num=fr.num)
 
 
@@ -167,21 +160,25 @@ def words_of(ui: dict) -> dict:
 
 
 def _settle() -> None:
-    """The session's state: defaults, and results left "training" by a run that is not
-    running (a previous session's, or a server restart) marked stopped."""
+    """The session's state: defaults."""
     ss = st.session_state
     for k, v in DEFAULTS.items():
         ss.setdefault(k, v)
-    job, res = jobs.get(ss, TRAIN), ss.get("_lab_results")
-    if job is not None and job.result is not None:
-        ss["_lab_results"] = res = job.result
-    if res and res["status"] == "training" and not (job and job.active):
-        res["status"] = "stopped"
+
+
+def _result(name: str, status):
+    """An ended job's result (None while it runs, or without one)."""
+    if status is None or status.active:
+        return None
+    try:
+        return jobs.result(st.session_state, name)
+    except SinkscopeError:
+        return None
 
 
 def show(fr: frame.Frame) -> None:
     """The Lab page, in the frame ``fr``."""
-    ss, ui = st.session_state, fr.words
+    ui = fr.words
     _settle()
     settings_sidebar(ui, fr.num)
     st.markdown(f"### {ui['heading']}")
@@ -190,16 +187,30 @@ def show(fr: frame.Frame) -> None:
     st.markdown(ui["theorem"])
     st.page_link(where.page("learn"), label=ui["learn_link"], icon=":material/school:",
                  query_params={"step": "8", "lang": fr.lang})
-    _buttons(ui, fr.num)
+    try:
+        found = {name: jobs.find(st.session_state, name) for name in (TRAIN, SWEEP)}
+        for name in (TRAIN, SWEEP):
+            job_view.notices(name, fr.lang)
+    except EngineUnavailable as e:
+        _buttons(ui, fr.num, False)
+        outage.notice(e, fr.lang)
+        return
+    _buttons(ui, fr.num, any(s is not None and s.active for s in found.values()))
     status, bar, curves_slot = st.empty(), st.empty(), st.empty()
     try:
-        _watch(fr, ui, bar, curves_slot)
-        _settle()
-        results(fr, status, curves_slot, ss.get("_lab_results"))
-        sweep_chart(fr, jobs.get(ss, SWEEP))
+        if _follow(fr, ui, found, bar, curves_slot):
+            st.rerun()  # the page again, with what the jobs reached
+        train, sweep = found[TRAIN], found[SWEEP]
+        lost = train is not None and job_view.trouble(train, TRAIN, fr.lang, key="lab_restart")
+        results(fr, status, curves_slot, None if lost else _result(TRAIN, train), job=train)
+        if sweep is not None and not job_view.trouble(sweep, SWEEP, fr.lang,
+                                                      key="lab_sweep_restart"):
+            sweep_chart(fr, _result(SWEEP, sweep))
         aligners.section(fr)
     except SinkscopeError as e:
         st.error(ui["error"].format(error=locale.error(e, fr.lang)))
+    except EngineUnavailable as e:
+        outage.notice(e, fr.lang)
     except Exception as e:  # never show a traceback to a visitor; log it for operators
         log.exception("lab page failed")
         st.error(ui["error"].format(error=type(e).__name__))

@@ -1,5 +1,6 @@
 """The Lab page's state and its address: ``/lab?target=whitened&lang=es`` (and the
-models, width and steps, ``?models=sinkhorn,softmax&width=8&steps=150``).
+models, width and steps, ``?models=sinkhorn,softmax&width=8&steps=150``; the engine's
+jobs it follows, ``train_job``, ``sweep_job``, ``compare_job``).
 
 Each value is checked with the lab's own checks; a hostile one (``steps=²``, a 5,000-digit
 number, an unknown target) is replaced by its default or clamped, with a notice.
@@ -9,12 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.lab.config import DEFAULT_TARGET, MODELS, TARGETS as NAMES, LabSettings
 from engine.lab.errors import LabError, check_whole
-from engine.lab.nets import MODELS
-from engine.lab.targets import DEFAULT_TARGET, NAMES
-from engine.lab.training import LabSettings
 
-from .. import locale
+from .. import jobs, locale
 from ..inputs import Param, Refused, Schema, choice, quote, to_int
 
 D = LabSettings()
@@ -56,6 +55,10 @@ def _whole(name: str, hi: int):
     return read
 
 
+def _job(value, state) -> str | None:
+    return str(value) if value else None
+
+
 SCHEMA = Schema("lab", (
     Param("lab_target", "target", choice(NAMES, "unknown_target"), default=DEFAULT_TARGET,
           doc="the coupling system trained to"),
@@ -68,4 +71,10 @@ SCHEMA = Schema("lab", (
           doc=f"training steps, 1–{STEPS_MAX}"),
     Param("lang", "lang", choice(tuple(locale.LANGS), "unknown_lang"),
           doc="en or es"),
+    Param("lab_train_job", "train_job", jobs.read_id, write=_job,
+          doc="the engine's job training the models (the page finds it again)"),
+    Param("lab_sweep_job", "sweep_job", jobs.read_id, write=_job,
+          doc="the engine's job running the width sweep"),
+    Param("lab_text_job", "compare_job", jobs.read_id, write=_job,
+          doc="the engine's job of the text comparison (two aligners trained, compared)"),
 ))

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine import settings
-from engine.lab.toy import PRESETS, SHIFT_MAX, SHIFT_MIN
+from engine.lab.clouds import PRESETS, SHIFT_MAX, SHIFT_MIN
 
 from ..locale import DEFAULT_LANG, LANGS
 from ..inputs import MARKDOWN, Param, Parsed, Refused, Schema, cut, parse_bool, quote, to_float
-from ..main.params import DEFAULTS as MAIN_DEFAULTS
+from ..links import DEFAULT_TEXTS as MAIN_DEFAULTS
 from .text import N_STEPS
 
 SHIFT_STEP = 0.25

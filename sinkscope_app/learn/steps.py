@@ -1,9 +1,10 @@
 """The eight steps of the Learn page. Each ``step_*`` writes its text and at most two
 controls into the left column and its one live figure into the right one.
 
-Numbers come from the engine (the toy clouds through :mod:`engine.lab.toy`, your texts
-through the cached :mod:`.compute`), figures from :mod:`viz.learn`; nothing here
-computes mathematics itself. Widget keys are fixed (``learn_*``) and the text a step
+Numbers come from the engine (the toy clouds' plans through the engine interface's
+``toy``, your texts through the cached :mod:`.compute`), figures from :mod:`viz.learn`;
+nothing here computes mathematics itself (the clouds themselves and what a plan sends
+and receives are :mod:`engine.lab.clouds`, numpy only). Widget keys are fixed (``learn_*``) and the text a step
 shows is filled with the numbers its figure shows.
 """
 
@@ -14,7 +15,6 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
-from urllib.parse import urlencode
 
 import numpy as np
 import plotly.graph_objects as go
@@ -22,14 +22,14 @@ import streamlit as st
 
 from engine import settings
 
-from engine.lab import toy
+from engine.lab import clouds as toy
 from engine.settings import DEFAULT_HALF_STEPS, Settings
 from engine.relation.summary import Numbers
 from viz import learn as vl
 
-from .. import compute, locale, where
-from ..main.params import DEFAULTS as MAIN_DEFAULTS, to_query as main_query
-from ..main.views import chart
+from .. import compute, engines, locale, where
+from ..charts import chart
+from ..links import main_link
 from .params import SHIFT_STEP
 from .text import PRESETS, WORDS, WORDS_TEXT, Step
 
@@ -86,26 +86,32 @@ def _clouds(preset: str, shift: float) -> toy.Clouds:
     return toy.clouds(preset, shift)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+def _plan(preset: str, shift: float, plan: str, **kw) -> toy.ToyPlan:
+    """One plan between the clouds, by the engine (``toy``; kept by :func:`_cached`)."""
+    return _cached(engines.current().name, preset, float(shift), plan, tuple(sorted(kw.items())))
+
+
+@st.cache_data(show_spinner=False, max_entries=1024)
+def _cached(engine: str, preset: str, shift: float, plan: str, kw: tuple) -> toy.ToyPlan:
+    return engines.current().toy(preset, shift, plan, **dict(kw))
+
+
 def _softmax(preset: str, shift: float, cost: str = "distance") -> np.ndarray:
-    return toy.softmax_plan(_clouds(preset, shift), 1.0, cost)
+    return _plan(preset, shift, "softmax", cost=cost).plan
 
 
-@st.cache_data(show_spinner=False, max_entries=512)
 def _half(preset: str, shift: float, t: int, cost: str = "distance"):
-    c = toy.half_steps(_clouds(preset, shift), t, 1.0, cost)
-    return c.plan, float(c.row_err[-1]), float(c.col_err[-1])
+    p = _plan(preset, shift, "half_steps", t=int(t), cost=cost)
+    return p.plan, float(p.row_err), float(p.col_err)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
 def _coupling(preset: str, shift: float, eps: float, cost: str = "distance"):
-    k = toy.coupling(_clouds(preset, shift), eps, cost)
-    return k.plan, bool(k.converged)
+    p = _plan(preset, shift, "coupling", eps=float(eps), cost=cost)
+    return p.plan, bool(p.converged)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
 def _exact(preset: str, shift: float) -> np.ndarray:
-    return toy.exact(_clouds(preset, shift))
+    return _plan(preset, shift, "exact").plan
 
 
 def _toy(ss) -> tuple[str, float, toy.Clouds]:
@@ -286,12 +292,11 @@ def _relation(ctx: Ctx, eps: float = 1.0):
 def main_page_link(ctx: Ctx, eps: float) -> str:
     """A relative link to the main page showing these texts at these settings."""
     ss = st.session_state
-    state = dict(MAIN_DEFAULTS, ex=ss.get("ex", "custom"), a=ctx.text_a, b=ctx.text_b,
-                 mode="separate", layer=ctx.n_layers - 1, head="mean",
-                 weights=TEXT_WEIGHTS, eps=float(eps),
-                 steps=min(TEXT_HALF_STEPS, settings.CONFIG.max_half_steps),
-                 view="compare", model=ctx.model, lang=ctx.lang)
-    return "./?" + urlencode(main_query(state))
+    return main_link({"ex": ss.get("ex", "custom"), "a": ctx.text_a, "b": ctx.text_b,
+                      "mode": "separate", "layer": ctx.n_layers - 1, "head": "mean",
+                      "weights": TEXT_WEIGHTS, "eps": float(eps),
+                      "steps": min(TEXT_HALF_STEPS, settings.CONFIG.max_half_steps),
+                      "view": "compare", "model": ctx.model}, ctx.lang)
 
 
 def step_texts(ctx: Ctx, left, right) -> None:

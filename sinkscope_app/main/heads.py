@@ -7,7 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from engine import settings
+from engine import SinkscopeError, settings
 from engine.types import Relation
 from viz import grid as vgrid
 
@@ -65,9 +65,16 @@ def render_heads(r: Relation, ctx: Ctx, theme: str, img: str) -> list[go.Figure]
         st.info(w["too_many"].format(n=n, m=m, heads=heads,
                                      cells=ctx.num.count(settings.CONFIG.grid_max_cells)))
         return []
-    with st.spinner(w["relating"].format(heads=heads)):
-        g = compute.grid(ctx.a, ctx.b, ctx.settings.replace(eps=float(r.eps),
-                                                            half_steps=int(r.half_steps)))
+    try:
+        with st.spinner(w["relating"].format(heads=heads)):
+            g = compute.grid(ctx.a, ctx.b, ctx.settings.replace(eps=float(r.eps),
+                                                                half_steps=int(r.half_steps)))
+    except SinkscopeError as e:
+        if getattr(e, "code", "") != "answer":  # (a served engine's bound on its answers)
+            raise
+        st.info(w["too_large_served"].format(n=n, m=m, heads=heads, mb=ctx.num.count(
+            round(int(e.params.get("limit", 0)) / 2**20))))
+        return []
     plans = {"sinkhorn": g.coupling.plan, "softmax": g.softmax_plan,
              "difference": g.coupling.plan - g.softmax_plan}[kind]
     values = np.asarray(getattr(g.summary, gval), dtype=float)

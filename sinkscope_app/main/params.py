@@ -20,6 +20,7 @@ from engine.settings import (DEFAULT_EPS, DEFAULT_HALF_STEPS, DEFAULT_MODEL, MOD
 
 from .. import locale
 from ..examples import sentence_sets
+from ..links import DEFAULT_TEXTS
 from ..inputs import (Message, Param, Parsed, Quoted, Refused, Schema, choice, flag, quote,
                       text, to_float, to_int)
 
@@ -72,9 +73,7 @@ IMAGE_FORMATS = ("png", "svg")
 LANGS = locale.LANGS  # the page's languages, as the picker names them
 
 DEFAULTS: dict[str, Any] = {
-    "a": "I sat on the bank of the river and watched the water.",
-    "b": "She went to the bank to deposit her money.",
-    "ex": "bank",
+    **DEFAULT_TEXTS,  # (shared with Learn: sinkscope_app.links)
     "model": DEFAULT_MODEL,
     "mode": "separate",
     "layer": -1,  # resolved to the last layer once the model is known

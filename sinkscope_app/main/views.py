@@ -17,12 +17,11 @@ from engine import settings
 from engine.settings import Settings
 from engine.types import Relation
 from viz import bipartite, clouds, diagnostics, heatmaps
-from viz.theme import plotly_config as theme_config
-from viz.theme import present as present_figure
 
 from .. import compute, locale
 from ..about import about
-from ..live import FAILED, chart as live_chart
+from ..charts import chart  # noqa: F401  (the views' charts; heads and sentences too)
+from ..live import FAILED
 from . import calls
 from .params import CSCALES, CVIEWS, EDGES_MAX, GRAPH_WHICH, METHODS, SPACES, THR_STOPS, TOPK_MAX
 
@@ -87,27 +86,6 @@ class Ctx:
 
 
 PRESENT_COMPARE_HEIGHT = 720  # px: sliders and both maps on one 1920 × 1080 screen
-
-
-def chart(fig: go.Figure, name: str, img: str, *, key: str, live: bool = True,
-          bind: dict | None = None, present: bool = False,
-          present_height: int | None = None, failed: str = FAILED, **kw):
-    """A plotly chart in our theme (not Streamlit's), with a PNG/SVG download button.
-
-    ``live`` charts update in place when a slider moves (:mod:`sinkscope_app.live`), and
-    a chart with ``bind`` (:func:`bind`) takes the live sliders' frames in the browser;
-    charts that send selection events back (the All heads grid) or animate (ε path) use
-    ``st.plotly_chart``. With ``present`` (the page's presentation mode, passed in: a
-    chart never reads the session) the chart's text is scaled up (``viz.theme.present``),
-    to ``present_height`` pixels high when given. ``failed`` is what a live chart says when
-    plotly.js fails (its ``{error}`` field the message), in the page's language.
-    """
-    if present:
-        fig = present_figure(fig, height=present_height)
-    config = theme_config(img, name)
-    if live:
-        return live_chart(fig, key=key, config=config, bind=bind, failed=failed)
-    return st.plotly_chart(fig, theme=None, width="stretch", config=config, key=key, **kw)
 
 
 def bind(r: Relation, ctx: Ctx) -> dict | None:

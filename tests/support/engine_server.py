@@ -24,11 +24,13 @@ class EngineProcess:
     as needed (the port stays the same, as after an operator's restart). Its output goes to
     ``log`` (by default a file in a new temporary folder, made at the first launch)."""
 
-    def __init__(self, port: int, *args: str, log: Path | None = None):
+    def __init__(self, port: int, *args: str, log: Path | None = None,
+                 root: Path | None = None):
         self.port, self.args = port, args
         self.url = f"http://127.0.0.1:{port}"
         self.proc: subprocess.Popen | None = None
         self.log = log
+        self.root = root or ROOT  # the checkout whose engine runs (its code on PYTHONPATH)
 
     def start(self, timeout: float = 180) -> None:
         """Start the engine and return once it answers its health check."""
@@ -39,12 +41,14 @@ class EngineProcess:
         """Start the engine's process and return at once (:meth:`wait_ready` waits for it).
         Call it from the thread that outlives the engine (see ``die_with_parent``)."""
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "RAY_AUTH_MODE": "disabled"}
+        if self.root != ROOT:
+            env["PYTHONPATH"] = str(self.root)
         if self.log is None:
             self.log = Path(tempfile.mkdtemp(prefix="sinkscope-engine-")) / "engine.log"
         with open(self.log, "a") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "engine", "serve", "--port", str(self.port),
-                 *self.args], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                 *self.args], cwd=self.root, env=env, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group: stop() kills all of it
                 preexec_fn=die_with_parent())  # and SIGTERM (Serve and Ray shut down) if we die
 
