@@ -8,7 +8,7 @@ through ASGI, without Ray: Serve's batch queue is replaced by single calls (the 
 tested on a real Serve in tests/test_service.py), and the board of jobs by the embedded
 engine's threads (:class:`engine.serving.jobs_api.ThreadJobs`), each job stopped by a zero
 deadline before it computes and at most two waiting (the jobs themselves are tested in
-tests/test_job_kinds.py and tests/test_jobs_served.py). The work budgets are set low, so a
+tests/test_job_kinds.py and tests/test_service.py). The work budgets are set low, so a
 valid request that asks for much is refused at once (413, documented) instead of computing
 for seconds. A body the document allows is accepted (2xx), refused over a budget (413), or
 refused by one of the rules the document states beside its schema (422 with one of

@@ -6,7 +6,8 @@ and Ray down. Requests are modest (2 shared cores) but cover what the issue asks
 agreement to 1e-12, 16 concurrent clients batched (encoding new texts, and solving
 slider moves on the same texts), both replicas answering, every bad
 request (and 200 garbage ones in a burst) answered with its status while the service stays
-healthy, a stop and restart seen by the client, the app through AppTest.
+healthy, a stop and restart seen by the client, the app through AppTest, and the engine's
+jobs over HTTP (progress, place in line, Stop, results, codes, an aligner's zip).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import json
 import os
 import threading
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -33,10 +35,12 @@ from engine.serving.client import (EngineClient, EngineUnavailable,  # noqa: E40
                                    RequestTooLarge, ServedModel)
 from engine.errors import ModelError, SettingsError, TextError  # noqa: E402
 from engine.io.export import relation_document, relation_from_dict  # noqa: E402
+from engine.jobs import results  # noqa: E402
 from engine.serving import wire  # noqa: E402
 from tests.support.engine_server import scripted  # noqa: E402
 from tests.support.server import free_port  # noqa: E402
 from tests.support.apptest import data as component_data  # noqa: E402
+from tests.test_aligner import synthetic_pairs  # noqa: E402
 
 pytestmark = [pytest.mark.service, pytest.mark.slow, pytest.mark.model]
 
@@ -874,6 +878,116 @@ T256 = " ".join(["river bank money water loan quiet house morning"] * 32)
 U256 = " ".join(["people walk talk city market bridge boat stone"] * 32)
 HEAVY = {"text_a": T256, "text_b": U256, "layer": 5, "head": 3, "eps": 0.001,
          "half_steps": 25_000, "tol": 1e-300}  # 1.6e9 of 2e9: seconds to minutes of work
+
+
+# --------------------------------------------------------------------------- jobs
+# The engine's jobs on this service (before the listeners' check below, which then covers
+# their workers and board too): a Lab training's progress, place in line, Stop keeping its
+# partial, results as JSON and NPZ; codes for bad jobs; an aligner trained as a job,
+# downloaded as a zip. A job's worker killed under the page: test_service_browser's tour.
+LAB = {"models": ["sinkhorn", "softmax"], "train_pairs": 32, "heldout_pairs": 8, "width": 4,
+       "depth": 1, "half_steps": 10, "eval_every": 5}
+
+
+def job_call(url: str, method: str, path: str, body=None, accept: str = wire.JSON):
+    """(status, headers, decoded answer) of one request to the jobs' routes."""
+    r = HTTP.request(method, url + path, body=None if body is None else json.dumps(body),
+                     headers={"Accept": accept, "Content-Type": wire.JSON})
+    assert b"Traceback" not in r.data
+    media = r.headers.get("Content-Type", "").split(";")[0]
+    if media == "application/zip":
+        return r.status, r.headers, r.data
+    return r.status, r.headers, wire.loads(r.data, wire.NPZ if media == wire.NPZ else wire.JSON)
+
+
+def until(cond, seconds: float = 180.0, every: float = 0.05):
+    end = time.monotonic() + seconds
+    while True:
+        value = cond()
+        if value:
+            return value
+        assert time.monotonic() < end, "timed out"
+        time.sleep(every)
+
+
+def test_a_lab_training_reports_waits_in_line_and_stop_keeps_its_partial(url):
+    status, _, first = job_call(url, "POST", "/v1/jobs",
+                            {"kind": "lab_train", "settings": {**LAB, "steps": 20000}})
+    assert status == 202 and first["state"] in ("waiting", "running")
+    assert first["resources"] == {"num_cpus": 1.0, "num_gpus": 0.0}
+    status, _, second = job_call(url, "POST", "/v1/jobs",
+                             {"kind": "lab_sweep", "settings": {**LAB, "steps": 3}})
+    assert status == 202 and second["state"] == "waiting" and second["place"] >= 1
+    job = f"/v1/jobs/{first['id']}"
+    running = until(lambda: (s := job_call(url, "GET", job)[2])["state"] == "running"
+                    and s["progress"] > 0 and s["partial"] and s)
+    assert running["info"]["stage"] == "train" and running["worker"]["pid"] > 0
+    assert job_call(url, "GET", f"/v1/jobs/{second['id']}")[2]["place"] == 1
+    status, _, err = job_call(url, "GET", job + "/result")
+    assert status == 409 and err["error"]["code"] == "job_not_ended"
+    partial = results.JobStatus.from_dict(running).partial
+    assert partial.status == "partial" and len(partial.curves["sinkhorn"][0]) >= 1
+    status, _, gone = job_call(url, "DELETE", f"/v1/jobs/{second['id']}")  # waiting: at once
+    assert status == 200 and gone["state"] == "stopped"
+    job_call(url, "DELETE", job)
+    end = until(lambda: (s := job_call(url, "GET", job)[2])["state"] != "running" and s)
+    assert end["state"] == "stopped" and end["reason"] == "requested"
+    as_json = results.read(job_call(url, "GET", job + "/result")[2])
+    as_npz = results.read(job_call(url, "GET", job + "/result", accept=wire.NPZ)[2])
+    assert as_json.status == as_npz.status == "stopped" and as_json.runs == as_npz.runs
+    steps = as_json.curves["sinkhorn"][0]
+    assert steps[0] == 5 and steps[-1] < 20000 and as_npz.curves == as_json.curves
+    for k, w in as_npz.weights["sinkhorn"].items():
+        np.testing.assert_array_equal(w, as_json.weights["sinkhorn"][k])
+    # The held-out view of the trained weights, over HTTP and embedded: the same numbers.
+    from sinkscope_app.engines import Embedded
+
+    client = EngineClient(url)
+    served = client.lab_predict(as_npz.settings["sinkhorn"], as_npz.weights, 8, 2)
+    here = Embedded().lab_predict(as_npz.settings["sinkhorn"], as_npz.weights, 8, 2)
+    np.testing.assert_allclose(served.plans["sinkhorn"], here.plans["sinkhorn"], atol=1e-6)
+    np.testing.assert_array_equal(served.target, here.target)
+
+
+def test_jobs_errors_have_codes(url):
+    status, _, e = job_call(url, "GET", "/v1/jobs/no-such-job")
+    assert status == 404 and e["error"]["code"] == "job_not_found"
+    status, _, e = job_call(url, "POST", "/v1/jobs", {"kind": "lab_train", "settings": {
+        "steps": 20000, "width": 256, "depth": 8}})
+    assert status == 413 and e["error"]["code"] == "job_work"
+    assert e["error"]["params"]["env"] == "SINKSCOPE_JOB_WORK_LAB"
+    status, _, e = job_call(url, "POST", "/v1/jobs", {"kind": "lab_train",
+                                                  "settings": {"width": 999}})
+    assert status == 422 and "width must be a whole number from 1 to 256" in \
+        e["error"]["message"]
+    status, _, e = job_call(url, "POST", "/v1/jobs", {"kind": "align_corpus", "data": {
+        "pairs": [{"text_a": "a b", "text_b": "c", "gold": "0-4"}]}})
+    assert status == 422 and e["error"]["code"] == "link_out_of_range"
+    status, _, e = job_call(url, "POST", "/v1/jobs", {"kind": "nope"})
+    assert status == 422 and e["error"]["code"] == "job_kind"
+    status, _, e = job_call(url, "POST", "/v1/jobs", {"kind": "compare_text", "settings": {
+        "model": "nope"}, "data": {"pairs": [{"text_a": "a", "text_b": "b", "gold": ""}] * 4}})
+    assert status == 422 and e["error"]["code"] == "job_model"
+
+
+def test_an_aligner_trained_as_a_job_downloads_as_a_zip(url, tmp_path):
+    from engine.aligner import checkpoint
+    from engine.relation.relate import default_encoder
+
+    pairs = [p.to_dict() for p in synthetic_pairs(8, 2)]
+    client = EngineClient(url)
+    st = client.start_job({"kind": "train_aligner",
+                           "settings": {"name": "served", "epochs": 1, "batch": 4},
+                           "data": {"train": pairs[:6], "dev": pairs[6:]}})
+    end = until(lambda: (s := client.job(st.id)).state not in ("waiting", "running") and s,
+                240.0, 0.25)
+    assert end.state == "done" and end.files == ("aligner",)
+    r = client.job_result(st.id)
+    assert r.name == "served" and r.run.epochs == 1
+    with zipfile.ZipFile(io.BytesIO(client.job_zip(st.id))) as z:
+        z.extractall(tmp_path)
+    back = checkpoint.load(tmp_path / "served", encoder=default_encoder())
+    assert back.theta == pytest.approx(r.run.theta)
 
 
 def busy_after(pids, since: float) -> float:
