@@ -10,7 +10,9 @@ navigation parameters browser-history entries, reads the page's address when the
 is first opened in the session or through Back and Forward (its declared
 :class:`~sinkscope_app.inputs.Schema`, notices in the page's language), and draws the
 sidebar's head: the language picker and the links to the other pages, carrying the
-language. After the page, the frame writes the page's state back into the address.
+language. After the page, the frame writes the page's state back into the address. A
+fragment asks for the frame through :func:`for_fragment`: run alone after a change outside
+it, it runs the whole page instead.
 
 A page is a module with ``SCHEMA`` (its address), ``show(fr)`` (the page itself, given
 the :class:`Frame`), and optionally ``KEEP`` (more session keys to keep alive),
@@ -56,6 +58,8 @@ class Frame:
             ``SHORT_LINKS`` opened at an address without a bad value, which says its state
             already (a missing parameter is its default); written before the page's
             history script runs, the address would be a history entry of its own.
+        drawn: the page's controls outside its fragments as the page was drawn with them
+            (:func:`page_state`), once the page has run (None while it runs).
     """
 
     page: str
@@ -68,6 +72,7 @@ class Frame:
     warnings: list[str] = field(default_factory=list)
     keep_address: bool = False
     in_place: bool = False
+    drawn: dict | None = None
 
     @property
     def module(self):
@@ -114,12 +119,34 @@ def route() -> None:
     except StopException:
         fr.sync()
         raise
+    fr.drawn = page_state(fr.module)
     fr.sync()
 
 
 def current() -> Frame:
     """The frame of the page running in this session (a page calls it first)."""
     return st.session_state["_frame"]
+
+
+def page_state(module) -> dict:
+    """The page's controls that live outside its fragments (``scope="page"``, the
+    language among them), as the session holds them now."""
+    ss = st.session_state
+    return {p.key: ss.get(p.key) for p in module.SCHEMA.params if p.scope != "view"}
+
+
+def for_fragment() -> Frame:
+    """The frame, for a fragment (its first call): in a run of the fragment alone, when a
+    control outside it changed since the page was drawn, the whole page runs instead.
+
+    Streamlit (1.67) sends the widget changes of one moment in one rerun, scoped to the
+    first one's fragment: a click on the language picker that takes the focus off a live
+    slider (whose release sends its value) ran only the sliders' fragment, drawn with the
+    old frame (its language, its texts) while the address took the new language."""
+    fr = current()
+    if fr.drawn is not None and fr.drawn != page_state(fr.module):
+        st.rerun(scope="app")
+    return fr
 
 
 def language(read: bool) -> str:

@@ -55,7 +55,9 @@ def test_spanish_sliders_redraw_in_spanish_with_decimal_commas(app_server, brows
         assert numbers and not [v for v in numbers if re.search(r"\d\.\d", v)], values
         assert any("," in v for v in numbers), values
         assert "TO exacto" in details and "exact OT" not in details, details
-        # a switch to English relabels the sliders (issue 42: their titles stayed Spanish)
+        # a switch to English relabels the sliders (issue 42: their titles stayed Spanish),
+        # also when the click's blur sends a key's value in the same rerun (0,8 → 0,6)
+        eps.press("ArrowLeft")
         pg.locator('[data-testid="stSidebar"] button', has_text="English").click()
         en = i18n.texts("main", "en")["sliders"]["words"]
         pg.get_by_role("slider", name=en["eps_label"]).wait_for(timeout=TIMEOUT)

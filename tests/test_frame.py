@@ -75,6 +75,41 @@ def test_notices_travel_as_codes_with_their_parameters():
     assert back.notices == r.notices
 
 
+def _a_page_then_its_fragment_alone():
+    """The main page's frame drawn (in Spanish), then each later run its fragment alone, as
+    Streamlit runs it after a live slider's release, unless the fragment asks for the page."""
+    import streamlit as st
+
+    from sinkscope_app import frame
+
+    ss = st.session_state
+    if "_frame" in ss and not ss.pop("_whole", False):
+        ss["_whole"] = True  # kept when the fragment asks for the whole page
+        frame.for_fragment()
+        del ss["_whole"]
+        ss["fragment_runs"] = ss.get("fragment_runs", 0) + 1
+        return
+    fr = ss["_frame"] = frame.Frame("main", ss.setdefault("lang", "es"), "light")
+    fr.drawn = frame.page_state(fr.module)
+    ss["page_runs"] = ss.get("page_runs", 0) + 1
+
+
+def test_a_language_click_sent_with_a_slider_s_release_runs_the_whole_page():
+    """Streamlit's browser side sends the changes of one moment in one rerun, scoped to the
+    first one's fragment: a click on the language picker that takes the focus off a live
+    slider (its release sends the value) must still run the frame, in the new language."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_a_page_then_its_fragment_alone, default_timeout=30).run()
+    at.run()  # a release alone: the fragment alone
+    assert (at.session_state["page_runs"], at.session_state["fragment_runs"]) == (1, 1)
+    at.session_state["lang"] = "en"  # the picker's click, in the release's rerun
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert (at.session_state["page_runs"], at.session_state["fragment_runs"]) == (2, 1)
+    assert at.session_state["_frame"].lang == "en"
+
+
 # ------------------------------------------------------------------ the pages
 HOSTILE = [("lab", {"steps": "²"}, "steps", "lab_steps", 400),
            ("lab", {"width": "9" * 5000}, "width", "lab_width", 16),

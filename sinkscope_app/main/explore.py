@@ -120,7 +120,7 @@ def _view(r, ctx: Ctx, theme: str) -> tuple[str, list]:
 def explore(ctx: Ctx, theme: str) -> None:
     """Sliders, metrics and the selected view; re-runs alone when a slider is released
     (while it moves, the browser redraws from the precomputed frames)."""
-    ss, fr = st.session_state, frame.current()
+    ss, fr = st.session_state, frame.for_fragment()  # a click outside: the whole page
     for k in FRAGMENT_KEYS:
         if k in ss:
             ss[k] = ss[k]
