@@ -36,14 +36,18 @@ _SUMMARY = re.compile(r"^=*\s*(?P<counts>\d+ (?:passed|failed|errors?)\b[^\n]*?)
                       r"in (?P<secs>[\d.]+)s", re.M)
 
 
-def summary(output: str) -> tuple[str, float]:
+def summary(output: str, strict: bool = True) -> tuple[str, float]:
     """(the counts, seconds of tests) from pytest's last summary line; ValueError if the
-    run has none or any test failed (a failing suite is no reference)."""
+    run has none, or, ``strict``, if any test failed (this tree's suite must pass). The
+    base may fail where its own tests depend on the CPU (``bfbaf22``'s
+    ``test_same_method_has_no_difference`` on some CPUs): a failing test still takes its
+    time, so its seconds stay a reference."""
     found = list(_SUMMARY.finditer(output))
     if not found:
         raise ValueError("pytest printed no summary line: " + output[-400:])
     counts = found[-1]["counts"]
-    if re.search(r"\d+ (failed|errors?)\b", counts) or "passed" not in counts:
+    failed = re.search(r"\d+ (failed|errors?)\b", counts) or "passed" not in counts
+    if failed and (strict or "passed" not in counts):
         raise ValueError(f"the suite did not pass: {counts}")
     return counts, float(found[-1]["secs"])
 
@@ -57,10 +61,14 @@ def verdict(base_s: float, this_s: float) -> str:
             f"at the budget's machine ≈ {at_reference:.0f} s of {BUDGET:.0f} s")
 
 
-def run_suite(tree: Path) -> tuple[str, float]:
-    """``make test`` in ``tree``: (counts, seconds of tests)."""
+def run_suite(tree: Path, strict: bool = True) -> tuple[str, float]:
+    """``make test`` in ``tree``: (counts, seconds of tests); the failed tests' names are
+    printed (:func:`summary` for ``strict``)."""
     out = subprocess.run(MAKE_TEST, cwd=tree, capture_output=True, text=True)
-    return summary(out.stdout + out.stderr)
+    text = out.stdout + out.stderr
+    for line in re.findall(r"^FAILED \S+", text, re.M):
+        print(f"  {line}", flush=True)
+    return summary(text, strict)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -85,7 +93,8 @@ def main(argv: list[str] | None = None) -> None:
             for which in order:
                 label = args.base if which == "base" else "this tree"
                 try:
-                    counts, s = run_suite(base if which == "base" else ROOT)
+                    counts, s = (run_suite(base, strict=False) if which == "base"
+                                 else run_suite(ROOT))
                 except ValueError as e:
                     sys.exit(f"{label}: {e}")
                 secs[which] += s
