@@ -237,10 +237,14 @@ def test_stopping_the_app_stops_the_preload_quietly(sig, tmp_path):
     out = []
     try:
         end = time.monotonic() + 60
-        while not any("sinkscope: loading" in line for line in out):  # the load began
+        # the load began, and the server is up (its signal handlers set: a SIGTERM before
+        # them is Python's default death, -15, not a stop)
+        while not (any("sinkscope: loading" in line for line in out)
+                   and any("URL: http" in line for line in out)):
             assert time.monotonic() < end and proc.poll() is None, "".join(out)
             if select.select([proc.stdout], [], [], 1)[0]:
                 out.append(proc.stdout.readline())
+        time.sleep(0.5)  # (Streamlit sets its handlers just after printing the URL)
         proc.send_signal(getattr(signal, sig))
         rest, _ = proc.communicate(timeout=120)
     finally:
