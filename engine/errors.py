@@ -75,3 +75,14 @@ class SettingsError(SinkscopeError):
 
 class ModelError(SinkscopeError):
     """A model that is not on the operator's allow-list, or that failed to load."""
+
+
+class AlignerError(SettingsError):
+    """A trained aligner's setting out of range, or a file or checkpoint that cannot be
+    used; its sentences are :data:`engine.aligner.config.MESSAGES`'."""
+
+    @classmethod
+    def of(cls, code: str, **params) -> AlignerError:
+        from .aligner.config import MESSAGES
+
+        return cls(MESSAGES[code].format(**params), code=code, params=params)

@@ -488,7 +488,7 @@ class Served:
     def register_aligner(self, job_id: str, file: str) -> str:
         """As :meth:`Embedded.register_aligner`: ``FILE@JOB``, which every replica finds
         on the engine's board (the job must hold the file)."""
-        from engine.aligner.config import AlignerError
+        from engine.errors import AlignerError
         from engine.aligner.registry import job_name
 
         name = job_name(job_id, file)

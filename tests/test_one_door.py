@@ -25,7 +25,7 @@ CONTRACTS = {
     "engine", "engine.settings", "engine.errors", "engine.types", "engine.client",
     "engine.io.export", "engine.relation.frames", "engine.relation.summary",
     "engine.alignment.methods", "engine.alignment.live", "engine.alignment.readers",
-    "engine.alignment.score", "engine.aligner.config", "engine.lab.config",
+    "engine.alignment.score", "engine.lab.config",
     "engine.lab.clouds", "engine.lab.errors", "engine.jobs.results", "engine.jobs.errors",
     "engine.jobs.spec", "engine.jobs.split"}
 #: The door (Embedded computes in this process, importing the engine inside its methods)

@@ -760,6 +760,11 @@ def test_aligners_live_on_the_engine(url, encoder, aligner_dir, tmp_path, capsys
                                              "method": "trained", "aligner": "nope"})
     assert status == 422 and err["error"]["code"] == "not_listed", err
     assert "served" in err["error"]["message"]
+    from engine.errors import AlignerError  # the client raises it as embedded does
+
+    with pytest.raises(AlignerError) as raised:
+        client.align(pairs[:1], method="trained", aligner="nope")
+    assert raised.value.code == "not_listed"
 
 
 def test_live_payload_projection_and_toy_served_equal_embedded(url, encoder, aligner_dir):

@@ -13,7 +13,7 @@ import math
 import numbers
 from dataclasses import asdict, dataclass, fields
 
-from ..errors import SettingsError
+from ..errors import AlignerError  # (defined with the errors a page catches; its sentences here)
 from ..settings import ALIGNER_FINALS, ALIGNER_RATES, ALIGNER_WHOLE, DEFAULT_MODEL
 
 MESSAGES: dict[str, str] = {
@@ -42,19 +42,6 @@ MESSAGES: dict[str, str] = {
     "bad_list": "SINKSCOPE_ALIGNERS entry {entry!r} is not of the form name=folder.",
     "device": "device {device!r} is not available here ({reason}); use --device cpu.",
 }
-
-
-class AlignerError(SettingsError):
-    """A setting out of range, a file or checkpoint that cannot be used: ``code`` (a key of
-    :data:`MESSAGES`) and ``params``; the message is the English sentence."""
-
-    def __init__(self, message: str, *, code: str = "", params: dict | None = None):
-        super().__init__(message)
-        self.code, self.params = code, dict(params or {})
-
-    @classmethod
-    def of(cls, code: str, **params) -> "AlignerError":
-        return cls(MESSAGES[code].format(**params), code=code, params=params)
 
 
 def check_whole(name: str, value, lo: int, hi: int) -> int:

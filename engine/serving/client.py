@@ -61,7 +61,7 @@ from ..settings import DEFAULT_MODEL, Settings
 from ..types import Projection, Ranking, Relation
 
 _ERRORS = {"TextError": errors.TextError, "SettingsError": errors.SettingsError,
-           "ModelError": errors.ModelError}
+           "ModelError": errors.ModelError, "AlignerError": errors.AlignerError}
 _ERRORS.update(JOB_ERRORS)  # JobNotFound (404), JobConflict (409), JobError
 
 

@@ -81,8 +81,8 @@ JSON, NPZ = "application/json", "application/x-npz"  # engine.serving.wire's med
 #: float.__repr__, at most 24 characters as in "-2.2250738585072014e-308", and a comma;
 #: NPZ: 8 bytes), a number in a list (JSON in both: NPZ keeps lists in its JSON
 #: skeleton), a whole number in a list (up to 10 digits), a character of text (JSON's
-#: \uXXXX escape), a byte of a binary payload sent as a list of numbers ("255,"; NPZ: a
-#: uint8 array).
+#: six-character escape, a backslash, u and four hex digits), a byte of a binary payload
+#: sent as a list of numbers ("255,"; NPZ: a uint8 array).
 VALUE_BYTES = {JSON: {"floats": 25, "listed": 25, "ints": 11, "chars": 6, "octets": 4},
                NPZ: {"floats": 8, "listed": 25, "ints": 11, "chars": 6, "octets": 1}}
 DOC_BYTES = 64 * 1024  # the rest of a document: settings, summary, notices, versions

@@ -135,7 +135,7 @@ def aligner_name() -> str:
 def method_table(text_a: str, text_b: str, gold: str, chosen: str, threshold: float,
                  tau: float, mass: float, lowercase: bool, model: str) -> list[dict]:
     """Every method's scores for this pair (the chosen one at the sliders' settings)."""
-    from engine.aligner.config import AlignerError
+    from engine.errors import AlignerError
 
     rows = []
     for name in methods():

@@ -12,8 +12,7 @@ from __future__ import annotations
 import streamlit as st
 
 from engine import settings
-from engine.aligner.config import AlignerError
-from engine.errors import TextError
+from engine.errors import AlignerError, TextError
 
 from .. import align_live, locale
 from ..inputs import cut, md_text
