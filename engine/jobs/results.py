@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..alignment.score import CorpusScore, Paired
+from ..alignment.verdict import Ranked  # (numpy only: one verdict row, read as written)
 from ..errors import SinkscopeError
 from ..lab.config import LabSettings
 
@@ -173,19 +174,6 @@ class LabPrediction:
 
 
 # --------------------------------------------------------------------------- the corpus
-@dataclass(frozen=True)
-class Ranked:
-    """One method's place in a verdict (as ``engine.alignment.verdict.Ranked``)."""
-
-    method: str
-    rank: int
-    value: float
-    ci95: tuple | None
-    delta: float
-    best: bool
-    settings: dict
-
-
 @dataclass(frozen=True)
 class Verdict:
     """Methods ranked with paired comparisons (the fields of
