@@ -33,10 +33,8 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
         os.environ.setdefault(_name, "1")
 
-from tests.support.browser import SHARED_RENDERER_ARGS, SharedRenderers  # noqa: E402
-from tests.support.server import CHROMIUM_ARGS, chromium_path, streamlit_server  # noqa: E402
-
-CHROMIUM = chromium_path()
+from tests.support.browser import chromium  # noqa: E402
+from tests.support.server import streamlit_server  # noqa: E402
 
 
 # The longest modules after the Ray ones, longest first (2026-12-01, two workers): under
@@ -54,15 +52,18 @@ def pytest_collection_modifyitems(config, items):
     break any later test that runs an asyncio loop of its own; grouped at the end, the one
     session browser never meets them.
 
-    Within each tier the modules that start Ray (marker ``service``) come first, then the
+    A module that starts Ray (marker ``service``) stays whole, at the start: its browser
+    tests share its Ray and run at its end, in a Chromium of the module's own, closed with
+    it. Within each tier the modules that start Ray come first, then the
     other long ones (:data:`LONGEST`): under pytest-xdist (``make test`` runs two workers,
     files handed out in this order) that puts them at the start of their tier, where a
     worker never waits long on the other's :func:`ray_lock` and no long file is left to
     run alone at the end. Each worker is its own session, with its own Streamlit server and
     Chromium on free ports, and runs its browser tests after all its other tests."""
     def key(item):
-        return (item.get_closest_marker("browser") is not None,
-                item.get_closest_marker("service") is None,
+        service = item.get_closest_marker("service") is not None
+        return (item.get_closest_marker("browser") is not None and not service,
+                not service,
                 LONGEST.index(item.path.name) if item.path.name in LONGEST else len(LONGEST))
 
     items[:] = sorted(items, key=key)
@@ -97,22 +98,12 @@ def app_server():
 
 @pytest.fixture(scope="session")
 def browser():
-    """Debian's headless Chromium through Playwright, launched once for the session (on first
-    use). Missing Chromium fails the browser tests with the command that installs it
-    (``make test`` and .ci/run install it first). Tests ask for contexts and close them;
-    ``SharedRenderers`` lends a used context with the same options when one is idle (its
-    renderer has Streamlit's frontend and plotly.js compiled), and each context's pages
-    share one renderer process."""
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"Chromium not found at {CHROMIUM}: run 'make chromium' "
-                    "(apt-get install -y chromium)")
-    from playwright import sync_api
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS + SHARED_RENDERER_ARGS)
-        try:
-            yield SharedRenderers(b)
-        finally:
-            b.close()
+    """Debian's headless Chromium (tests.support.browser.chromium), launched once for the
+    session (on first use). Tests ask for contexts and close them; ``SharedRenderers`` lends
+    a used context with the same options when one is idle (its renderer has Streamlit's
+    frontend and plotly.js compiled), and each context's pages share one renderer process."""
+    with chromium() as b:
+        yield b
 
 
 @pytest.fixture(scope="session")

@@ -6,8 +6,11 @@ and Ray down. Requests are modest (2 shared cores) but cover what the issue asks
 agreement to 1e-12, 16 concurrent clients batched (encoding new texts, and solving
 slider moves on the same texts), both replicas answering, every bad
 request (and 200 garbage ones in a burst) answered with its status while the service stays
-healthy, a stop and restart seen by the client, the app through AppTest, and the engine's
-jobs over HTTP (progress, place in line, Stop, results, codes, an aligner's zip).
+healthy, the app through AppTest, and the engine's jobs over HTTP (progress, place in
+line, Stop, results, codes, an aligner's zip). Last, the app in Chromium on this engine: an
+outage and a restart on the same address seen by the client and the page, and a tour of
+every page and job kind (a job's worker killed under the page) that leaves the Streamlit
+process without torch.
 """
 
 from __future__ import annotations
@@ -18,10 +21,12 @@ import dataclasses
 import io
 import json
 import os
+import signal
 import threading
 import time
 import zipfile
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 import pytest
@@ -38,7 +43,11 @@ from engine.io.export import relation_document, relation_from_dict  # noqa: E402
 from engine.jobs import results  # noqa: E402
 from engine.serving import wire  # noqa: E402
 from tests.support.engine_server import scripted  # noqa: E402
-from tests.support.server import free_port  # noqa: E402
+from tests.support.browser import (TIMEOUT, VIEWPORT, choose_view, no_errors,  # noqa: E402
+                                   titles, wait_idle, wait_js, wait_title)
+from tests.support.browser import chromium as launched_chromium  # noqa: E402
+from tests.support.outage import Relay  # noqa: E402
+from tests.support.server import free_port, streamlit_server  # noqa: E402
 from tests.support.apptest import data as component_data  # noqa: E402
 from tests.test_aligner import synthetic_pairs  # noqa: E402
 
@@ -889,7 +898,7 @@ HEAVY = {"text_a": T256, "text_b": U256, "layer": 5, "head": 3, "eps": 0.001,
 # The engine's jobs on this service (before the listeners' check below, which then covers
 # their workers and board too): a Lab training's progress, place in line, Stop keeping its
 # partial, results as JSON and NPZ; codes for bad jobs; an aligner trained as a job,
-# downloaded as a zip. A job's worker killed under the page: test_service_browser's tour.
+# downloaded as a zip. A job's worker killed under the page: the tour below.
 LAB = {"models": ["sinkhorn", "softmax"], "train_pairs": 32, "heldout_pairs": 8, "width": 4,
        "depth": 1, "half_steps": 10, "eval_every": 5}
 
@@ -1016,6 +1025,9 @@ def test_every_listener_of_the_local_ray_is_on_loopback(service):
     found = listeners(descendants(os.getpid()))
     assert len(found) >= 10, found  # Ray's whole set, not an empty match
     assert [a for a, _ in found if not loopback(a)] == [], found
+    from engine.io.cli import parser
+
+    assert parser().parse_args(["serve"]).host == "127.0.0.1"  # python -m engine serve's
 
 
 def test_answers_over_four_mebibytes_arrive_in_npz_and_json(url, encoder):
@@ -1154,7 +1166,7 @@ def test_align_engine_links_equal_the_embedded_run(url, capsys, monkeypatch):
     assert "40/40 texts" in out.err  # the progress bar
 
 
-def test_zy_a_replica_killed_mid_run_fails_no_call(url):
+def test_a_replica_killed_mid_run_fails_no_call(url):
     """24 clients on two replicas; one replica's process is killed (SIGKILL) a few
     seconds in: every call through EngineClient still returns its relation (the client
     retries what the dead replica dropped; Serve routes to the live one and restarts the
@@ -1170,37 +1182,221 @@ def test_zy_a_replica_killed_mid_run_fails_no_call(url):
     assert not os.path.exists(stat) or open(stat).read().rsplit(")", 1)[1].split()[0] == "Z"
 
 
-def test_zz_stopped_service_is_unavailable_then_recovers(service, encoder, monkeypatch):
-    """Stop the service mid-session: the client (and the app) say it is unavailable, with
-    the URL; start it again on the same port: the same client and page carry on."""
-    from streamlit.testing.v1 import AppTest
+# --------------------------------------------------------------------------- the app, in Chromium
+# ``streamlit run app.py`` with SINKSCOPE_ENGINE at this service, in a headless Chromium of
+# the module's own (closed with the module: Playwright's loop must not outlive it into other
+# modules' asyncio tests). The engine's address is a loopback relay (tests.support.outage)
+# that a test takes down and brings back: while it is down nothing listens there and every
+# open connection is reset, which is what a client and the page see of an engine that has
+# stopped and restarted on the same address, without paying for a second start of Serve.
+NOTICE = '[data-testid="stAlertContentWarning"]'
+PAIRS = Path(__file__).parent / "data" / "align" / "pairs.tsv"
+MB = 2**20
+PEAK_MB = 400  # the front end's peak RSS on a served engine (705 MB with torch mapped)
+#: Shared libraries that only torch, transformers (tokenizers, safetensors) and UMAP
+#: (numba, llvmlite) bring into a process.
+HEAVY_LIBS = ("libtorch", "/torch/", "/tokenizers/", "/safetensors/", "/numba/",
+              "/llvmlite/")
+LAB_PAGE = "/lab?lang=en&target=quantile&models=sinkhorn,softmax&width=4&steps=20"
 
-    from sinkscope_app.main.params import EPS_OPTIONS
-    from tests.support.server import ROOT
 
-    svc, url = service["svc"], service["url"]
-    c = EngineClient(url, timeout=10, retries=1)  # one retry: the outage is not a blip
-    assert_same(c.relate(A, B, layer=5, head=1), relate(A, B, encoder=encoder, layer=5, head=1))
-    monkeypatch.setattr(settings, "CONFIG", settings.Config.from_env(
-        {"SINKSCOPE_ENGINE": url, "SINKSCOPE_WARM_UP": "0"}))
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
-    assert not at.exception and len(strip(at)) == 8
-    svc.stop()
+@pytest.fixture(scope="module")
+def relay(service):
+    """The service's address behind a relay, down until a test brings it up."""
+    r = Relay(service["port"], free_port())
     try:
-        with pytest.raises(EngineUnavailable, match=url.replace(".", r"\.")):
-            c.relate(A, B, layer=5, head=2)
+        yield r
+    finally:
+        r.down()
+
+
+@pytest.fixture(scope="module")
+def served_app(relay):
+    """The app on the relayed engine: (its URL, the Streamlit server's process)."""
+    with streamlit_server(env={"SINKSCOPE_ENGINE": relay.url, "SINKSCOPE_WARM_UP": "0"}) as up:
+        yield up
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    with launched_chromium() as b:
+        yield b
+
+
+@pytest.mark.browser
+def test_the_page_waits_for_the_engine_and_survives_an_outage(served_app, relay, chromium,
+                                                              encoder):
+    """Opened while nothing answers at the engine's address, the page says so and draws by
+    itself once it answers, without a reload. Then the engine goes away mid-session: the
+    client raises EngineUnavailable naming the URL, the page says so and keeps its
+    controls; back on the same address, the same client and page carry on, the slider move
+    made while it was away drawn."""
+    app_url, _ = served_app
+    client = EngineClient(relay.url, timeout=10, retries=1)  # one retry: not a blip
+    ctx = chromium.new_context(viewport=VIEWPORT, device_scale_factor=1)
+    page = ctx.new_page()
+    page.set_default_timeout(TIMEOUT)
+    try:
+        page.goto(f"{app_url}/?eps=1&steps=100")  # nothing answers yet
+        page.wait_for_selector(f"{NOTICE} >> text=is not available", timeout=TIMEOUT)
+        assert relay.url in page.locator(NOTICE).first.inner_text()
+        no_errors(page)
+        page.evaluate("() => { window.sinkscopeNotReloaded = true; }")
+        relay.up()
+        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)  # by itself
+        wait_idle(page)
+        assert page.evaluate("() => window.sinkscopeNotReloaded === true")
+        sidebar = page.locator('[data-testid="stSidebar"]').inner_text()
+        assert f"served by {relay.url}, on cpu (float64)" in sidebar, sidebar[-600:]
+        eps = page.get_by_role("slider", name="ε — entropy (log scale)")
+        eps.focus()
+        eps.press("ArrowLeft")
+        wait_title(page, "Sinkhorn (ε=0.8,")
+        choose_view(page, "All heads")  # the 6 × 12 grid, through the client
+        wait_title(page, "Layers × heads")
+        choose_view(page, "Compare")
+        wait_title(page, "How text A relates")
+        wait_idle(page)
+        no_errors(page)
+        assert_same(client.relate(A, B, layer=5, head=1),
+                    relate(A, B, encoder=encoder, layer=5, head=1))
+
+        relay.down()
+        with pytest.raises(EngineUnavailable, match=relay.url.replace(".", r"\.")):
+            client.relate(A, B, layer=5, head=2)
         with pytest.raises(EngineUnavailable):
-            c.health()
-        at.session_state["eps"] = EPS_OPTIONS[EPS_OPTIONS.index(1.0) - 3]  # a slider move
-        at.run()
-        assert not at.exception and not at.error
-        assert any("not available" in w.value for w in at.warning)
-        sliders = [e for e in at.get("bidi_component")
-                   if e.proto.component_name == "sinkscope_scrub"]
-        assert len(sliders) == 1 and len(at.sidebar.text_area) == 2  # controls stay
-    finally:  # one replica is enough to carry on (the module's last test)
-        svc.start(svc.build(replicas=1), port=service["port"])
-    assert_same(c.relate(A, B, layer=5, head=2), relate(A, B, encoder=encoder, layer=5, head=2))
-    at.run()  # what the page's probe does by itself once the engine answers
-    assert not at.exception and not at.error and len(strip(at)) == 8
-    assert not any("not available" in w.value for w in at.warning)
+            client.health()
+        eps.focus()
+        eps.press("ArrowLeft")  # a slider move while the engine is away
+        page.wait_for_selector(f"{NOTICE} >> text=is not available", timeout=TIMEOUT)
+        notice = page.locator(NOTICE).first.inner_text()
+        assert relay.url in notice and "by itself" in notice, notice
+        assert page.get_by_role("slider").count() == 2  # the controls stay
+        assert page.locator('[data-testid="stSidebar"] textarea').count() == 2
+        assert page.locator('[data-testid="stException"]').count() == 0
+        assert "Traceback" not in page.inner_text("body")
+
+        relay.up()  # the same address, as after an operator's restart
+        assert_same(client.relate(A, B, layer=5, head=2),
+                    relate(A, B, encoder=encoder, layer=5, head=2))
+        wait_title(page, "Sinkhorn (ε=0.6,")  # the move made while it was away
+        wait_js(page, f"""() => ![...document.querySelectorAll('{NOTICE}')]
+            .some(e => e.innerText.includes('is not available'))""")
+        wait_idle(page)
+        assert page.evaluate("() => window.sinkscopeNotReloaded === true")
+        assert any("ε=0.6" in t for t in titles(page))
+        no_errors(page)
+    finally:
+        ctx.close()
+
+
+def chart_titled(pg, needle: str) -> None:
+    """Wait for a plotly chart whose title holds ``needle``."""
+    wait_js(pg, """(n) => [...document.querySelectorAll('.js-plotly-plot')].some(g =>
+        ((g.layout && g.layout.title && g.layout.title.text) || '').includes(n))""", needle)
+
+
+def address(pg, *keys: str) -> dict[str, str]:
+    """The page's address parameters, once it holds ``keys`` (the frame writes the address
+    at the end of a run, after the page's elements)."""
+    for key in keys:
+        wait_js(pg, "(k) => new URLSearchParams(location.search).has(k)", key)
+    return {k: v[-1] for k, v in parse_qs(urlsplit(pg.url).query).items()}
+
+
+def upload(pg, where: str, name: str, raw: bytes) -> None:
+    pg.locator(f'{where} [data-testid="stFileUploaderDropzoneInput"]').set_input_files(
+        files=[{"name": name, "mimeType": "text/tab-separated-values", "buffer": raw}])
+
+
+def number(pg, key: str, value: int) -> None:
+    box = pg.locator(f".st-key-{key} input")
+    box.fill(str(value))
+    box.press("Enter")
+    wait_js(pg, "([k, v]) => document.querySelector(`.st-key-${k} input`).value === v",
+            [key, str(value)])
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(900)
+def test_a_tour_of_every_page_and_job_leaves_the_front_end_without_torch(served_app, relay,
+                                                                       chromium, url):
+    """Every page and every job kind from the pages on the served engine: the main page's
+    cloud (a projection), Learn's clouds, Align's live sliders, a corpus (align_corpus)
+    and an aligner trained on it (train_aligner), downloaded and used in the Pair view,
+    the Lab's sweep (lab_sweep), training (lab_train: its worker killed, the page says so
+    within 5 s, Restart, Stop, a reload that finds it by its id) and text comparison
+    (compare_text). The Streamlit process never maps libtorch (nor tokenizers, numba),
+    and its peak RSS stays within 400 MB."""
+    app_url, proc = served_app
+    relay.up()
+    ctx = chromium.new_context(viewport={"width": 1400, "height": 2200}, accept_downloads=True)
+    pg = ctx.new_page()
+    pg.set_default_timeout(TIMEOUT)
+    try:
+        pg.goto(f"{app_url}/?view=cloud")  # the projection runs on the engine
+        chart_titled(pg, "Joint ")
+        pg.goto(f"{app_url}/learn?step=4")  # the clouds' plans too
+        chart_titled(pg, "Sinkhorn coupling at ε")
+        pg.goto(f"{app_url}/align")  # the live θ/τ sliders' payload, built by the engine
+        wait_js(pg, """() => window.__sinkscope && window.__sinkscope.align &&
+            [...window.__sinkscope.align.payloads.values()].some(e => e.value)""")
+        assert "Live sliders are off" not in pg.inner_text("body")
+        no_errors(pg)
+
+        pg.goto(f"{app_url}/align?view=corpus")  # a corpus, then an aligner trained on it
+        upload(pg, "", "pairs.tsv", PAIRS.read_bytes())
+        pg.wait_for_selector("text=20 pairs, 20 with gold", timeout=TIMEOUT)
+        assert address(pg, "corpus_job")
+        pg.locator(".st-key-align_train button").click()
+        pg.wait_for_selector("text=Trained: total F1", timeout=TIMEOUT)
+        with pg.expect_download() as got:
+            pg.locator(".st-key-align_train_download button").click()
+        with zipfile.ZipFile(io.BytesIO(Path(got.value.path()).read_bytes())) as z:
+            assert sorted(Path(n).name for n in z.namelist()) == ["config.json",
+                                                                  "model.safetensors"]
+        pg.locator(".st-key-align_train_use button").click()  # for this session's Align
+        chart_titled(pg, "Links of trained")
+        assert address(pg, "aligner")["method"] == "trained" and "@" in address(pg)["aligner"]
+        no_errors(pg)
+
+        pg.goto(f"{app_url}{LAB_PAGE}")  # the sweep, then a training whose worker dies
+        pg.locator(".st-key-lab_sweep button").first.click()
+        chart_titled(pg, "Held-out error against width")
+        number(pg, "lab_steps", 4000)
+        pg.locator(".st-key-lab_train button").click()
+        pg.wait_for_selector("text=Training Sinkhorn Transformer: step", timeout=TIMEOUT)
+        job = address(pg, "train_job")["train_job"]
+        os.kill(job_call(url, "GET", f"/v1/jobs/{job}")[2]["worker"]["pid"], signal.SIGKILL)
+        t0 = time.monotonic()
+        pg.wait_for_selector("text=The engine lost this job", timeout=TIMEOUT)
+        assert time.monotonic() - t0 < 5.0
+        assert job_call(url, "GET", f"/v1/jobs/{job}")[2]["state"] == "lost"
+        pg.locator(".st-key-lab_restart button").click()
+        pg.wait_for_selector("text=Training Sinkhorn Transformer: step", timeout=TIMEOUT)
+        wait_js(pg, "(j) => new URLSearchParams(location.search).get('train_job') !== j", job)
+        again = address(pg)["train_job"]
+        assert again != job and job_call(url, "GET", f"/v1/jobs/{again}")[2]["state"] == \
+            "running"
+        pg.locator(".st-key-lab_stop button").click()
+        chart_titled(pg, "Couplings of held-out pair 0")
+        pg.wait_for_selector("text=Stopped: the curves and couplings", timeout=TIMEOUT)
+        pg.reload()  # a new session: the job is found by the id in the address
+        chart_titled(pg, "Couplings of held-out pair 0")
+        assert address(pg)["train_job"] == again
+
+        upload(pg, ".st-key-lab_text_upload", "pairs.tsv", PAIRS.read_bytes())  # compare_text
+        number(pg, "lab_text_epochs", 1)
+        pg.locator(".st-key-lab_text_train button").click()
+        pg.wait_for_selector("text=On 5 held-out pairs", timeout=TIMEOUT)
+        assert address(pg, "compare_job")
+        no_errors(pg)
+    finally:
+        ctx.close()
+    maps = Path(f"/proc/{proc.pid}/maps").read_text()
+    assert [lib for lib in HEAVY_LIBS if lib in maps] == []
+    peak = int(next(line.split()[1] for line in
+                    Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+                    if line.startswith("VmHWM:"))) * 1024
+    print(f"front end on a served engine, peak RSS after the tour: {peak / MB:.0f} MB")
+    assert peak <= PEAK_MB * MB

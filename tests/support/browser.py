@@ -109,6 +109,29 @@ class Lease:
         return getattr(self._ctx, name)
 
 
+@contextlib.contextmanager
+def chromium():
+    """Debian's headless Chromium through Playwright, as :class:`SharedRenderers`; closed
+    after, whatever happens. Playwright's sync API marks this thread's event loop as running
+    for as long as it is open. Missing Chromium fails the test with the command that
+    installs it (``make test`` and .ci/run install it first)."""
+    import pytest
+    from playwright import sync_api
+
+    from tests.support.server import CHROMIUM_ARGS, chromium_path
+
+    if not Path(chromium_path()).exists():
+        pytest.fail(f"Chromium not found at {chromium_path()}: run 'make chromium' "
+                    "(apt-get install -y chromium)")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium_path(),
+                              args=CHROMIUM_ARGS + SHARED_RENDERER_ARGS)
+        try:
+            yield SharedRenderers(b)
+        finally:
+            b.close()
+
+
 def open_page(context, server: str, query: dict | None = None):
     """A fresh page at ``server`` with the URL state ``query`` (each test states its own),
     its charts drawn and the app idle."""
