@@ -143,28 +143,28 @@ def test_05_compare_screenshot(page):
     no_errors(page)
 
 
-@pytest.mark.parametrize("label, needle, name", [
-    ("Graph", "Who sends mass", "graph"),
-    ("Cloud", "Joint PCA", "cloud"),
-    ("Convergence", "Sinkhorn convergence", "convergence"),
-    ("ε path", "Sinkhorn coupling at ε", "eps_path"),
-])
-def test_06_views(context, app_server, label, needle, name):
+def test_06_views(context, app_server):
+    """Graph, Cloud, Convergence and the ε path in turn on one page, each with a screenshot
+    (the ε path at a frame halfway along, not the product measure)."""
     page = open_page(context, app_server, PAIR)
-    choose_view(page, label)
-    wait_title(page, needle)
-    wait_query(page, "view", {"ε path": "path"}.get(label, label.lower()))
-    wait_idle(page, pause=1.0)
-    assert page.locator(".js-plotly-plot .main-svg").count() >= 1
-    if name == "eps_path":  # show a frame halfway along the path, not the product measure
-        rail = page.locator(".js-plotly-plot .slider-rail-rect").first.bounding_box()
-        label = page.locator(".js-plotly-plot .slider-label", has_text="ε=0.146").first
-        box = label.bounding_box()
-        page.mouse.click(box["x"] + box["width"] / 2, rail["y"] + rail["height"] / 2)
-        wait_title(page, "Sinkhorn coupling at ε = 0.146")
-        settle(page, 0.5)
-    shot(page, name)
-    no_errors(page)
+    for label, needle, name in [("Graph", "Who sends mass", "graph"),
+                                ("Cloud", "Joint PCA", "cloud"),
+                                ("Convergence", "Sinkhorn convergence", "convergence"),
+                                ("ε path", "Sinkhorn coupling at ε", "eps_path")]:
+        choose_view(page, label)
+        wait_title(page, needle)
+        wait_query(page, "view", {"ε path": "path"}.get(label, label.lower()))
+        wait_idle(page, pause=1.0)
+        assert page.locator(".js-plotly-plot .main-svg").count() >= 1
+        if name == "eps_path":
+            rail = page.locator(".js-plotly-plot .slider-rail-rect").first.bounding_box()
+            mid = page.locator(".js-plotly-plot .slider-label", has_text="ε=0.146").first
+            box = mid.bounding_box()
+            page.mouse.click(box["x"] + box["width"] / 2, rail["y"] + rail["height"] / 2)
+            wait_title(page, "Sinkhorn coupling at ε = 0.146")
+            settle(page, 0.5)
+        shot(page, name)
+        no_errors(page)
     page.close()
 
 

@@ -1,6 +1,7 @@
-"""The Learn page in headless Chromium against a real ``streamlit run`` server: Next through
-every step (a screenshot of each into a temporary folder), the ← → keys, the half-step
-button, and the links between the Learn page and the main page.
+"""The Learn page in headless Chromium against a real ``streamlit run`` server: the ← → keys,
+the half-step button, presenter mode in Spanish, and the links between the Learn page and
+the main page. Next through every step (a screenshot of each into a temporary folder) is
+part of the one walk in tests/test_privacy_browser.py.
 
 ``make screenshots`` sets ``SINKSCOPE_SCREENSHOTS=docs/screenshots``; then the two pictures
 the README shows (``learn.png``, ``learn_es.png``) are written there, and only those.
@@ -9,18 +10,16 @@ the README shows (``learn.png``, ``learn_es.png``) are written there, and only t
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 
 from sinkscope_app.learn.text import N_STEPS, STEPS, UI
-from tests.support.browser import SHOTS, TMP_SHOTS, no_errors, query, settle
+from tests.support.browser import SHOTS, no_errors, query, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-STEP_SHOTS = TMP_SHOTS / "learn-steps"
 VIEWPORT = {"width": 1500, "height": 1000}
 TIMEOUT = 90_000  # ms; step 6 may wait for the model on a cold server
 
@@ -72,25 +71,6 @@ def shot(pg, path: Path) -> Path:
     pg.screenshot(path=str(path))
     assert path.stat().st_size > 20_000, f"{path.name} looks empty"
     return path
-
-
-def test_01_next_through_every_step(page, app_server):
-    page.goto(f"{app_server}/learn?lang=en")
-    times = []
-    for step in range(1, N_STEPS + 1):
-        wait_step(page, step)
-        no_errors(page)
-        assert query(page) == {"step": str(step), "lang": "en"}
-        assert page.locator(".js-plotly-plot").count() == 1  # one live figure per step
-        shot(page, STEP_SHOTS / f"learn_step{step}.png")
-        if step < N_STEPS:
-            t0 = time.perf_counter()
-            page.locator(".st-key-learn_next button").click()
-            wait_step(page, step + 1)
-            times.append(time.perf_counter() - t0)
-    assert page.locator(".st-key-learn_next button").is_disabled()
-    print(f"\nNext → step shown (s): {', '.join(f'{t:.2f}' for t in times)}; "
-          f"screenshots in {STEP_SHOTS}")
 
 
 def test_02_arrow_keys_move_between_steps(page, app_server):

@@ -1,8 +1,14 @@
-"""Nothing leaves the machine: in headless Chromium every request the page makes is
-intercepted, and any that goes beyond 127.0.0.1 fails the test (and is never sent),
-while the test opens every view and every step of the Learn page, clicks every kind of
-chart toolbar button on each, and opens the downloaded HTML report and clicks its toolbar
-buttons too.
+"""One walk through every view of the main page and every step of the Learn page, in
+headless Chromium, with three watches kept the whole way:
+
+- nothing leaves the machine: every request the page makes is intercepted, and any that
+  goes beyond 127.0.0.1 fails the test (and is never sent). The walk clicks every kind of
+  chart toolbar button on each view and step, and opens the downloaded HTML report and
+  clicks its toolbar buttons too;
+- no page error and no console error or warning, with a key press on the live ε slider in
+  every view (each view's charts redrawn from the lattice);
+- Next goes through every Learn step: its address, heading and figure (one per step),
+  each step's screenshot in a temporary folder.
 """
 
 from __future__ import annotations
@@ -11,10 +17,15 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+from playwright.sync_api import expect
 
 from sinkscope_app.learn.text import N_STEPS
 from sinkscope_app.main.params import VIEWS
-from tests.support.browser import settle
+from tests.support.browser import TMP_SHOTS, no_errors, query, settle
+from tests.test_learn_browser import shot, wait_step
+
+STEP_SHOTS = TMP_SHOTS / "learn-steps"
+EPS_NAME = "ε — entropy (log scale)"
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -87,9 +98,15 @@ def test_no_request_leaves_the_machine(app_server, browser, tmp_path):
     ctx.on("page", lambda p: popups.append(p.url))
     pg = ctx.new_page()
     pg.set_default_timeout(TIMEOUT)
+    problems: list[str] = []
+    pg.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
+    pg.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
+          if m.type in ("error", "warning") else None)
     try:
         pg.goto(f"{app_server}/?eps=1&steps=20")
         pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
+        pg.wait_for_function("() => window.__sinkscope && window.__sinkscope.scrub && "
+                             "window.__sinkscope.scrub.live()", timeout=TIMEOUT, polling=100)
         idle(pg)
         clicked: dict[str, list[str]] = {}
         buttons_per_chart: list[int] = []
@@ -104,22 +121,35 @@ def test_no_request_leaves_the_machine(app_server, browser, tmp_path):
             buttons_per_chart += pg.evaluate("""() => [...document.querySelectorAll(
                 '.js-plotly-plot')].map(g => g.querySelectorAll('.modebar-btn').length)""")
             clicked[view] = click_toolbars(pg)
+            eps = pg.get_by_role("slider", name=EPS_NAME)  # a live redraw in this view
+            before = eps.get_attribute("aria-valuenow")
+            eps.press("ArrowRight")
+            expect(eps).not_to_have_attribute("aria-valuenow", before, timeout=TIMEOUT)
+            settle(pg, 0.3)
+            idle(pg)
         assert all(clicked[v] for v in VIEWS if v != "about"), clicked
-        # Every step of the Learn page (in English, its default), Next after Next: pressed
-        # from the keyboard, since plotly's note on the image just downloaded (it fades after
-        # a few seconds) lies over the button
-        pg.goto(f"{app_server}/learn?step=1")
+        assert pg.locator('[data-testid="stException"]').count() == 0
+        # Every step of the Learn page (in English, its default), reached by the sidebar's
+        # link as a person goes (opened at its own address, Streamlit's frontend first asks
+        # /learn/_stcore/health: a 404 in the console), then Next after Next: pressed from
+        # the keyboard, since plotly's note on the image just downloaded (it fades after a
+        # few seconds) lies over the button
+        pg.locator('[data-testid="stSidebar"] a', has_text="Learn").first.click()
         for step in range(1, N_STEPS + 1):
             if step > 1:
                 pg.locator(".st-key-learn_next button").press("Enter")
-            pg.wait_for_function(f"() => new URLSearchParams(location.search).get('step') === "
-                                 f"'{step}'", timeout=TIMEOUT, polling=100)
+            wait_step(pg, step)
             idle(pg)
+            no_errors(pg)
+            assert query(pg)["step"] == str(step)
+            assert pg.locator(".js-plotly-plot").count() == 1  # one live figure per step
+            shot(pg, STEP_SHOTS / f"learn_step{step}.png")
             pg.wait_for_selector(".js-plotly-plot .modebar-btn", timeout=TIMEOUT,
                                  state="attached")
             buttons_per_chart += pg.evaluate("""() => [...document.querySelectorAll(
                 '.js-plotly-plot')].map(g => g.querySelectorAll('.modebar-btn').length)""")
             clicked[f"learn {step}"] = click_toolbars(pg)
+        assert pg.locator(".st-key-learn_next button").is_disabled()
         pg.goto(f"{app_server}/?eps=1&steps=20&view=compare")
         pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
         idle(pg)
@@ -136,6 +166,7 @@ def test_no_request_leaves_the_machine(app_server, browser, tmp_path):
         rp.close()
     finally:
         ctx.close()
+    assert not problems, problems
     assert egress.local > 10  # the interception really saw the page's own requests
     assert not egress.outside, f"requests left the machine: {egress.outside}"
     assert all(urlparse(u).hostname in LOCAL_HOSTS or urlparse(u).scheme in LOCAL_SCHEMES
