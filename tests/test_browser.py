@@ -118,7 +118,10 @@ def test_03_move_eps_with_keyboard(context, app_server):
     page.close()
 
 
-def test_04_half_steps_to_one_is_softmax(page):
+def test_04_compare_screenshot_then_half_steps_to_one_is_softmax(page):
+    wait_idle(page, pause=1.0)
+    shot(page, "compare")  # the README's picture of the pair
+    no_errors(page)
     steps = steps_slider(page)
     steps.focus()
     steps.press("Home")
@@ -134,12 +137,6 @@ def test_04_half_steps_to_one_is_softmax(page):
         wait_title(page, f"{expect} half-steps")
     wait_query(page, "steps", "100")
     wait_idle(page)
-    no_errors(page)
-
-
-def test_05_compare_screenshot(page):
-    wait_idle(page, pause=1.0)
-    shot(page, "compare")
     no_errors(page)
 
 

@@ -47,27 +47,6 @@ def back(pg, forward: bool = False) -> None:
     wait_idle(pg)
 
 
-def test_a_long_paste_is_cut_to_the_limit_with_a_notice(context, app_server):
-    from engine.settings import CONFIG
-
-    pg = open_page(context, app_server)
-    paste = ("The river bank was quiet after the flood, and the boats stayed moored. "
-             * 400)[:24_285]
-    box = text_box(pg, "a")
-    box.click()
-    pg.keyboard.press("Control+A")
-    pg.keyboard.insert_text(paste)  # one input event with the whole text, as a paste
-    box.press("Control+Enter")
-    wait_js(pg, """() => [...document.querySelectorAll('[data-testid="stAlertContentWarning"]')]
-        .some(e => e.innerText.includes('24,285 characters'))""")
-    wait_query(pg, "ex", "custom")
-    wait_idle(pg)
-    assert len(box.input_value()) == CONFIG.max_chars
-    assert query(pg)["a"] == paste[: CONFIG.max_chars]
-    no_errors(pg)
-    pg.close()
-
-
 def test_back_and_forward_walk_through_examples_and_views(context, app_server):
     from sinkscope_app.examples import load
 
@@ -137,7 +116,10 @@ def test_back_on_learn_goes_to_the_previous_step(context, app_server):
     pg.close()
 
 
-def test_own_texts_after_an_example_start_at_the_model_s_own_attention(context, app_server):
+def test_own_texts_after_an_example_start_at_the_model_s_own_attention_and_a_long_paste_is_cut(
+        context, app_server):
+    from engine.settings import CONFIG
+
     pg = open_page(context, app_server)  # Polysemy: layer 4 at ε = 0.1
     assert query(pg)["eps"] == "0.1"
     box = text_box(pg, "b")
@@ -149,6 +131,21 @@ def test_own_texts_after_an_example_start_at_the_model_s_own_attention(context, 
     info = pg.locator('[data-testid="stAlertContentInfo"]', has_text="Your own texts")
     assert "Kept from the example: layer 4" in info.first.inner_text()
     assert any("Softmax (ε=1)" in t for t in titles(pg))
+    no_errors(pg)
+    # a paste over the character limit is cut to it, with a notice
+    paste = ("The river bank was quiet after the flood, and the boats stayed moored. "
+             * 400)[:24_285]
+    box = text_box(pg, "a")
+    box.click()
+    pg.keyboard.press("Control+A")
+    pg.keyboard.insert_text(paste)  # one input event with the whole text, as a paste
+    box.press("Control+Enter")
+    wait_js(pg, """() => [...document.querySelectorAll('[data-testid="stAlertContentWarning"]')]
+        .some(e => e.innerText.includes('24,285 characters'))""")
+    wait_idle(pg)
+    assert len(box.input_value()) == CONFIG.max_chars
+    wait_js(pg, "(a) => new URLSearchParams(location.search).get('a') === a",
+            paste[: CONFIG.max_chars])
     no_errors(pg)
     pg.close()
 

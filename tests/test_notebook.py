@@ -51,12 +51,10 @@ def test_the_notebook_runs_and_shows_the_live_view_and_its_saved_outputs_read(tm
 @pytest.mark.model
 @pytest.mark.slow
 @pytest.mark.timeout(360)
-def test_jupyterlab_scrubs_the_widget_with_the_app_s_frames_offline(tmp_path):
+def test_jupyterlab_scrubs_the_widget_with_the_app_s_frames_offline(tmp_path, browser):
     import sinkscope
     from engine.relation import frames
-    from playwright.sync_api import sync_playwright
     from sinkscope.notebook import relation_parts
-    from tests.support.server import CHROMIUM_ARGS, chromium_path
 
     folder = tmp_path / "lab"
     folder.mkdir()
@@ -82,10 +80,10 @@ def test_jupyterlab_scrubs_the_widget_with_the_app_s_frames_offline(tmp_path):
     drawn = notebook.JS_WIDGET_MAPS.replace(
         "if (!gd || !gd.data) return null;",
         "if (!gd || !gd.data || gd.dataset.source !== 'server') return null;")
-    with notebook.jupyter_lab(folder) as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+    with notebook.jupyter_lab(folder) as url:
+        ctx = browser.new_context(viewport={"width": 1400, "height": 1600})
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1600})
+            page = ctx.new_page()
             page.route("**/*", route)
             page.goto(f"{url}/lab/tree/notebook.ipynb", timeout=120_000)
             page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
@@ -114,7 +112,7 @@ def test_jupyterlab_scrubs_the_widget_with_the_app_s_frames_offline(tmp_path):
             from_kernel = page.evaluate("() => !!window.Plotly && [...document.scripts]"
                                         ".some((s) => s.src.startsWith('blob:'))")
         finally:
-            browser.close()
+            ctx.close()
     np.testing.assert_allclose(after["maps"]["softmax"], lat["plans"][i, 0].ravel(),
                                rtol=1e-12, atol=0)
     np.testing.assert_allclose(after["maps"]["sinkhorn"], lat["plans"][i, k].ravel(),

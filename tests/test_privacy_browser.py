@@ -3,8 +3,8 @@ headless Chromium, with three watches kept the whole way:
 
 - nothing leaves the machine: every request the page makes is intercepted, and any that
   goes beyond 127.0.0.1 fails the test (and is never sent). The walk clicks every kind of
-  chart toolbar button on each view and step, and opens the downloaded HTML report and
-  clicks its toolbar buttons too;
+  chart toolbar button the main page's views show, and the Learn page's steps, and opens
+  the downloaded HTML report and clicks its toolbar buttons too;
 - no page error and no console error or warning, with a key press on the live ε slider in
   every view (each view's charts redrawn from the lattice);
 - Next goes through every Learn step: its address, heading and figure (one per step),
@@ -60,12 +60,14 @@ def idle(pg) -> None:
     settle(pg, 0.25)
 
 
-def click_toolbars(pg) -> list[str]:
+def click_toolbars(pg, done: set[str]) -> list[str]:
     """Click every kind of mode-bar button on the page as a person would (trusted clicks: a
     synthetic click could not open a pop-up, so it would hide a share button's request):
-    each button title once, on the first chart that has it, since every chart of a page
-    gets the same toolbar from one config; returns the titles of every chart's buttons."""
-    names, done = [], set()
+    each button title not in ``done`` once, on the first chart that has it, since every
+    chart of a page gets the same toolbar from one config (``done`` carries the titles
+    clicked on the same page's other views or steps); returns the titles of every chart's
+    buttons."""
+    names = []
     charts = pg.locator(".js-plotly-plot")
     for c in range(charts.count()):
         chart = charts.nth(c)
@@ -109,6 +111,7 @@ def test_no_request_leaves_the_machine(app_server, browser, tmp_path):
                              "window.__sinkscope.scrub.live()", timeout=TIMEOUT, polling=100)
         idle(pg)
         clicked: dict[str, list[str]] = {}
+        done: dict[str, set[str]] = {"main": set(), "learn": set(), "report": set()}
         buttons_per_chart: list[int] = []
         for view, label in VIEWS.items():
             pg.locator('[data-testid="stButtonGroup"] button', has_text=label).first.click()
@@ -120,7 +123,7 @@ def test_no_request_leaves_the_machine(app_server, browser, tmp_path):
                                      state="attached")
             buttons_per_chart += pg.evaluate("""() => [...document.querySelectorAll(
                 '.js-plotly-plot')].map(g => g.querySelectorAll('.modebar-btn').length)""")
-            clicked[view] = click_toolbars(pg)
+            clicked[view] = click_toolbars(pg, done["main"])
             eps = pg.get_by_role("slider", name=EPS_NAME)  # a live redraw in this view
             before = eps.get_attribute("aria-valuenow")
             eps.press("ArrowRight")
@@ -148,7 +151,7 @@ def test_no_request_leaves_the_machine(app_server, browser, tmp_path):
                                  state="attached")
             buttons_per_chart += pg.evaluate("""() => [...document.querySelectorAll(
                 '.js-plotly-plot')].map(g => g.querySelectorAll('.modebar-btn').length)""")
-            clicked[f"learn {step}"] = click_toolbars(pg)
+            clicked[f"learn {step}"] = click_toolbars(pg, done["learn"])
         assert pg.locator(".st-key-learn_next button").is_disabled()
         pg.goto(f"{app_server}/?eps=1&steps=20&view=compare")
         pg.wait_for_selector(".js-plotly-plot .main-svg", timeout=TIMEOUT)
@@ -162,7 +165,7 @@ def test_no_request_leaves_the_machine(app_server, browser, tmp_path):
         rp = ctx.new_page()
         rp.goto(report.as_uri())
         rp.wait_for_selector(".js-plotly-plot .modebar-btn", timeout=TIMEOUT, state="attached")
-        clicked["report"] = click_toolbars(rp)
+        clicked["report"] = click_toolbars(rp, done["report"])
         rp.close()
     finally:
         ctx.close()

@@ -255,6 +255,16 @@ def test_01_two_real_sliders_and_the_first_screen(page):
     assert "softmax" in page.locator(f"#{tip}").text_content()
     first.hover()
     assert page.locator(f"#{tip}").is_visible()
+    # the browser writes numbers as the server does (engine.relation.summary.fmt)
+    from engine.relation.summary import fmt
+
+    values = [0.0, 1.0, -1.0, 0.5, 1 / 3, 2 / 3, 0.001, 0.000999, 0.0012345, 99950.0, 12345.6,
+              1e5, -2.5e-17, 3e-17, 123.4, 999.5, 1000.0, 10.0, 0.1 + 0.2, 7.77e8,
+              float("inf"), float("-inf"), float("nan")]
+    got = page.evaluate("""xs => xs.map(x => window.__sinkscope.fmt(
+        x === 'inf' ? Infinity : x === '-inf' ? -Infinity : x === 'nan' ? NaN : x))""",
+                        [v if v == v and abs(v) != float("inf") else str(v) for v in values])
+    assert got == [fmt(v) for v in values]
 
 
 def test_02_keys_redraw_from_the_lattice_without_a_server_request(page):
@@ -438,18 +448,6 @@ def test_09_long_texts_fall_back_to_the_server(context, server):
     wait_js(page, "e => new URLSearchParams(location.search).get('eps') === e", new)
     assert not problems, problems
     page.close()
-
-
-def test_10_number_format_matches_the_server(page):
-    from engine.relation.summary import fmt
-
-    values = [0.0, 1.0, -1.0, 0.5, 1 / 3, 2 / 3, 0.001, 0.000999, 0.0012345, 99950.0, 12345.6,
-              1e5, -2.5e-17, 3e-17, 123.4, 999.5, 1000.0, 10.0, 0.1 + 0.2, 7.77e8,
-              float("inf"), float("-inf"), float("nan")]
-    got = page.evaluate("""xs => xs.map(x => window.__sinkscope.fmt(
-        x === 'inf' ? Infinity : x === '-inf' ? -Infinity : x === 'nan' ? NaN : x))""",
-                        [v if v == v and abs(v) != float("inf") else str(v) for v in values])
-    assert got == [fmt(v) for v in values]
 
 
 def test_11_per_plan_scales_in_the_browser_equal_the_server(context, server):

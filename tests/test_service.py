@@ -196,7 +196,7 @@ def test_client_rejects_a_url_that_is_not_one():
 
 def test_client_names_the_url_when_nothing_answers():
     port = free_port()
-    c = EngineClient(f"http://127.0.0.1:{port}", timeout=5)
+    c = EngineClient(f"http://127.0.0.1:{port}", timeout=5, retries=3)
     t = time.monotonic()
     with pytest.raises(EngineUnavailable) as e:
         c.relate(A, B)

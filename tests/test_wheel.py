@@ -23,8 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.server import (CHROMIUM_ARGS, chromium_path, die_with_parent, free_port,
-                                  stop, wait_healthy)
+from tests.support.server import die_with_parent, free_port, stop, wait_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
@@ -74,9 +73,7 @@ def test_the_wheel_holds_the_app_its_code_texts_assets_settings_and_licence(whee
 @pytest.mark.browser
 @pytest.mark.model
 @pytest.mark.timeout(480)
-def test_a_fresh_venv_serves_the_app_and_imports_sinkscope(wheel, tmp_path):
-    from playwright.sync_api import sync_playwright
-
+def test_a_fresh_venv_serves_the_app_and_imports_sinkscope(wheel, tmp_path, browser):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     py = venv / "bin" / "python"
@@ -113,18 +110,17 @@ def test_a_fresh_venv_serves_the_app_and_imports_sinkscope(wheel, tmp_path):
     try:
         url = f"http://127.0.0.1:{port}"
         wait_healthy(url, proc, log, timeout=120)
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-            try:
-                page = browser.new_page(viewport={"width": 1400, "height": 1600})
-                page.goto(url, timeout=120_000)
-                page.wait_for_function(
-                    "() => document.querySelector('.sinkscope-chart[data-source=server]')",
-                    timeout=180_000, polling=200)
-                titles = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')]"
-                                       ".map((g) => JSON.stringify(g.layout.annotations || []))")
-            finally:
-                browser.close()
+        ctx = browser.new_context(viewport={"width": 1400, "height": 1600})
+        try:
+            page = ctx.new_page()
+            page.goto(url, timeout=120_000)
+            page.wait_for_function(
+                "() => document.querySelector('.sinkscope-chart[data-source=server]')",
+                timeout=180_000, polling=200)
+            titles = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')]"
+                                   ".map((g) => JSON.stringify(g.layout.annotations || []))")
+        finally:
+            ctx.close()
     finally:
         stop(proc)
     assert any("Sinkhorn" in t for t in titles), titles
