@@ -44,11 +44,6 @@ LONGEST = ("test_browser.py", "test_scrub_browser.py", "test_privacy_browser.py"
            "test_newcomer_browser.py", "test_pictures_browser.py", "test_app.py",
            "test_learn_browser.py", "test_learn_es_browser.py", "test_hostile_app.py")
 
-# Short Ray modules handed out at the end of their tier: by then the long one
-# (test_service.py, first) has ended on the other worker, so they never wait on its
-# ray_lock with a core idle.
-LATE = ("test_jobs_gpu.py",)
-
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
@@ -67,9 +62,8 @@ def pytest_collection_modifyitems(config, items):
     Chromium on free ports, and runs its browser tests after all its other tests."""
     def key(item):
         service = item.get_closest_marker("service") is not None
-        late = item.path.name in LATE
         return (item.get_closest_marker("browser") is not None and not service,
-                late, not service,
+                not service,
                 LONGEST.index(item.path.name) if item.path.name in LONGEST else len(LONGEST))
 
     items[:] = sorted(items, key=key)

@@ -1,8 +1,10 @@
-"""docs/notebook.ipynb: nbclient runs it and its outputs hold the live widget (with the static
-figures under a note for viewers without widgets); the saved file is the same cells with
-their outputs. Then JupyterLab serves it on loopback, headless Chromium runs its cells, and
-a key press on the ε slider swaps the heatmaps' data for Python's frame at the next ε, with
-no request leaving 127.0.0.1 (the widget's code and plotly.js come from the kernel)."""
+"""docs/notebook.ipynb: the saved file is the cells of tests/support/notebook.py with their
+outputs, which hold the live widget with the static figures under a note for viewers
+without widgets. JupyterLab serves it on loopback, headless Chromium runs all its cells
+(no error, every cell's printed output, both widgets), and a key press on the ε slider
+swaps the heatmaps' data for Python's frame at the next ε, with no request leaving
+127.0.0.1 (the widget's code and plotly.js come from the kernel). The widget's mime bundle
+itself: tests/test_package.py."""
 
 from __future__ import annotations
 
@@ -22,15 +24,18 @@ def outputs(nb) -> list:
     return [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
 
 
-@pytest.mark.model
-@pytest.mark.slow
-def test_the_notebook_runs_and_shows_the_live_view_and_its_saved_outputs_read(tmp_path):
+def test_the_saved_notebook_is_the_cells_with_their_outputs_and_reads_without_widgets():
     import nbformat
 
     from sinkscope.notebook import STATIC_NOTE
 
-    nb = notebook.execute(notebook.build(), tmp_path)
-    outs = outputs(nb)
+    saved = nbformat.read(notebook.PATH, as_version=4)
+    assert [c.source for c in saved.cells] == [c.source for c in notebook.build().cells]
+    for c in saved.cells:
+        if c.cell_type == "code":
+            assert c.outputs and c.execution_count, c.source[:60]  # it reads without running
+    assert not saved.metadata.get("widgets")  # no widget state saved: the figures show
+    outs = outputs(saved)
     assert not [o for o in outs if o.output_type == "error"]
     views = [o for o in outs if WIDGET in o.get("data", {})]
     assert len(views) == 2  # the relation and the alignment
@@ -39,12 +44,6 @@ def test_the_notebook_runs_and_shows_the_live_view_and_its_saved_outputs_read(tm
         assert STATIC_NOTE in o["data"]["text/html"] and "plotly" in o["data"]["text/html"]
     text = "".join(o.get("text", "") for o in outs)
     assert "plans: (8, 9) (8, 9)" in text and "best:" in text
-    saved = nbformat.read(notebook.PATH, as_version=4)  # docs/notebook.ipynb is up to date
-    assert [c.source for c in saved.cells] == [c.source for c in nb.cells]
-    for c in saved.cells:
-        if c.cell_type == "code":
-            assert c.outputs and c.execution_count, c.source[:60]  # it reads without running
-    assert not saved.metadata.get("widgets")  # no widget state saved: the figures show
 
 
 @pytest.mark.browser
@@ -97,6 +96,15 @@ def test_jupyterlab_scrubs_the_widget_with_the_app_s_frames_offline(tmp_path, br
                 if dialog.count():  # JupyterLab may ask which kernel to run it with
                     dialog.first.click()
                 page.wait_for_timeout(250)
+            # every cell ran: its printed output, both widgets, no error
+            page.wait_for_selector(".jp-OutputArea-output >> text=best:", timeout=180_000)
+            page.wait_for_function("() => document.querySelectorAll('.sinkscope-widget')"
+                                   ".length === 2", timeout=60_000, polling=100)
+            shown = page.inner_text(".jp-Notebook")
+            assert "plans: (8, 9) (8, 9)" in shown and "ε =" in shown
+            assert page.locator('.jp-OutputArea-output[data-mime-type='
+                                '"application/vnd.jupyter.stderr"]').count() == 0
+            assert "Traceback" not in shown
             before = page.evaluate(notebook.JS_WIDGET_MAPS)
             assert before["frame"] == "0.5,50"
             thumb = page.locator(".sinkscope-widget [role=slider]").first
