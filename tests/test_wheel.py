@@ -75,15 +75,18 @@ def test_the_wheel_holds_the_app_its_code_texts_assets_settings_and_licence(whee
 @pytest.mark.timeout(480)
 def test_a_fresh_venv_serves_the_app_and_imports_sinkscope(wheel, tmp_path, browser):
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    # without pip of its own (ensurepip: ~3 s): this environment's pip installs into it
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=120)
     py = venv / "bin" / "python"
     site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()"
                            "['purelib'])"], capture_output=True, text=True, check=True
                           ).stdout.strip()
     Path(site, "project-packages.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     t0 = time.perf_counter()
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-index", "--no-deps",
-                    "--ignore-installed", str(wheel)], check=True, timeout=300)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "-q",
+                    "--no-index", "--no-deps", "--ignore-installed", str(wheel)], check=True,
+                    timeout=300)
     seconds = time.perf_counter() - t0
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1")
