@@ -26,7 +26,6 @@ import threading
 import time
 import zipfile
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 import pytest
@@ -44,7 +43,7 @@ from engine.jobs import results  # noqa: E402
 from engine.serving import wire  # noqa: E402
 from tests.support.engine_server import scripted  # noqa: E402
 from tests.support.browser import (TIMEOUT, VIEWPORT, choose_view, no_errors,  # noqa: E402
-                                   titles, wait_idle, wait_js, wait_title)
+                                   query, titles, wait_idle, wait_js, wait_title)
 from tests.support.browser import chromium as launched_chromium  # noqa: E402
 from tests.support.outage import Relay  # noqa: E402
 from tests.support.server import free_port, streamlit_server  # noqa: E402
@@ -1290,18 +1289,12 @@ def test_the_page_waits_for_the_engine_and_survives_an_outage(served_app, relay,
         ctx.close()
 
 
-def chart_titled(pg, needle: str) -> None:
-    """Wait for a plotly chart whose title holds ``needle``."""
-    wait_js(pg, """(n) => [...document.querySelectorAll('.js-plotly-plot')].some(g =>
-        ((g.layout && g.layout.title && g.layout.title.text) || '').includes(n))""", needle)
-
-
 def address(pg, *keys: str) -> dict[str, str]:
     """The page's address parameters, once it holds ``keys`` (the frame writes the address
     at the end of a run, after the page's elements)."""
     for key in keys:
         wait_js(pg, "(k) => new URLSearchParams(location.search).has(k)", key)
-    return {k: v[-1] for k, v in parse_qs(urlsplit(pg.url).query).items()}
+    return query(pg)
 
 
 def upload(pg, where: str, name: str, raw: bytes) -> None:
@@ -1335,9 +1328,9 @@ def test_a_tour_of_every_page_and_job_leaves_the_front_end_without_torch(served_
     pg.set_default_timeout(TIMEOUT)
     try:
         pg.goto(f"{app_url}/?view=cloud")  # the projection runs on the engine
-        chart_titled(pg, "Joint ")
+        wait_title(pg, "Joint ")
         pg.goto(f"{app_url}/learn?step=4")  # the clouds' plans too
-        chart_titled(pg, "Sinkhorn coupling at ε")
+        wait_title(pg, "Sinkhorn coupling at ε")
         pg.goto(f"{app_url}/align")  # the live θ/τ sliders' payload, built by the engine
         wait_js(pg, """() => window.__sinkscope && window.__sinkscope.align &&
             [...window.__sinkscope.align.payloads.values()].some(e => e.value)""")
@@ -1356,13 +1349,13 @@ def test_a_tour_of_every_page_and_job_leaves_the_front_end_without_torch(served_
             assert sorted(Path(n).name for n in z.namelist()) == ["config.json",
                                                                   "model.safetensors"]
         pg.locator(".st-key-align_train_use button").click()  # for this session's Align
-        chart_titled(pg, "Links of trained")
+        wait_title(pg, "Links of trained")
         assert address(pg, "aligner")["method"] == "trained" and "@" in address(pg)["aligner"]
         no_errors(pg)
 
         pg.goto(f"{app_url}{LAB_PAGE}")  # the sweep, then a training whose worker dies
         pg.locator(".st-key-lab_sweep button").first.click()
-        chart_titled(pg, "Held-out error against width")
+        wait_title(pg, "Held-out error against width")
         number(pg, "lab_steps", 4000)
         pg.locator(".st-key-lab_train button").click()
         pg.wait_for_selector("text=Training Sinkhorn Transformer: step", timeout=TIMEOUT)
@@ -1379,10 +1372,10 @@ def test_a_tour_of_every_page_and_job_leaves_the_front_end_without_torch(served_
         assert again != job and job_call(url, "GET", f"/v1/jobs/{again}")[2]["state"] == \
             "running"
         pg.locator(".st-key-lab_stop button").click()
-        chart_titled(pg, "Couplings of held-out pair 0")
+        wait_title(pg, "Couplings of held-out pair 0")
         pg.wait_for_selector("text=Stopped: the curves and couplings", timeout=TIMEOUT)
         pg.reload()  # a new session: the job is found by the id in the address
-        chart_titled(pg, "Couplings of held-out pair 0")
+        wait_title(pg, "Couplings of held-out pair 0")
         assert address(pg)["train_job"] == again
 
         upload(pg, ".st-key-lab_text_upload", "pairs.tsv", PAIRS.read_bytes())  # compare_text
