@@ -52,13 +52,12 @@ def pytest_collection_modifyitems(config, items):
     break any later test that runs an asyncio loop of its own; grouped at the end, the one
     session browser never meets them.
 
-    A module that starts Ray (marker ``service``) stays whole, at the start: its browser
-    tests share its Ray and run at its end, in a Chromium of the module's own, closed with
-    it. Within each tier the modules that start Ray come first, then the
-    other long ones (:data:`LONGEST`): under pytest-xdist (``make test`` runs two workers,
-    files handed out in this order) that puts them at the start of their tier, where a
-    worker never waits long on the other's :func:`ray_lock` and no long file is left to
-    run alone at the end. Each worker is its own session, with its own Streamlit server and
+    A module that starts Ray (marker ``service``: tests/test_service.py, the one module
+    that does) stays whole, at the start: its browser tests share its
+    Ray and run at its end, in a Chromium of the module's own, closed with it. Within each
+    tier the long modules (:data:`LONGEST`) come first: under pytest-xdist (``make test``
+    runs two workers, files handed out in this order) no long file is left to run alone at
+    the end. Each worker is its own session, with its own Streamlit server and
     Chromium on free ports, and runs its browser tests after all its other tests."""
     def key(item):
         service = item.get_closest_marker("service") is not None
@@ -69,30 +68,18 @@ def pytest_collection_modifyitems(config, items):
     items[:] = sorted(items, key=key)
 
 
-@pytest.fixture(scope="module")
-def ray_lock(tmp_path_factory):
-    """Held while a module runs Ray (in this process or in ``python -m engine serve``): under
-    pytest-xdist, the other worker's Ray module waits for it, so two Ray instances never
-    compete for the two cores. Without xdist it holds nothing."""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
-        yield
-        return
-    import fcntl
-
-    path = tmp_path_factory.getbasetemp().parent / "ray.lock"  # shared by the run's workers
-    with open(path, "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+#: What the session's server sets over the defaults.
+SERVER_SETTINGS = {"SINKSCOPE_MAX_HALF_STEPS": "1500"}
 
 
 @pytest.fixture(scope="session")
 def app_server():
-    """``streamlit run app.py`` on 127.0.0.1 with the default settings, started once for the
-    session (on first use) and stopped at its end; yields the base URL."""
-    with streamlit_server() as (url, _proc):
+    """``streamlit run app.py`` on 127.0.0.1, started once for the session (on first use)
+    and stopped at its end; yields the base URL. The default settings, but for the
+    half-step slider's end: 1,500 (:data:`SERVER_SETTINGS`), above the 1,000 half-steps
+    the live sliders' lattice holds, so that the browser tests reach a value the lattice
+    lacks (tests/test_scrub_browser.py) on the one server."""
+    with streamlit_server(SERVER_SETTINGS) as (url, _proc):
         yield url
 
 

@@ -28,7 +28,7 @@ import schemathesis
 
 pytestmark = [pytest.mark.model]
 
-EXAMPLES = int(os.environ.get("SINKSCOPE_API_FUZZ_EXAMPLES", "10"))
+EXAMPLES = int(os.environ.get("SINKSCOPE_API_FUZZ_EXAMPLES", "5"))
 #: Low budgets: a schema-valid request over them is refused (413) before it computes.
 BUDGETS = {"SINKSCOPE_SERVE_WORK_RELATE": "3000000", "SINKSCOPE_SERVE_WORK_EPS_PATH": "3000000",
            "SINKSCOPE_SERVE_WORK_LATTICE": "2000000", "SINKSCOPE_SERVE_WORK_RANK": "30000000",

@@ -1,6 +1,7 @@
 """What a new user trips on, in headless Chromium against a real ``streamlit run``: a paste
-over the character limit, the browser's Back and Forward buttons (main page and Learn),
-own texts after an example, a link that names no texts, and the Sentences ranking's export.
+over the character limit, the browser's Back and Forward buttons on the main page (on
+Learn: tests/test_learn_browser.py), own texts after an example, a link that names no
+texts, and the Sentences ranking's export.
 
 One server and one browser serve the module; each test opens its own page at the address
 it starts from, so any test runs alone.
@@ -88,30 +89,6 @@ def test_back_and_forward_walk_through_examples_and_views(context, app_server):
     back(pg, forward=True)
     wait_query(pg, "ex", "paraphrase")
     assert shown_example(pg) == ex["paraphrase"]["title"]
-    no_errors(pg)
-    pg.close()
-
-
-def test_back_on_learn_goes_to_the_previous_step(context, app_server):
-    pg = context.new_page()
-    pg.goto(f"{app_server}/learn?step=3&lang=en")
-    heading = "s => [...document.querySelectorAll('h3')].some(h => h.innerText.startsWith(s))"
-    idle = """() => !document.querySelector('[data-testid="stStatusWidget"]')"""
-    wait_js(pg, heading, "Step 3 of 8")
-    wait_js(pg, idle)
-    pg.locator(".st-key-learn_next button").click()
-    wait_js(pg, heading, "Step 4 of 8")
-    wait_query(pg, "step", "4")
-    settle(pg, 0.5)
-    wait_js(pg, idle)
-    pg.go_back()
-    wait_js(pg, heading, "Step 3 of 8")
-    wait_query(pg, "step", "3")
-    settle(pg, 0.5)
-    wait_js(pg, idle)
-    pg.go_forward()
-    wait_js(pg, heading, "Step 4 of 8")
-    wait_query(pg, "step", "4")
     no_errors(pg)
     pg.close()
 

@@ -17,7 +17,6 @@ import re
 import pytest
 
 from tests.support.browser import query, settle
-from tests.support.server import streamlit_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -141,10 +140,9 @@ def assert_same_edges(c: dict, s: dict) -> None:
 
 
 @pytest.fixture(scope="module")
-def server():
-    with streamlit_server({"SINKSCOPE_MAX_HALF_STEPS": "1500",
-                           "SINKSCOPE_WARM_UP": "0"}) as (url, _proc):
-        yield url
+def server(app_server):
+    """The session's server: its half-step slider ends at 1,500 (tests/conftest.py)."""
+    return app_server
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,8 @@
 CPUs), called over HTTP and through ``EngineClient``, against the embedded engine.
 
 One Ray instance and one Serve app serve the whole module; the fixture always shuts Serve
-and Ray down. Requests are modest (2 shared cores) but cover what the issue asks:
+and Ray down. Beside it, in a process of its own, a two-node cluster (its GPU declared on
+one node) checks a GPU job's placement. Requests are modest (2 shared cores) but cover what the issue asks:
 agreement to 1e-12, 16 concurrent clients batched (encoding new texts, and solving
 slider moves on the same texts), both replicas answering, every bad
 request (and 200 garbage ones in a burst) answered with its status while the service stays
@@ -46,7 +47,8 @@ from tests.support.browser import (TIMEOUT, VIEWPORT, choose_view, no_errors,  #
                                    query, titles, wait_idle, wait_js, wait_title)
 from tests.support.browser import chromium as launched_chromium  # noqa: E402
 from tests.support.outage import Relay  # noqa: E402
-from tests.support.server import free_port, streamlit_server  # noqa: E402
+from tests.support.server import (ROOT, die_with_parent, free_port, stop,  # noqa: E402
+                                  streamlit_server)
 from tests.support.apptest import data as component_data  # noqa: E402
 from tests.test_aligner import synthetic_pairs  # noqa: E402
 
@@ -76,9 +78,28 @@ def aligner_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def service(ray_lock, aligner_dir):
+def gpu_placement():
+    """``python -m tests.support.gpu_cluster`` (a two-node cluster of its own, a GPU
+    declared on one node), started in the background: most of its time is Ray's starting
+    and waiting, which overlaps the service's start. Yields the process; stopped (its
+    process group too) after the module."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "tests.support.gpu_cluster"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            start_new_session=True, preexec_fn=die_with_parent())
+    try:
+        yield proc
+    finally:
+        stop(proc)
+
+
+@pytest.fixture(scope="module")
+def service(gpu_placement, aligner_dir):
     """Serve's app with two replicas on a local Ray instance (its aligners listed in
-    SINKSCOPE_ALIGNERS, read by the replicas); stopped after the module."""
+    SINKSCOPE_ALIGNERS, read by the replicas); stopped after the module. It starts just
+    after :func:`gpu_placement`, whose cluster runs beside it."""
     from engine.serving import service as svc
 
     port = free_port()
@@ -491,6 +512,22 @@ def test_overload_answers_503_with_retry_after_and_the_client_waits(service):
         assert sum(c.retried for c in clients) > 0
     finally:
         serve.delete("tight")
+
+
+def test_a_job_asking_for_a_gpu_runs_on_the_gpu_node_only(gpu_placement):
+    """The served engine's board on a two-node cluster whose one GPU (declared) is on its
+    second node (:func:`gpu_placement`): jobs asking for one GPU run there only, on that
+    node's GPU 0."""
+    out, _ = gpu_placement.communicate(timeout=200)
+    assert gpu_placement.returncode == 0, out[-2000:]
+    got = json.loads(out.strip().splitlines()[-1])
+    assert got["auto_gpus"] == 1.0  # "auto": the cluster has a GPU
+    assert len(got["jobs"]) == 2
+    for st in got["jobs"]:
+        assert st["state"] == "done", st
+        assert st["resources"] == {"num_cpus": 1, "num_gpus": 1}
+        assert st["worker"]["node"] == got["gpu_node"] and st["worker"]["gpus"] == ["0"]
+    assert got["nodes"][got["gpu_node"]] == 1 and sorted(got["nodes"].values()) == [0, 1]
 
 
 def test_two_replicas_both_answer(url):
@@ -1169,13 +1206,13 @@ def test_a_replica_killed_mid_run_fails_no_call(url):
     """24 clients on two replicas; one replica's process is killed (SIGKILL) a few
     seconds in: every call through EngineClient still returns its relation (the client
     retries what the dead replica dropped; Serve routes to the live one and restarts the
-    other). Bounded: ~9 s of load (``python -m benchmarks.service`` runs it longer)."""
+    other). Bounded: ~6 s of load (``python -m benchmarks.service`` runs it longer)."""
     from benchmarks.service import failover
 
     t = time.monotonic()
-    r = failover(url, clients=24, seconds=9.0, kill_at=3.0, replicas=REPLICAS)
+    r = failover(url, clients=24, seconds=6.0, kill_at=2.0, replicas=REPLICAS)
     assert r["failures"] == 0, r["first_failures"]
-    assert r["requests"] >= 24 and r["killed_at"] < 5
+    assert r["requests"] >= 24 and r["killed_at"] < 4
     assert time.monotonic() - t < 60
     stat = f"/proc/{r['killed_pid']}/stat"  # the replica did die (gone, or a zombie)
     assert not os.path.exists(stat) or open(stat).read().rsplit(")", 1)[1].split()[0] == "Z"
@@ -1196,7 +1233,7 @@ PEAK_MB = 400  # the front end's peak RSS on a served engine (705 MB with torch 
 #: (numba, llvmlite) bring into a process.
 HEAVY_LIBS = ("libtorch", "/torch/", "/tokenizers/", "/safetensors/", "/numba/",
               "/llvmlite/")
-LAB_PAGE = "/lab?lang=en&target=quantile&models=sinkhorn,softmax&width=4&steps=20"
+LAB_PAGE = "/lab?lang=en&target=quantile&models=sinkhorn,softmax&width=4&steps=8"
 
 
 @pytest.fixture(scope="module")

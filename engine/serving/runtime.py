@@ -65,9 +65,11 @@ def local_ray(num_cpus: int | None = None) -> Iterator[None]:
     from ray._private import ray_constants
 
     ray_constants.ENABLE_RAY_CLUSTER = False  # (read at import: ray may be imported already)
-    ray.init(num_cpus=(num_cpus or max(2, os.cpu_count() or 2)) + job_cpus(),
-             include_dashboard=False,
-             log_to_driver=False, configure_logging=False, _node_ip_address=LOOPBACK)
+    # address "local": always a new instance, never one found on the machine (ray.init()
+    # would join the cluster a `ray start` or a test cluster recorded in Ray's temp folder)
+    ray.init(address="local", num_cpus=(num_cpus or max(2, os.cpu_count() or 2)) + job_cpus(),
+             include_dashboard=False, log_to_driver=False, configure_logging=False,
+             _node_ip_address=LOOPBACK)
     try:
         yield
     finally:
