@@ -3,9 +3,9 @@ CPUs), called over HTTP and through ``EngineClient``, against the embedded engin
 
 One Ray instance and one Serve app serve the whole module; the fixture always shuts Serve
 and Ray down. Beside it, in a process of its own, a two-node cluster (its GPU declared on
-one node) checks a GPU job's placement. Requests are modest (2 shared cores) but cover what the issue asks:
-agreement to 1e-12, 16 concurrent clients batched (encoding new texts, and solving
-slider moves on the same texts), both replicas answering, every bad
+one node) checks a GPU job's placement. Requests are modest (2 shared cores) but cover
+what the issue asks: agreement to 1e-12, 16 concurrent clients batched (encoding new
+texts, and solving slider moves on the same texts), both replicas answering, every bad
 request (and 200 garbage ones in a burst) answered with its status while the service stays
 healthy, the app through AppTest, and the engine's jobs over HTTP (progress, place in
 line, Stop, results, codes, an aligner's zip). Last, the app in Chromium on this engine: an
