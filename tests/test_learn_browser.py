@@ -73,7 +73,7 @@ def shot(pg, path: Path) -> Path:
     return path
 
 
-def test_02_arrow_keys_move_between_steps(page, app_server):
+def test_02_arrow_keys_back_and_forward_move_between_steps(page, app_server):
     page.goto(f"{app_server}/learn?step={N_STEPS}&lang=en")
     wait_step(page, N_STEPS)
     # the keys script is mounted with the page's components, possibly after the step shows
