@@ -79,7 +79,7 @@ load: install chromium
 
 screenshots: install chromium
 	SINKSCOPE_SCREENSHOTS=docs/screenshots $(PY) -m pytest -q -p no:cacheprovider tests/test_browser.py \
-	  tests/test_learn_browser.py tests/test_browser_models.py
+	  tests/test_learn_browser.py tests/test_newcomer_browser.py
 
 # What travels to a machine with a GPU and no network (docs/gpu.md): POT's and scipy's
 # wheels for CPython 3.12 and the model's configuration and tokenizer files (no weights).

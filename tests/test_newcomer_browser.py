@@ -1,7 +1,7 @@
 """What a new user trips on, in headless Chromium against a real ``streamlit run``: a paste
 over the character limit, the browser's Back and Forward buttons on the main page (on
 Learn: tests/test_learn_browser.py), own texts after an example, a link that names no
-texts, and the Sentences ranking's export.
+texts, and the Sentences view (its ranking's export, a candidate sent to Compare).
 
 One server and one browser serve the module; each test opens its own page at the address
 it starts from, so any test runs alone.
@@ -14,10 +14,13 @@ import io
 
 import pytest
 
-from tests.support.browser import (VIEWPORT, no_errors, open_page, query, settle, text_box,
-                                   titles, wait_idle, wait_js, wait_query)
+from tests.support.browser import (JS_LAYOUT, VIEWPORT, no_errors, open_page, query, settle,
+                                   shot, text_box, titles, wait_idle, wait_js, wait_query,
+                                   wait_title)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+VIOLIN = "A man plays the violin on stage."
 
 
 @pytest.fixture(scope="module")
@@ -144,8 +147,19 @@ def test_a_presentation_link_shows_the_example_its_note_describes(context, app_s
     pg.close()
 
 
-def test_the_sentences_ranking_downloads_as_csv(context, app_server):
-    pg = open_page(context, app_server, {"view": "sentences", "eps": "0.5"})
+def test_the_sentences_ranking_downloads_as_csv_and_a_candidate_opens_in_compare(
+        context, app_server):
+    """The Sentences view opened from a link to a set: both rankings, the set in the
+    address under its readable name, its ranking exported as CSV; then one click on a
+    candidate's Compare makes it text B in the Compare view. (The model picker, with a
+    second model's architecture: tests/test_app_models.py.)"""
+    pg = open_page(context, app_server, {"view": "sentences", "sset": "guitar", "eps": "0.5"})
+    wait_title(pg, "Two rankings of the candidates")
+    wait_title(pg, "One ranking against the other")
+    q = query(pg)  # the set stays in the address, under its readable name (old: sset)
+    assert q.get("sentence_set", q.get("sset")) == "guitar" and q["view"] == "sentences"
+    assert pg.get_by_role("button", name="Compare").count() == 20
+    shot(pg, "sentences")
     pg.get_by_text("⬇ Export").click()
     with pg.expect_download() as dl:
         pg.get_by_text("Sentences ranking (CSV)").click()
@@ -153,9 +167,21 @@ def test_the_sentences_ranking_downloads_as_csv(context, app_server):
     assert "# eps: 0.5" in text
     rows = list(csv.DictReader(io.StringIO(
         "".join(line for line in text.splitlines(True) if not line.startswith("#")))))
-    assert len(rows) >= 5
+    assert len(rows) == 20
     assert [int(r["rank_by_divergence"]) for r in rows] == list(range(1, len(rows) + 1))
     assert sorted(int(r["rank_by_similarity"]) for r in rows) == list(range(1, len(rows) + 1))
     assert all(float(r["cosine_similarity"]) <= 1 for r in rows)
     no_errors(pg)
+    pg.keyboard.press("Escape")  # the export menu closes
+
+    # one click: the violin candidate becomes text B, in the Compare view
+    text_a = text_box(pg, "a").input_value()
+    row = pg.locator('[data-testid="stHorizontalBlock"]').filter(has_text=VIOLIN).last
+    row.get_by_role("button", name="Compare").click()
+    wait_query(pg, "view", "compare")
+    wait_js(pg, f"() => ({JS_LAYOUT})().includes('violin')")
+    wait_idle(pg)
+    no_errors(pg)
+    assert text_box(pg, "b").input_value() == VIOLIN and query(pg)["b"] == VIOLIN
+    assert text_box(pg, "a").input_value() == text_a  # text A stays
     pg.close()

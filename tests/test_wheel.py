@@ -1,7 +1,7 @@
 """The wheel a user installs: its files (the app, its JavaScript, texts, assets and Streamlit
 settings, the licence), and a fresh virtual environment with it installed: ``sinkscope
-app`` serves the app from there (no checkout) and Chromium draws the first coupling, and
-``import sinkscope`` relates two texts there.
+app`` serves the app from there (no checkout), Chromium draws the first coupling, and
+Ctrl-C stops it quietly; ``import sinkscope`` relates two texts there.
 
 The new environment never downloads: it sees the project's environment's packages through
 a ``.pth`` line (a plain path: that folder's own ``.pth`` files, among them the checkout's
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -124,8 +125,13 @@ def test_a_fresh_venv_serves_the_app_and_imports_sinkscope(wheel, tmp_path, brow
                                    ".map((g) => JSON.stringify(g.layout.annotations || []))")
         finally:
             ctx.close()
+        proc.send_signal(signal.SIGINT)  # Ctrl-C, as a person stops it
+        code = proc.wait(timeout=60)
     finally:
         stop(proc)
     assert any("Sinkhorn" in t for t in titles), titles
-    assert "Traceback" not in log.read_text()
+    text = log.read_text()
+    assert code == 0, text[-3000:]
+    # a quiet stop: nothing after Streamlit's "Stopping..." (no traceback, no log line)
+    assert "Traceback" not in text and text.split("Stopping...", 1)[1].strip() == "", text
     print(f"\nwheel {wheel.stat().st_size / 1e3:.0f} kB; installed in {seconds:.1f} s")
