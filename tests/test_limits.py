@@ -133,15 +133,13 @@ def test_heavy_requests_wait_for_their_slot_and_light_ones_do_not():
         t = time.monotonic()
         with pytest.raises(limits.Busy, match="busy"):
             await lanes.acquire(0.2)  # the slot stays taken
-        # it waited its 0.2 s, then gave up (the upper bound only says "not forever": a
-        # loaded machine may wake the loop late)
-        assert 0.15 < time.monotonic() - t < 5.0 and lanes.waiting == 0
+        assert 0.15 < time.monotonic() - t < 1.0 and lanes.waiting == 0
         waiter = asyncio.ensure_future(lanes.acquire(5.0))
         await asyncio.sleep(0.05)
         assert not waiter.done() and lanes.running == 1
         first()
         first()  # a second release does nothing
-        second = await asyncio.wait_for(waiter, 10.0)  # the released slot, at once
+        second = await asyncio.wait_for(waiter, 1.0)
         assert lanes.running == 1
         second()
         assert lanes.running == 0 and not lanes.heavy.locked()
