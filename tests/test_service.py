@@ -45,6 +45,7 @@ from engine.serving import wire  # noqa: E402
 from tests.support.engine_server import scripted  # noqa: E402
 from tests.support.browser import (TIMEOUT, VIEWPORT, no_errors,  # noqa: E402
                                    query, titles, wait_idle, wait_js, wait_title)
+from tests.support.browser import chromium as launched_chromium  # noqa: E402
 from tests.support.outage import Relay  # noqa: E402
 from tests.support.server import (ROOT, die_with_parent, free_port, stop,  # noqa: E402
                                   streamlit_server)
@@ -1225,8 +1226,18 @@ def served_app(relay):
         yield up
 
 
+@pytest.fixture(scope="module")
+def chromium():
+    """A Chromium of the module's own, closed with it: not the session's, which stays open
+    to the end, and while a sync Playwright is open the worker's main thread holds its
+    event loop, so ``asyncio.run`` in the modules this worker runs next would fail (the
+    browser modules run last for that reason)."""
+    with launched_chromium() as b:
+        yield b
+
+
 @pytest.mark.browser
-def test_the_page_waits_for_the_engine_and_survives_an_outage(served_app, relay, browser,
+def test_the_page_waits_for_the_engine_and_survives_an_outage(served_app, relay, chromium,
                                                               encoder):
     """Opened while nothing answers at the engine's address, the page says so and draws by
     itself once it answers, without a reload. Then the engine goes away mid-session: the
@@ -1235,7 +1246,7 @@ def test_the_page_waits_for_the_engine_and_survives_an_outage(served_app, relay,
     made while it was away drawn."""
     app_url, _ = served_app
     client = EngineClient(relay.url, timeout=10, retries=1)  # one retry: not a blip
-    ctx = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
+    ctx = chromium.new_context(viewport=VIEWPORT, device_scale_factor=1)
     page = ctx.new_page()
     page.set_default_timeout(TIMEOUT)
     try:
@@ -1312,7 +1323,7 @@ def number(pg, key: str, value: int) -> None:
 @pytest.mark.browser
 @pytest.mark.timeout(900)
 def test_a_tour_of_every_page_and_job_leaves_the_front_end_without_torch(served_app, relay,
-                                                                       browser, url):
+                                                                       chromium, url):
     """Every page and every job kind from the pages on the served engine: the main page's
     cloud (a projection), Learn's clouds, Align's live sliders, a corpus (align_corpus)
     and an aligner trained on it (train_aligner), downloaded and used in the Pair view,
@@ -1322,7 +1333,7 @@ def test_a_tour_of_every_page_and_job_leaves_the_front_end_without_torch(served_
     and its peak RSS stays within 400 MB."""
     app_url, proc = served_app
     relay.up()
-    ctx = browser.new_context(viewport={"width": 1400, "height": 2200}, accept_downloads=True)
+    ctx = chromium.new_context(viewport={"width": 1400, "height": 2200}, accept_downloads=True)
     pg = ctx.new_page()
     pg.set_default_timeout(TIMEOUT)
     try:
