@@ -53,12 +53,12 @@ def pytest_collection_modifyitems(config, items):
     session browser never meets them.
 
     A module that starts Ray (marker ``service``: tests/test_service.py, the one module
-    that does) stays whole, at the start: its browser tests share its
-    Ray and run at its end, in a Chromium of the module's own, closed with it. Within each
-    tier the long modules (:data:`LONGEST`) come first: under pytest-xdist (``make test``
-    runs two workers, files handed out in this order) no long file is left to run alone at
-    the end. Each worker is its own session, with its own Streamlit server and
-    Chromium on free ports, and runs its browser tests after all its other tests."""
+    that does) stays whole, at the start: its browser tests share its Ray and run at its
+    end, in a Chromium of the module's own, closed with it. Within each tier the long
+    modules (:data:`LONGEST`) come first: under pytest-xdist (``make test`` runs two
+    workers, files handed out in this order) no long file is left to run alone at the end.
+    Each worker is its own session, with its own Streamlit server and Chromium on free
+    ports, and runs its browser tests after all its other tests."""
     def key(item):
         service = item.get_closest_marker("service") is not None
         return (item.get_closest_marker("browser") is not None and not service,
