@@ -15,7 +15,10 @@ refused by one of the rules the document states beside its schema (422 with one 
 ``info.x-sinkscope-rules``' codes: a text the model reads nothing of, a gold link outside
 its words, …; :func:`refusals_of_valid_data_are_documented`); a job's routes may also
 answer what depends on the board (404 unknown id, 409 no result yet, 503 a full line).
-``make fuzz`` runs more examples (``SINKSCOPE_API_FUZZ_EXAMPLES``).
+``make fuzz`` runs more examples (``SINKSCOPE_API_FUZZ_EXAMPLES``) and, for ``POST /v1/jobs``,
+the coverage phase too: a boundary case of every setting of every job kind (1,066 cases,
+half of the test's time); the test runs that route's examples, fuzzing and stateful phases
+(each kind's own rules are tested in test_job_bodies_the_engine_refuses_…).
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ import schemathesis
 pytestmark = [pytest.mark.model]
 
 EXAMPLES = int(os.environ.get("SINKSCOPE_API_FUZZ_EXAMPLES", "5"))
+#: Every phase on every route (make fuzz), or the jobs' coverage phase left out (the test).
+EVERY_PHASE = "SINKSCOPE_API_FUZZ_EXAMPLES" in os.environ
 #: Low budgets: a schema-valid request over them is refused (413) before it computes.
 BUDGETS = {"SINKSCOPE_SERVE_WORK_RELATE": "300000", "SINKSCOPE_SERVE_WORK_EPS_PATH": "300000",
            "SINKSCOPE_SERVE_WORK_LATTICE": "300000", "SINKSCOPE_SERVE_WORK_RANK": "30000000",
@@ -124,7 +129,8 @@ def fuzz(app, examples: int) -> tuple[set[str], list[str]]:
         # 422: judged by refusals_of_valid_data_are_documented
         "checks": accepts("408", "413", "422"),
         "operations": [  # a job's answers that depend on the board, not on the request:
-            {"include-name": "POST /v1/jobs", "checks": accepts("413", "422", "503")},
+            {"include-name": "POST /v1/jobs", "checks": accepts("413", "422", "503"),
+             "phases": {"coverage": {"enabled": EVERY_PHASE}}},
             {"include-name": ["GET /v1/jobs/{job_id}", "DELETE /v1/jobs/{job_id}"],
              "checks": {**accepts("404"),  # an unknown id
                         # DELETE is Stop (issue 40): the job and what it reached stay
