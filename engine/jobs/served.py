@@ -52,14 +52,14 @@ def _encoder(name: str):
 
 
 @ray.remote(max_retries=0)
-def run_job(job_id: str, body: dict, deadline_s: float | None) -> dict:
-    """One job in a Ray worker: begin on the board, run the work with a context that
-    reports to it, return how the job ended (the board records it)."""
+def run_job(job_id: str, body: dict, deadline_s: float | None, board) -> dict:
+    """One job in a Ray worker: begin on ``board`` (the actor that launched it), run the
+    work with a context that reports to it, return how the job ended (the board records
+    it)."""
     from .context import Context
     from .runner import bound_arenas, run
 
     bound_arenas()
-    board = ray.get_actor(BOARD, namespace=NAMESPACE)
     ctx_ray = ray.get_runtime_context()
     worker = {"pid": os.getpid(), "node": ctx_ray.get_node_id(),
               "gpus": [str(g) for g in ray.get_gpu_ids()]}
@@ -122,7 +122,7 @@ class BoardActor:
         for rec in self.board.launchable():
             opts = {k: v for k, v in self.resources.items() if v is not None}
             ref = run_job.options(name=f"sinkscope-job-{rec.kind}", **opts).remote(
-                rec.id, rec.body, self.deadline_s)
+                rec.id, rec.body, self.deadline_s, ray.get_runtime_context().current_actor)
             self.board.launched(rec.id)
             self.refs[rec.id] = ref
             asyncio.get_running_loop().create_task(self._await(rec.id, ref))
@@ -185,17 +185,19 @@ class Jobs:
     Args:
         resources: what each job asks Ray for (default :func:`resources`); only the call
             that creates the board sets it.
+        name: the board's actor name in :data:`NAMESPACE` (another name: a board of its
+            own, with its own line and resources).
     """
 
-    def __init__(self, resources: dict | None = None) -> None:
-        self._resources = resources
+    def __init__(self, resources: dict | None = None, name: str = BOARD) -> None:
+        self._resources, self.name = resources, name
         self._board = None
 
     def board(self):
         if self._board is None:
             c = engine_settings.CONFIG
             self._board = ray.remote(BoardActor).options(
-                name=BOARD, namespace=NAMESPACE, lifetime="detached", get_if_exists=True,
+                name=self.name, namespace=NAMESPACE, lifetime="detached", get_if_exists=True,
                 num_cpus=0, max_concurrency=1000, max_restarts=0).remote(
                 c.heavy_jobs, c.job_queue, c.job_keep_mb * 2**20, c.job_deadline_s,
                 self._resources or resources(c))

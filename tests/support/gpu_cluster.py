@@ -1,61 +1,42 @@
-"""A GPU job's placement on a two-node Ray cluster, in a process of its own:
-``python -m tests.support.gpu_cluster`` starts a cluster on loopback
-(ray.cluster_utils.Cluster: a head with no GPU, a node with ``num_gpus=1``, declared, not
-real), submits two jobs asking for one GPU to the served engine's board
-(engine.jobs.served), waits for them, shuts the cluster down whatever happens and prints
-one JSON document: ``auto_gpus`` (what ``resources()`` asks for on this cluster),
-``gpu_node``, ``jobs`` (each job's last status) and ``nodes`` (node id → GPUs).
+"""A second node with a GPU (declared, not real) on this process's Ray instance, for as long
+as a ``with`` block runs: what tests/test_service.py places a GPU job on, beside its
+service, without a cluster of its own (a second Ray head cost ~16 s of CPU here).
 
-tests/test_service.py starts it just before its own Ray, which runs beside it; a process of
-its own keeps the two apart (one Ray per process).
+Serve starts a proxy only where a replica runs (and on its controller's node), so a node
+that lives while no deployment changes gets none: the service's replicas stay where they
+were.
 """
 
 from __future__ import annotations
 
-import json
-import os
+import contextlib
 import time
+from typing import Iterator
 
-BODY = {"kind": "lab_train", "settings": {"models": ["softmax"], "steps": 5, "train_pairs": 8,
-                                          "heldout_pairs": 4, "width": 2, "depth": 0}}
-WAIT_S = 180.0
+WAIT_S = 60.0
 
 
-def main() -> None:
-    os.environ["RAY_AUTH_MODE"] = "disabled"
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+@contextlib.contextmanager
+def gpu_node(num_cpus: int = 1) -> Iterator[str]:
+    """Start a node (``num_cpus`` CPUs, one GPU) joined to the running Ray instance, on
+    127.0.0.1; yields its node id once Ray lists it alive; its processes are killed after,
+    whatever happens inside."""
     import ray
-    from ray.cluster_utils import Cluster
+    from ray._private.node import Node
+    from ray._private.parameter import RayParams
 
-    from engine.jobs import spec
-    from engine.jobs.served import Jobs, resources
-
-    c = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 1, "num_gpus": 0, "include_dashboard": False,
-        "node_ip_address": "127.0.0.1"})
+    params = RayParams(num_cpus=num_cpus, num_gpus=1, node_ip_address="127.0.0.1",
+                       gcs_address=ray.get_runtime_context().gcs_address,
+                       include_log_monitor=False, node_manager_port=0,  # one per machine
+                       object_store_memory=150 * 2**20, min_worker_port=0, max_worker_port=0)
+    params.dashboard_agent_listen_port = None  # a free one, not the head's
+    node = Node(params, head=False, shutdown_at_exit=True, spawn_reaper=True)
     try:
-        gpu = c.add_node(num_cpus=1, num_gpus=1, node_ip_address="127.0.0.1")
-        ray.init(address=c.address, log_to_driver=False, _node_ip_address="127.0.0.1")
-        c.wait_for_nodes()
-        auto = resources()["num_gpus"]
-        board = Jobs(resources={"num_cpus": 1, "num_gpus": 1}).board()
-        sp = spec.check(BODY)
-        ids = [ray.get(board.submit.remote(sp.kind, sp.body))["id"] for _ in range(2)]
-        end, jobs = time.monotonic() + WAIT_S, []
-        for job_id in ids:
-            while (st := ray.get(board.status.remote(job_id)))["state"] in ("waiting",
-                                                                             "running"):
-                if time.monotonic() > end:
-                    break
-                time.sleep(0.1)
-            jobs.append(st)
-        nodes = {n["NodeID"]: n["Resources"].get("GPU", 0) for n in ray.nodes()}
+        end = time.monotonic() + WAIT_S
+        while not any(n["NodeID"] == node.node_id and n["Alive"] for n in ray.nodes()):
+            if time.monotonic() > end:
+                raise TimeoutError(f"the GPU node did not join within {WAIT_S:.0f} s")
+            time.sleep(0.05)
+        yield node.node_id
     finally:
-        ray.shutdown()
-        c.shutdown()
-    print(json.dumps({"auto_gpus": auto, "gpu_node": gpu.node_id, "jobs": jobs,
-                      "nodes": nodes}, default=str))
-
-
-if __name__ == "__main__":
-    main()
+        node.kill_all_processes(check_alive=False, allow_graceful=True, wait=True)
