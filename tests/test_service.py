@@ -3,15 +3,14 @@ CPUs), called over HTTP and through ``EngineClient``, against the embedded engin
 
 One Ray instance and one Serve app serve the whole module; the fixture always shuts Serve
 and Ray down. A second node joins it for one test, its GPU declared, to place a GPU job
-on. Requests are modest (2 shared cores) but cover
-what the issue asks: agreement to 1e-12, 16 concurrent clients batched (encoding new
-texts, and solving slider moves on the same texts), both replicas answering, every bad
-request (and 200 garbage ones in a burst) answered with its status while the service stays
-healthy, the app through AppTest, and the engine's jobs over HTTP (progress, place in
-line, Stop, results, codes, an aligner's zip). Last, the app in Chromium on this engine: an
-outage and a restart on the same address seen by the client and the page, and a tour of
-every page and job kind (a job's worker killed under the page) that leaves the Streamlit
-process without torch.
+on. Requests are modest (2 shared cores) but cover what the issue asks: agreement to
+1e-12, 16 concurrent clients batched (encoding new texts, and solving slider moves on the
+same texts), both replicas answering, every bad request (and 200 garbage ones in a burst)
+answered with its status while the service stays healthy, the app through AppTest, and
+the engine's jobs over HTTP (progress, place in line, Stop, results, codes, an aligner's
+zip). Last, the app in Chromium on this engine: an outage and a restart on the same
+address seen by the client and the page, and a tour of every page and job kind (a job's
+worker killed under the page) that leaves the Streamlit process without torch.
 """
 
 from __future__ import annotations
