@@ -500,7 +500,7 @@ def test_a_job_asking_for_a_gpu_runs_on_the_gpu_node_only(service):
 
     from engine.jobs import spec
     from engine.jobs.served import Jobs, resources
-    from tests.support.gpu_cluster import gpu_node
+    from tests.support.gpu_node import gpu_node
 
     body = spec.check({"kind": "lab_train", "settings": {
         "models": ["softmax"], "steps": 5, "train_pairs": 8, "heldout_pairs": 4, "width": 2,
